@@ -1,0 +1,104 @@
+package datastore
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Assign gives key an address, or returns the one it already holds. It
+// returns only once the assignment is durable; if the checkpoint cannot be
+// written the assignment is undone and the error returned.
+func (d *DataStore) Assign(key IPAMKey, meta IPAMMetadata) (Allocation, error) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return Allocation{}, ErrClosed
+	}
+	if a, ok := d.byKey[key]; ok {
+		// A retried ADD: same answer, once the original is durable.
+		alloc := a.allocation()
+		b := d.commit.durableLocked()
+		d.mu.Unlock()
+		if err := b.wait(); err != nil {
+			return Allocation{}, fmt.Errorf("assign %s: persist checkpoint: %w", key, err)
+		}
+		return alloc, nil
+	}
+	now := d.now()
+	d.expireLocked(now)
+	c := d.free[d.mode].pick()
+	if c == nil {
+		d.mu.Unlock()
+		return Allocation{}, ErrNoAvailableIP
+	}
+	a := c.firstFree()
+	d.assignLocked(a, key, meta, now)
+	alloc := a.allocation()
+	b := d.commit.joinLocked()
+	d.mu.Unlock()
+
+	if err := b.wait(); err != nil {
+		d.mu.Lock()
+		if d.byIP[a.ip] == a && a.state == stateAssigned && a.key == key && a.assignedAt.Equal(now) {
+			// Never reported to anyone: no cooldown needed.
+			d.releaseLocked(a, now, false)
+			d.commit.joinLocked()
+		}
+		d.mu.Unlock()
+		return Allocation{}, fmt.Errorf("assign %s: persist checkpoint: %w", key, err)
+	}
+	return alloc, nil
+}
+
+// Release frees key's address (it then rests for the cooldown) and returns
+// what was released. An unknown key is ErrUnknownPod and changes nothing.
+// It returns once the release is durable; if the checkpoint cannot be
+// written the address is given back to key and the error returned.
+func (d *DataStore) Release(key IPAMKey) (Allocation, error) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return Allocation{}, ErrClosed
+	}
+	a, ok := d.byKey[key]
+	if !ok {
+		a, ok = d.byKey[migratedKey(key)]
+	}
+	if !ok {
+		d.mu.Unlock()
+		return Allocation{}, ErrUnknownPod
+	}
+	alloc := a.allocation()
+	now := d.now()
+	d.releaseLocked(a, now, true)
+	b := d.commit.joinLocked()
+	d.mu.Unlock()
+
+	if err := b.wait(); err != nil {
+		d.mu.Lock()
+		_, taken := d.byKey[alloc.Key]
+		if d.byIP[a.ip] == a && a.state != stateAssigned && !taken && a.unassignedAt.Equal(now) {
+			d.assignLocked(a, alloc.Key, alloc.Metadata, alloc.AssignedAt)
+			d.commit.joinLocked()
+		} else {
+			d.log.Error("release could not be persisted nor undone", "key", alloc.Key.String(), "ip", alloc.IP.String())
+		}
+		d.mu.Unlock()
+		return Allocation{}, fmt.Errorf("release %s: persist checkpoint: %w", key, err)
+	}
+	return alloc, nil
+}
+
+// Find returns key's allocation.
+func (d *DataStore) Find(key IPAMKey) (Allocation, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a, ok := d.byKey[key]
+	if !ok {
+		return Allocation{}, false
+	}
+	return a.allocation(), true
+}
+
+// IsUnknownPod reports whether err means the key held no address.
+func IsUnknownPod(err error) bool { return errors.Is(err, ErrUnknownPod) }

@@ -1,0 +1,167 @@
+package datastore
+
+import (
+	"container/list"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// DefaultCooldown is how long a released address rests before reuse, so a new
+// pod never inherits conntrack entries that still point at the old one.
+const DefaultCooldown = 30 * time.Second
+
+// Config sets up a DataStore.
+type Config struct {
+	// PrefixDelegation selects which CIDRs pods get addresses from: /28
+	// prefixes when true, secondary /32 addresses otherwise.
+	PrefixDelegation bool
+	// Cooldown is how long a released address is withheld; 0 reuses at once.
+	Cooldown time.Duration
+	// Checkpointer persists allocations; nil keeps them in memory only.
+	Checkpointer Checkpointer
+	Logger       *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// DataStore is safe for concurrent use. One mutex guards everything; it is
+// held only for in-memory steps, never across checkpoint I/O.
+type DataStore struct {
+	mu      sync.Mutex
+	mode    kind
+	cool    time.Duration
+	now     func() time.Time
+	log     *slog.Logger
+	enis    map[string]*eni
+	byIP    map[netip.Addr]*addr
+	byKey   map[IPAMKey]*addr
+	free    [numKinds]freeIndex
+	cooling *list.List // *addr in release order (= expiry order)
+	count   [numKinds]counters
+	prefix  struct{ total, free int }
+
+	commit *committer // nil when there is no checkpointer
+	closed bool
+}
+
+type counters struct{ total, assigned, cooling int }
+
+// New returns an empty DataStore. Call Close to flush and stop it.
+func New(cfg Config) *DataStore {
+	d := &DataStore{
+		cool:    cfg.Cooldown,
+		now:     cfg.Now,
+		log:     cfg.Logger,
+		enis:    map[string]*eni{},
+		byIP:    map[netip.Addr]*addr{},
+		byKey:   map[IPAMKey]*addr{},
+		cooling: list.New(),
+	}
+	if cfg.PrefixDelegation {
+		d.mode = kindPrefix
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Checkpointer != nil {
+		d.commit = newCommitter(d, cfg.Checkpointer)
+	}
+	return d
+}
+
+// PrefixDelegation reports the datastore's mode.
+func (d *DataStore) PrefixDelegation() bool { return d.mode == kindPrefix }
+
+// Close flushes what is pending to the checkpoint and stops the store; later
+// mutations fail with ErrClosed.
+func (d *DataStore) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.mu.Unlock()
+	if d.commit != nil {
+		return d.commit.stop()
+	}
+	return nil
+}
+
+// ---- state transitions; all require d.mu ----
+
+func (d *DataStore) reindex(c *cidr) {
+	d.free[c.kind].update(c, true)
+}
+
+// addUsed changes how many addresses of c are busy and keeps the free-prefix
+// count and the free index in step.
+func (d *DataStore) addUsed(c *cidr, delta int) {
+	if c.kind == kindPrefix && c.used == 0 {
+		d.prefix.free--
+	}
+	c.used += delta
+	if c.kind == kindPrefix && c.used == 0 {
+		d.prefix.free++
+	}
+	d.reindex(c)
+}
+
+func (d *DataStore) assignLocked(a *addr, key IPAMKey, meta IPAMMetadata, at time.Time) {
+	if a.state == stateCooling {
+		d.endCooldownLocked(a)
+	}
+	a.state = stateAssigned
+	a.key = key
+	a.meta = meta
+	a.assignedAt = at
+	a.unassignedAt = time.Time{}
+	a.cidr.assigned++
+	d.count[a.cidr.kind].assigned++
+	d.byKey[key] = a
+	d.addUsed(a.cidr, 1)
+}
+
+// releaseLocked frees a; with cooldown the address rests before reuse.
+func (d *DataStore) releaseLocked(a *addr, now time.Time, cooldown bool) {
+	delete(d.byKey, a.key)
+	a.key = IPAMKey{}
+	a.meta = IPAMMetadata{}
+	a.cidr.assigned--
+	d.count[a.cidr.kind].assigned--
+	a.unassignedAt = now
+	if cooldown && d.cool > 0 {
+		a.state = stateCooling
+		a.coolElem = d.cooling.PushBack(a)
+		d.count[a.cidr.kind].cooling++
+		return
+	}
+	a.state = stateFree
+	d.addUsed(a.cidr, -1)
+}
+
+// endCooldownLocked makes a cooling address free.
+func (d *DataStore) endCooldownLocked(a *addr) {
+	d.cooling.Remove(a.coolElem)
+	a.coolElem = nil
+	a.state = stateFree
+	d.count[a.cidr.kind].cooling--
+	d.addUsed(a.cidr, -1)
+}
+
+// expireLocked frees every address whose cooldown is over. Releases are
+// queued in time order, so this stops at the first one still resting.
+func (d *DataStore) expireLocked(now time.Time) {
+	for e := d.cooling.Front(); e != nil; e = d.cooling.Front() {
+		a := e.Value.(*addr)
+		if now.Sub(a.unassignedAt) <= d.cool {
+			return
+		}
+		d.endCooldownLocked(a)
+	}
+}

@@ -1,0 +1,16 @@
+// Package datastore owns ipamd's view of the node's addresses: the ENIs, the
+// secondary IPv4 addresses (/32) and /28 prefixes attached to them, and which
+// pod sandbox holds each address.
+//
+// It guarantees that:
+//   - an address is held by at most one IPAMKey, and a repeated assign for the
+//     same key returns the same address;
+//   - a released address is not handed out again before its cooldown ends;
+//   - an assign or release is reported done only once the checkpoint that
+//     records it is durable (concurrent callers share one write: group commit);
+//   - assign and release cost O(1) whatever the pool size: free addresses are
+//     indexed, never found by scanning ENIs.
+//
+// It never talks to EC2, the kernel or Kubernetes; its only I/O goes through
+// the Checkpointer it is given.
+package datastore

@@ -1,0 +1,148 @@
+package datastore
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// AddENI registers an ENI with no addresses yet.
+func (d *DataStore) AddENI(info ENIInfo) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.enis[info.ID]; ok {
+		return fmt.Errorf("add ENI %s: %w", info.ID, ErrDuplicateENI)
+	}
+	d.enis[info.ID] = &eni{info: info, createdAt: d.now(), cidrs: map[netip.Prefix]*cidr{}}
+	return nil
+}
+
+// AddCIDR adds a secondary IPv4 address (/32) or an IPv4 /28 prefix to an ENI.
+func (d *DataStore) AddCIDR(eniID string, p netip.Prefix) error {
+	if !p.Addr().Is4() || (p.Bits() != 32 && p.Bits() != 28) {
+		return fmt.Errorf("add %s to %s: %w", p, eniID, ErrUnsupportedCIDR)
+	}
+	p = p.Masked()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.enis[eniID]
+	if !ok {
+		return fmt.Errorf("add %s: %w %s", p, ErrUnknownENI, eniID)
+	}
+	c := newCIDR(p, e)
+	for i := range c.addrs {
+		if _, dup := d.byIP[c.addrs[i].ip]; dup {
+			return fmt.Errorf("add %s to %s: %s: %w", p, eniID, c.addrs[i].ip, ErrIPAlreadyInStore)
+		}
+	}
+	for i := range c.addrs {
+		d.byIP[c.addrs[i].ip] = &c.addrs[i]
+	}
+	e.cidrs[p] = c
+	d.count[c.kind].total += len(c.addrs)
+	if c.kind == kindPrefix {
+		d.prefix.total++
+		d.prefix.free++
+	}
+	d.reindex(c)
+	return nil
+}
+
+// RemoveCIDR takes a CIDR off an ENI. Without force it refuses a CIDR with an
+// assigned (ErrIPInUse) or cooling (ErrIPInCooldown) address; with force it
+// releases them first and returns what was released, once that is durable.
+func (d *DataStore) RemoveCIDR(eniID string, p netip.Prefix, force bool) ([]Allocation, error) {
+	p = p.Masked()
+	d.mu.Lock()
+	e, ok := d.enis[eniID]
+	if !ok {
+		d.mu.Unlock()
+		return nil, fmt.Errorf("remove %s: %w %s", p, ErrUnknownENI, eniID)
+	}
+	c, ok := e.cidrs[p]
+	if !ok {
+		d.mu.Unlock()
+		return nil, fmt.Errorf("remove %s from %s: %w", p, eniID, ErrUnknownCIDR)
+	}
+	if !force {
+		if err := c.busyErr(); err != nil {
+			d.mu.Unlock()
+			return nil, fmt.Errorf("remove %s from %s: %w", p, eniID, err)
+		}
+	}
+	released := d.dropCIDRLocked(c)
+	b := d.commitJoinIf(len(released) > 0)
+	d.mu.Unlock()
+	return released, b.wait()
+}
+
+// RemoveENI removes an ENI and its CIDRs. Without force it refuses an ENI
+// that has an assigned address; with force those are released (and
+// returned) once that is durable.
+func (d *DataStore) RemoveENI(eniID string, force bool) ([]Allocation, error) {
+	d.mu.Lock()
+	e, ok := d.enis[eniID]
+	if !ok {
+		d.mu.Unlock()
+		return nil, fmt.Errorf("remove ENI: %w %s", ErrUnknownENI, eniID)
+	}
+	if !force {
+		for _, c := range e.cidrs {
+			if c.assigned > 0 {
+				d.mu.Unlock()
+				return nil, fmt.Errorf("remove ENI %s: %w", eniID, ErrENIInUse)
+			}
+		}
+	}
+	var released []Allocation
+	for _, c := range e.cidrs {
+		released = append(released, d.dropCIDRLocked(c)...)
+	}
+	delete(d.enis, eniID)
+	b := d.commitJoinIf(len(released) > 0)
+	d.mu.Unlock()
+	return released, b.wait()
+}
+
+func (c *cidr) busyErr() error {
+	switch {
+	case c.assigned > 0:
+		return ErrIPInUse
+	case c.used > 0:
+		return ErrIPInCooldown
+	}
+	return nil
+}
+
+// dropCIDRLocked releases c's addresses and forgets c. Requires d.mu.
+func (d *DataStore) dropCIDRLocked(c *cidr) []Allocation {
+	var released []Allocation
+	for i := range c.addrs {
+		a := &c.addrs[i]
+		switch a.state {
+		case stateAssigned:
+			released = append(released, a.allocation())
+			d.releaseLocked(a, d.now(), false)
+		case stateCooling:
+			d.endCooldownLocked(a)
+		}
+		delete(d.byIP, a.ip)
+	}
+	d.free[c.kind].remove(c)
+	d.count[c.kind].total -= len(c.addrs)
+	if c.kind == kindPrefix {
+		d.prefix.total--
+		if c.used == 0 {
+			d.prefix.free--
+		}
+	}
+	delete(c.eni.cidrs, c.prefix)
+	return released
+}
+
+// commitJoinIf joins the pending checkpoint batch when cond holds.
+func (d *DataStore) commitJoinIf(cond bool) *batch {
+	if !cond {
+		return nil
+	}
+	return d.commit.joinLocked()
+}

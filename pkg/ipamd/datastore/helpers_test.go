@@ -1,0 +1,74 @@
+package datastore
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fakeClock is a manually advanced clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func key(id string) IPAMKey {
+	return IPAMKey{NetworkName: "aws-cni", ContainerID: id, IfName: "eth0"}
+}
+
+func meta(name string) IPAMMetadata {
+	return IPAMMetadata{K8SPodNamespace: "default", K8SPodName: name}
+}
+
+func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+// addSecondaryENI adds an ENI with n secondary /32 addresses starting at base.
+func addSecondaryENI(t testing.TB, d *DataStore, id string, dev int, base string, n int) {
+	t.Helper()
+	require.NoError(t, d.AddENI(ENIInfo{ID: id, DeviceNumber: dev, Primary: dev == 0, RouteTableID: routeTable(dev)}))
+	ip := netip.MustParseAddr(base)
+	for range n {
+		require.NoError(t, d.AddCIDR(id, netip.PrefixFrom(ip, 32)))
+		ip = ip.Next()
+	}
+}
+
+// addPrefixENI adds an ENI with n /28 prefixes starting at base.
+func addPrefixENI(t testing.TB, d *DataStore, id string, dev int, base string, n int) {
+	t.Helper()
+	require.NoError(t, d.AddENI(ENIInfo{ID: id, DeviceNumber: dev, Primary: dev == 0, RouteTableID: routeTable(dev)}))
+	ip := netip.MustParseAddr(base)
+	for range n {
+		require.NoError(t, d.AddCIDR(id, netip.PrefixFrom(ip, 28)))
+		for range 16 {
+			ip = ip.Next()
+		}
+	}
+}
+
+func routeTable(dev int) int {
+	if dev == 0 {
+		return 254
+	}
+	return dev + 1
+}
+
+func podName(i int) string { return fmt.Sprintf("pod-%d", i) }

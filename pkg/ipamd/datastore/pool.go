@@ -1,0 +1,102 @@
+package datastore
+
+import (
+	"container/list"
+	"net/netip"
+	"time"
+)
+
+type addrState uint8
+
+const (
+	stateFree addrState = iota
+	stateAssigned
+	stateCooling
+)
+
+// kind separates the two sorts of CIDR; a datastore hands out only the kind
+// of its mode, so leftovers of the other kind after a mode switch stay put.
+type kind uint8
+
+const (
+	kindSecondary kind = iota // one /32
+	kindPrefix                // one /28
+	numKinds
+)
+
+// addressesPerPrefix is the size of an IPv4 /28 prefix.
+const addressesPerPrefix = 16
+
+type eni struct {
+	info      ENIInfo
+	createdAt time.Time
+	cidrs     map[netip.Prefix]*cidr
+}
+
+type cidr struct {
+	prefix netip.Prefix
+	kind   kind
+	eni    *eni
+	addrs  []addr // 1 or 16, never reallocated: addr pointers stay valid
+	// used counts addresses assigned or cooling: what keeps the CIDR busy.
+	used int
+	// assigned counts addresses held by a key.
+	assigned int
+	// bucket and slot locate the CIDR in the free index; slot is -1 when
+	// the CIDR is not indexed.
+	bucket, slot int
+}
+
+type addr struct {
+	ip           netip.Addr
+	cidr         *cidr
+	state        addrState
+	key          IPAMKey
+	meta         IPAMMetadata
+	assignedAt   time.Time
+	unassignedAt time.Time
+	coolElem     *list.Element
+}
+
+func (c *cidr) ready() int { return len(c.addrs) - c.used }
+
+// firstFree returns an address of c that is neither assigned nor cooling.
+func (c *cidr) firstFree() *addr {
+	for i := range c.addrs {
+		if c.addrs[i].state == stateFree {
+			return &c.addrs[i]
+		}
+	}
+	return nil
+}
+
+func newCIDR(p netip.Prefix, e *eni) *cidr {
+	k := kindSecondary
+	n := 1
+	if p.Bits() != 32 {
+		k = kindPrefix
+		n = addressesPerPrefix
+	}
+	c := &cidr{prefix: p, kind: k, eni: e, addrs: make([]addr, n), slot: -1}
+	ip := p.Addr()
+	for i := range c.addrs {
+		c.addrs[i] = addr{ip: ip, cidr: c}
+		ip = ip.Next()
+	}
+	return c
+}
+
+func (a *addr) allocation() Allocation {
+	c := a.cidr
+	return Allocation{
+		Key:          a.key,
+		Metadata:     a.meta,
+		IP:           a.ip,
+		CIDR:         c.prefix,
+		IsPrefix:     c.kind == kindPrefix,
+		ENIID:        c.eni.info.ID,
+		DeviceNumber: c.eni.info.DeviceNumber,
+		RouteTableID: c.eni.info.RouteTableID,
+		AssignedAt:   a.assignedAt,
+	}
+}

@@ -1,0 +1,50 @@
+package datastore
+
+import "fmt"
+
+// RestoreReport says what a restore did with each checkpoint entry.
+type RestoreReport struct {
+	Restored int
+	// NotInPool are entries whose address is on none of the store's ENIs
+	// (the address was returned to EC2 while ipamd was down); dropped.
+	NotInPool []CheckpointEntry
+	// Conflicts are entries whose address or key was already taken by an
+	// earlier entry; dropped, the first entry wins.
+	Conflicts []CheckpointEntry
+}
+
+// Restore reads the checkpoint and re-assigns each entry's address to its
+// key, keeping the original assignment time. Call it after the node's ENIs
+// and CIDRs are in the store and before serving any ADD. The checkpoint is
+// then rewritten to match what was kept. Checkpoint errors (missing file is
+// not one) are returned as is: see FileCheckpointer.Read.
+func (d *DataStore) Restore() (RestoreReport, error) {
+	var rep RestoreReport
+	if d.commit == nil {
+		return rep, nil
+	}
+	entries, err := d.commit.cp.Read()
+	if err != nil {
+		return rep, fmt.Errorf("restore: %w", err)
+	}
+	d.mu.Lock()
+	for _, e := range entries {
+		a, ok := d.byIP[e.IP]
+		if !ok {
+			rep.NotInPool = append(rep.NotInPool, e)
+			continue
+		}
+		if _, taken := d.byKey[e.Key]; taken || a.state == stateAssigned {
+			rep.Conflicts = append(rep.Conflicts, e)
+			continue
+		}
+		d.assignLocked(a, e.Key, e.Metadata, e.AssignedAt)
+		rep.Restored++
+	}
+	b := d.commit.joinLocked()
+	d.mu.Unlock()
+	if err := b.wait(); err != nil {
+		return rep, fmt.Errorf("restore: rewrite checkpoint: %w", err)
+	}
+	return rep, nil
+}

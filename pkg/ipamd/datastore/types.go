@@ -1,0 +1,97 @@
+package datastore
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// IPAMKey identifies one pod interface: the key under which the CNI plugin
+// asks for an address and later gives it back.
+type IPAMKey struct {
+	NetworkName string `json:"networkName"`
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifName"`
+}
+
+// IsZero reports whether the key is empty (an unassigned address).
+func (k IPAMKey) IsZero() bool { return k == IPAMKey{} }
+
+// String renders the key as network/container/ifname, as upstream logs it.
+func (k IPAMKey) String() string {
+	return fmt.Sprintf("%s/%s/%s", k.NetworkName, k.ContainerID, k.IfName)
+}
+
+// IPAMMetadata is what ipamd remembers about the pod behind a key.
+type IPAMMetadata struct {
+	K8SPodNamespace string `json:"k8sPodNamespace,omitempty"`
+	K8SPodName      string `json:"k8sPodName,omitempty"`
+	InterfacesCount int    `json:"interfacesCount,omitempty"`
+}
+
+// ENIInfo describes an ENI being added to the store.
+type ENIInfo struct {
+	ID           string
+	DeviceNumber int
+	Primary      bool
+	Trunk        bool
+	EFA          bool
+	// Subnet is the ENI's subnet CIDR (may be zero when unknown).
+	Subnet       netip.Prefix
+	RouteTableID int
+	SubnetID     string
+}
+
+// Allocation is one assigned address as callers see it.
+type Allocation struct {
+	Key          IPAMKey
+	Metadata     IPAMMetadata
+	IP           netip.Addr
+	CIDR         netip.Prefix
+	IsPrefix     bool
+	ENIID        string
+	DeviceNumber int
+	RouteTableID int
+	AssignedAt   time.Time
+}
+
+// Stats are the pool counters the warm-pool logic works from. TotalIPs,
+// AssignedIPs and CooldownIPs count only CIDRs of the datastore's mode
+// (prefixes in prefix-delegation mode, secondary IPs otherwise), as upstream.
+type Stats struct {
+	ENIs          int
+	TotalIPs      int
+	AssignedIPs   int
+	CooldownIPs   int
+	TotalPrefixes int
+	// FreePrefixes counts prefixes none of whose addresses is assigned or cooling.
+	FreePrefixes int
+}
+
+// AvailableIPs is TotalIPs - AssignedIPs; cooling addresses count as available.
+func (s Stats) AvailableIPs() int { return s.TotalIPs - s.AssignedIPs }
+
+// Errors callers branch on. The texts of ErrUnknownPod and ErrNoAvailableIP
+// are part of the wire contract with the CNI plugin: do not change them.
+var (
+	ErrUnknownPod        = errors.New("datastore: unknown pod")
+	ErrNoAvailableIP     = errors.New("AssignPodIPAddress: no available IP/Prefix addresses")
+	ErrDuplicateENI      = errors.New("data store: duplicate ENI")
+	ErrUnknownENI        = errors.New("datastore: unknown ENI")
+	ErrENIInUse          = errors.New("datastore: ENI is used and can not be deleted")
+	ErrIPAlreadyInStore  = errors.New("datastore: IP already in data store")
+	ErrUnknownCIDR       = errors.New("datastore: unknown IP")
+	ErrIPInUse           = errors.New("datastore: IP is used and can not be deleted")
+	ErrIPInCooldown      = errors.New("datastore: IP is in cooldown and can not be deleted")
+	ErrUnsupportedCIDR   = errors.New("datastore: only IPv4 /32 and /28 CIDRs are supported")
+	ErrCheckpointCorrupt = errors.New("datastore: checkpoint is corrupt")
+	ErrCheckpointVersion = errors.New("datastore: checkpoint has an unknown schema version")
+	ErrClosed            = errors.New("datastore: closed")
+)
+
+// migratedKey is the key shape very old ipamd versions wrote when they
+// back-filled allocations from the CRI; a release for the real key must find it.
+func migratedKey(k IPAMKey) IPAMKey {
+	return IPAMKey{NetworkName: "_migrated-from-cri", ContainerID: k.ContainerID, IfName: "unknown"}
+}

@@ -1,0 +1,164 @@
+package warmpool
+
+import (
+	"math"
+	"testing"
+)
+
+// eniMode, ipMode and pdMode build the configs most edge cases start from.
+func eniMode(warmENI, maxPods, ipsPerENI int) Config {
+	return Config{WarmENITarget: warmENI, MaxPods: maxPods, IPsPerENI: ipsPerENI}
+}
+
+func TestDecideEdgeCases(t *testing.T) {
+	const big = math.MaxInt
+	tests := []struct {
+		name string
+		s    Stats
+		c    Config
+		want Decision
+	}{
+		// Fresh node: nothing held yet, every mode asks to grow.
+		{"fresh node, ENI mode", Stats{}, eniMode(1, 29, 9), Decision{Unit: UnitENI, Short: 1}},
+		{"fresh node, no targets at all", Stats{}, Config{}, Decision{Unit: UnitENI, Short: 1}},
+		{"fresh node, warm-ip 5", Stats{}, Config{WarmIPTarget: 5, MaxPods: 29}, Decision{Unit: UnitIP, Short: 5}},
+		{"fresh node, minimum-ip 10", Stats{}, Config{MinimumIPTarget: 10}, Decision{Unit: UnitIP, Short: 10}},
+		{"fresh node, PD no targets", Stats{}, Config{PrefixDelegation: true}, Decision{Unit: UnitPrefix, Short: 1}},
+		{"fresh node, PD warm-prefix 3", Stats{}, Config{PrefixDelegation: true, WarmPrefixTarget: 3}, Decision{Unit: UnitPrefix, Short: 3}},
+		{"fresh node, PD warm-ip 20", Stats{}, Config{PrefixDelegation: true, WarmIPTarget: 20}, Decision{Unit: UnitPrefix, Short: 2}},
+
+		// Negative inputs are clamped: stats to 0, targets to unset, MaxPods to unknown.
+		{"negative stats behave like a fresh node", Stats{-5, -3, -1, -2, -4}, eniMode(1, 29, 9), Decision{Unit: UnitENI, Short: 1}},
+		{"negative targets are unset", Stats{TotalIPs: 9, AssignedIPs: 5}, Config{WarmENITarget: -1, WarmIPTarget: -5, MinimumIPTarget: -10, WarmPrefixTarget: -1, MaxPods: 29, IPsPerENI: 9}, Decision{Unit: UnitENI}},
+		{"negative max pods is unknown", Stats{TotalIPs: 64, AssignedIPs: 64, TotalPrefixes: 4}, Config{PrefixDelegation: true, WarmPrefixTarget: 1, MaxPods: -62}, Decision{Unit: UnitPrefix, Short: 1}},
+		{"MinInt everywhere", Stats{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt}, Config{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, true}, Decision{Unit: UnitPrefix, Short: 1}},
+		// IPsPerENI unknown (0 or negative) with WARM_ENI_TARGET set: the spec's
+		// "available < IPsPerENI*WarmENITarget" can never hold, so no ENI is asked for.
+		{"negative IPsPerENI never triggers ENI growth", Stats{TotalIPs: 9, AssignedIPs: 9}, eniMode(1, 0, -9), Decision{Unit: UnitENI}},
+
+		// Huge values saturate instead of wrapping.
+		{"MaxInt warm-ip", Stats{TotalIPs: 10, AssignedIPs: 7}, Config{WarmIPTarget: big}, Decision{Unit: UnitIP, Short: big - 3}},
+		{"MaxInt minimum-ip", Stats{TotalIPs: 10, AssignedIPs: 7}, Config{MinimumIPTarget: big}, Decision{Unit: UnitIP, Short: big - 10}},
+		{"MaxInt warm-ip clamped by max pods", Stats{TotalIPs: 10, AssignedIPs: 7}, Config{WarmIPTarget: big, MaxPods: 29}, Decision{Unit: UnitIP, Short: 19}},
+		{"PD MaxInt warm-ip with MaxInt assigned", Stats{TotalIPs: big, AssignedIPs: big}, Config{PrefixDelegation: true, WarmIPTarget: big}, Decision{Unit: UnitPrefix}},
+		{"PD MaxInt warm-ip", Stats{TotalIPs: 16, AssignedIPs: 1, TotalPrefixes: 1}, Config{PrefixDelegation: true, WarmIPTarget: big}, Decision{Unit: UnitPrefix, Short: (big-16)/16 + 1}},
+		{"PD MaxInt warm-prefix", Stats{TotalIPs: 16, AssignedIPs: 1, TotalPrefixes: 1}, Config{PrefixDelegation: true, WarmPrefixTarget: big}, Decision{Unit: UnitPrefix, Short: big}},
+		{"PD MaxInt free prefixes", Stats{TotalIPs: big, TotalPrefixes: big, FreePrefixes: big}, Config{PrefixDelegation: true, WarmPrefixTarget: 1}, Decision{Unit: UnitPrefix, Over: big - 1}},
+		{"MaxInt warm-ENI and IPsPerENI", Stats{TotalIPs: big, AssignedIPs: 1}, eniMode(big, 0, big), Decision{Unit: UnitENI, Short: 1}},
+		{"MaxInt available meets saturated warm-ENI want", Stats{TotalIPs: big}, eniMode(big, 0, big), Decision{Unit: UnitENI}},
+		{"MaxInt total, warm-ip 5", Stats{TotalIPs: big}, Config{WarmIPTarget: 5}, Decision{Unit: UnitIP, Over: big - 5}},
+		{"MaxInt total and max pods", Stats{TotalIPs: big, AssignedIPs: big}, Config{WarmIPTarget: 5, MaxPods: big}, Decision{Unit: UnitIP, AtMaxPods: true, LeakSuspected: true}},
+		{"MaxInt max pods, fresh node", Stats{}, Config{PrefixDelegation: true, WarmIPTarget: 5, MaxPods: big}, Decision{Unit: UnitPrefix, Short: 1}},
+
+		// MaxPods below one ENI's worth of IPs.
+		{"max pods 4 < 9 IPs per ENI: ENI request is not clamped", Stats{}, eniMode(1, 4, 9), Decision{Unit: UnitENI, Short: 1}},
+		{"max pods 4 < 9 IPs per ENI: after attach", Stats{TotalIPs: 9, AssignedIPs: 4}, eniMode(1, 4, 9), Decision{Unit: UnitENI, AtMaxPods: true}},
+		{"max pods 4, warm-ip 10: clamped to room", Stats{}, Config{WarmIPTarget: 10, MaxPods: 4, IPsPerENI: 9}, Decision{Unit: UnitIP, Short: 4}},
+		{"max pods 4 < one prefix: one prefix still allowed", Stats{}, Config{PrefixDelegation: true, WarmPrefixTarget: 2, MaxPods: 4}, Decision{Unit: UnitPrefix, Short: 1}},
+
+		// MaxPods exactly equal to TotalIPs: at max, but a leak only when nothing is available.
+		{"max pods == total, spare IPs", Stats{TotalIPs: 29, AssignedIPs: 20}, eniMode(1, 29, 9), Decision{Unit: UnitENI, AtMaxPods: true}},
+		{"max pods == total, all used", Stats{TotalIPs: 29, AssignedIPs: 29}, Config{WarmIPTarget: 1, MaxPods: 29}, Decision{Unit: UnitIP, AtMaxPods: true, LeakSuspected: true}},
+		{"max pods == total, still over target", Stats{TotalIPs: 29, AssignedIPs: 3}, Config{WarmIPTarget: 5, MaxPods: 29}, Decision{Unit: UnitIP, Over: 21, AtMaxPods: true}},
+		{"PD max pods == total, free prefix above target", Stats{TotalIPs: 48, AssignedIPs: 2, TotalPrefixes: 3, FreePrefixes: 2}, Config{PrefixDelegation: true, WarmPrefixTarget: 1, MaxPods: 48}, Decision{Unit: UnitPrefix, Over: 1, AtMaxPods: true}},
+		{"assigned above max pods, still over target", Stats{TotalIPs: 40, AssignedIPs: 31}, Config{WarmIPTarget: 1, MaxPods: 30}, Decision{Unit: UnitIP, Over: 8, AtMaxPods: true, LeakSuspected: true}},
+
+		// Inconsistent stats.
+		{"assigned above total counts as nothing available", Stats{TotalIPs: 5, AssignedIPs: 9}, Config{WarmIPTarget: 2}, Decision{Unit: UnitIP, Short: 2}},
+		{"free prefixes above total prefixes are capped", Stats{TotalIPs: 32, TotalPrefixes: 2, FreePrefixes: 7}, Config{PrefixDelegation: true, WarmPrefixTarget: 1}, Decision{Unit: UnitPrefix, Over: 1}},
+		// 16*free > available: the warm-prefix formulas give short 1 and over 1; short wins.
+		{"free prefixes with no available addresses: short wins", Stats{TotalIPs: 32, AssignedIPs: 32, TotalPrefixes: 2, FreePrefixes: 2}, Config{PrefixDelegation: true, WarmPrefixTarget: 1}, Decision{Unit: UnitPrefix, Short: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Decide(tt.s, tt.c); got != tt.want {
+				t.Errorf("Decide(%+v, %+v)\n got {%v}\nwant {%v}", tt.s, tt.c, got, tt.want)
+			}
+		})
+	}
+}
+
+// Cooldown addresses count as available, so CooldownIPs alone never changes
+// a decision; FreePrefixes (which already excludes cooling prefixes) does.
+func TestCooldownCountsAsAvailable(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Stats
+		c    Config
+		want Decision
+	}{
+		{"warm-ip 5, 3 available of which 3 cooling", Stats{TotalIPs: 10, AssignedIPs: 7, CooldownIPs: 3}, Config{WarmIPTarget: 5, MaxPods: 29, IPsPerENI: 9}, Decision{Unit: UnitIP, Short: 2}},
+		{"ENI mode, 4 available all cooling", Stats{TotalIPs: 9, AssignedIPs: 5, CooldownIPs: 4}, eniMode(1, 29, 9), Decision{Unit: UnitENI, Short: 1}},
+		{"ENI mode, pool cooling, no warm-ENI", Stats{TotalIPs: 9, AssignedIPs: 8, CooldownIPs: 1}, eniMode(0, 29, 9), Decision{Unit: UnitENI}},
+		{"PD no targets, only cooling left", Stats{TotalIPs: 16, AssignedIPs: 13, CooldownIPs: 3, TotalPrefixes: 1}, Config{PrefixDelegation: true, MaxPods: 110}, Decision{Unit: UnitPrefix}},
+		// 22 available, 6 cooling in the otherwise free prefix: it is not free.
+		{"PD warm-prefix 1, cooling prefix not free", Stats{TotalIPs: 32, AssignedIPs: 10, CooldownIPs: 6, TotalPrefixes: 2}, Config{PrefixDelegation: true, WarmPrefixTarget: 1, MaxPods: 110}, Decision{Unit: UnitPrefix}},
+		{"negative cooldown ignored", Stats{TotalIPs: 10, AssignedIPs: 7, CooldownIPs: -3}, Config{WarmIPTarget: 5}, Decision{Unit: UnitIP, Short: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Decide(tt.s, tt.c)
+			if got != tt.want {
+				t.Errorf("Decide = {%v}, want {%v}", got, tt.want)
+			}
+			noCooldown := tt.s
+			noCooldown.CooldownIPs = 0
+			if other := Decide(noCooldown, tt.c); other != got {
+				t.Errorf("CooldownIPs changed the decision: {%v} vs {%v} without cooldown", got, other)
+			}
+		})
+	}
+}
+
+func TestStateFunctionsIgnorePrefixDelegation(t *testing.T) {
+	s := Stats{TotalIPs: 48, AssignedIPs: 3, TotalPrefixes: 3, FreePrefixes: 2}
+	for _, c := range []Config{{WarmIPTarget: 5}, {WarmPrefixTarget: 1}, {MinimumIPTarget: 40}, {}} {
+		on := c
+		on.PrefixDelegation = true
+		s1, o1, e1 := SecondaryIPTargetState(s, c)
+		s2, o2, e2 := SecondaryIPTargetState(s, on)
+		if s1 != s2 || o1 != o2 || e1 != e2 {
+			t.Errorf("SecondaryIPTargetState depends on PrefixDelegation for %+v", c)
+		}
+		s1, o1, e1 = PrefixTargetState(s, c)
+		s2, o2, e2 = PrefixTargetState(s, on)
+		if s1 != s2 || o1 != o2 || e1 != e2 {
+			t.Errorf("PrefixTargetState depends on PrefixDelegation for %+v", c)
+		}
+	}
+}
+
+func TestDecisionString(t *testing.T) {
+	d := Decision{Unit: UnitPrefix, Short: 0, Over: 2, AtMaxPods: true}
+	want := "unit=prefix short=0 over=2 atMaxPods=true leakSuspected=false"
+	if got := d.String(); got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+func TestArithmeticHelpers(t *testing.T) {
+	const big = math.MaxInt
+	tests := []struct {
+		name      string
+		got, want int
+	}{
+		{"satAdd small", satAdd(2, 3), 5},
+		{"satAdd saturates", satAdd(big, 1), big},
+		{"satAdd at edge", satAdd(big-1, 1), big},
+		{"satMul small", satMul(16, 3), 48},
+		{"satMul zero", satMul(0, big), 0},
+		{"satMul saturates", satMul(16, big/8), big},
+		{"satMul at edge", satMul(1, big), big},
+		{"ceilDiv exact", ceilDiv(32, 16), 2},
+		{"ceilDiv round up", ceilDiv(33, 16), 3},
+		{"ceilDiv zero", ceilDiv(0, 16), 0},
+		{"ceilDiv MaxInt", ceilDiv(big, 16), big/16 + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %d, want %d", tt.got, tt.want)
+			}
+		})
+	}
+}

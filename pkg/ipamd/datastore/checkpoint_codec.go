@@ -130,7 +130,9 @@ func DecodeCheckpoint(data []byte) ([]CheckpointEntry, error) {
 			text = fe.IPv6
 		}
 		ip, err := netip.ParseAddr(text)
-		if err != nil {
+		// A pod address never has a zone, and EncodeCheckpoint writes the
+		// address unescaped: a zone like `a"b` would make the file unreadable.
+		if err != nil || ip.Zone() != "" {
 			return nil, fmt.Errorf("%w: allocation %d: bad address %q", ErrCheckpointCorrupt, i, text)
 		}
 		out = append(out, CheckpointEntry{

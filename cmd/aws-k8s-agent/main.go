@@ -1,0 +1,70 @@
+// Command aws-k8s-agent is ipamd, the node agent that hands pod IPs to the
+// aws-cni plugin. It reads the same environment variables as upstream
+// aws-node's ipamd; the flags exist only for development and tests.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/logger"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	socket := flag.String("socket", ipamd.DefaultSocketPath, "gRPC unix socket path (development/tests)")
+	metrics := flag.String("metrics-address", ipamd.DefaultMetricsAddress, "Prometheus listen address (development/tests)")
+	devPool := flag.String("dev-static-pool", "", "DEVELOPMENT ONLY: serve a synthetic pool of ENISxPER_ENI (e.g. 3x10) instead of discovering ENIs from EC2")
+	showVersion := flag.Bool("version", false, "print the version and exit")
+	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.Version)
+		return 0
+	}
+
+	cfg, err := ipamd.LoadConfig(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "configuration:", err)
+		return 1
+	}
+	level, err := logger.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "AWS_VPC_K8S_CNI_LOGLEVEL:", err, "- using Debug")
+	}
+	out := logger.Open(cfg.LogFile)
+	defer out.Close()
+	log := logger.New(out, level)
+	slog.SetDefault(log)
+
+	opts := ipamd.Options{Config: cfg, SocketPath: *socket, MetricsAddress: *metrics, Logger: log}
+	if *devPool != "" {
+		p, err := ipamd.ParseDevPool(*devPool)
+		if err != nil {
+			log.Error("bad -dev-static-pool", "error", err)
+			return 1
+		}
+		opts.DevPool = &p
+	}
+	agent, err := ipamd.NewAgent(opts)
+	if err != nil {
+		log.Error("ipamd failed to start", "error", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := agent.Run(ctx); err != nil {
+		log.Error("ipamd exited with an error", "error", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,207 @@
+package ipamd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
+)
+
+// Options are what the agent needs beyond the environment.
+type Options struct {
+	Config Config
+	// SocketPath is the gRPC unix socket; empty means DefaultSocketPath.
+	SocketPath string
+	// MetricsAddress is the Prometheus listener; empty means :61678.
+	MetricsAddress string
+	// DevPool, when set, replaces EC2 discovery with a static pool
+	// (development and tests only).
+	DevPool *DevPool
+	Logger  *slog.Logger
+	// ShutdownTimeout bounds how long in-flight RPCs may run at stop.
+	ShutdownTimeout time.Duration
+}
+
+// Agent is the running ipamd.
+type Agent struct {
+	opts    Options
+	log     *slog.Logger
+	store   *datastore.DataStore
+	handler *rpcHandler
+}
+
+// NewAgent builds the datastore, fills it, and restores the checkpoint. It
+// fails, and serves nothing, if the checkpoint cannot be restored.
+func NewAgent(opts Options) (*Agent, error) {
+	if opts.SocketPath == "" {
+		opts.SocketPath = DefaultSocketPath
+	}
+	if opts.MetricsAddress == "" {
+		opts.MetricsAddress = DefaultMetricsAddress
+	}
+	if opts.ShutdownTimeout == 0 {
+		opts.ShutdownTimeout = 5 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	RegisterMetrics()
+	cfg := opts.Config
+	cp, err := datastore.NewFileCheckpointer(cfg.CheckpointPath)
+	if err != nil {
+		return nil, err
+	}
+	store := datastore.New(datastore.Config{
+		PrefixDelegation: cfg.PrefixDelegation,
+		Cooldown:         cfg.IPCooldown,
+		Checkpointer:     timedCheckpointer{cp},
+		Logger:           log,
+	})
+	a := &Agent{opts: opts, log: log, store: store}
+	if err := a.fillPool(); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	if err := a.restore(); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	a.handler = &rpcHandler{store: store, version: version.RPCVersion, cfg: cfg, log: log}
+	pool.set(store)
+	return a, nil
+}
+
+// Store exposes the datastore (for in-process tools and tests).
+func (a *Agent) Store() *datastore.DataStore { return a.store }
+
+func (a *Agent) fillPool() error {
+	if a.opts.DevPool == nil {
+		return errors.New("no address source: the EC2 layer is not built yet; start with a development pool (-dev-static-pool)")
+	}
+	a.log.Warn("DEVELOPMENT MODE: static synthetic pool, no EC2; never use this on a real node",
+		"enis", a.opts.DevPool.ENIs, "perENI", a.opts.DevPool.PerENI, "prefixDelegation", a.opts.Config.PrefixDelegation)
+	return a.opts.DevPool.populate(a.store)
+}
+
+func (a *Agent) restore() error {
+	start := time.Now()
+	rep, err := a.store.Restore()
+	if err != nil {
+		a.log.Error("cannot restore the checkpoint; refusing to start so no running pod's address is handed out again",
+			"path", a.opts.Config.CheckpointPath, "error", err)
+		return fmt.Errorf("restore checkpoint: %w", err)
+	}
+	for _, e := range rep.NotInPool {
+		a.log.Warn("checkpoint entry dropped: address is on none of the node's ENIs", "key", e.Key.String(), "ip", e.IP.String())
+	}
+	for _, e := range rep.Conflicts {
+		a.log.Error("checkpoint entry dropped: address or key already restored", "key", e.Key.String(), "ip", e.IP.String())
+	}
+	a.log.Info("checkpoint restored", "restored", rep.Restored, "notInPool", len(rep.NotInPool),
+		"conflicts", len(rep.Conflicts), "took", time.Since(start).String())
+	return nil
+}
+
+// Run serves gRPC, introspection and metrics until ctx ends, then stops
+// cleanly: in-flight RPCs finish (up to ShutdownTimeout) and the checkpoint
+// is flushed.
+func (a *Agent) Run(ctx context.Context) error {
+	cfg := a.opts.Config
+	lis, err := listenUnix(a.opts.SocketPath)
+	if err != nil {
+		_ = a.store.Close()
+		return err
+	}
+	srv, hs := newGRPCServer(a.handler)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(lis) }()
+	a.log.Info("ipamd serving", "socket", a.opts.SocketPath, "version", version.Version)
+
+	var wg sync.WaitGroup
+	httpCtx, stopHTTP := context.WithCancel(context.Background())
+	defer stopHTTP()
+	if !cfg.DisableIntrospection {
+		h := &introspectionHandler{store: a.store, cfg: cfg, log: a.log}
+		wg.Add(1)
+		go func() { defer wg.Done(); a.serveHTTP(httpCtx, "introspection", cfg.IntrospectionBindAddress, h) }()
+	}
+	if !cfg.DisableMetrics {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.Handler())
+		wg.Add(1)
+		go func() { defer wg.Done(); a.serveHTTP(httpCtx, "metrics", a.opts.MetricsAddress, mux) }()
+	}
+
+	select {
+	case <-ctx.Done():
+		err = nil
+	case err = <-serveErr:
+		err = fmt.Errorf("grpc server: %w", err)
+	}
+	a.log.Info("ipamd stopping")
+	a.stopGRPC(srv, hs)
+	stopHTTP()
+	wg.Wait()
+	if cerr := a.store.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("final checkpoint flush: %w", cerr)
+	}
+	a.log.Info("ipamd stopped")
+	return err
+}
+
+func (a *Agent) stopGRPC(srv *grpc.Server, hs *health.Server) {
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus(HealthServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	done := make(chan struct{})
+	go func() { srv.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(a.opts.ShutdownTimeout):
+		a.log.Warn("in-flight RPCs did not finish in time; stopping hard")
+		srv.Stop()
+		<-done
+	}
+}
+
+// serveHTTP serves h on addr until ctx ends, retrying a failed listen with
+// backoff (1 s doubling to 1 min), as upstream does.
+func (a *Agent) serveHTTP(ctx context.Context, name, addr string, h http.Handler) {
+	backoff := time.Second
+	for {
+		lis, err := listenHTTP(addr)
+		if err == nil {
+			a.log.Info("http server listening", "server", name, "address", lis.Addr().String())
+			srv := newHTTPServer(h)
+			go func() {
+				<-ctx.Done()
+				shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				_ = srv.Shutdown(shutCtx)
+			}()
+			err = srv.Serve(lis)
+			if errors.Is(err, http.ErrServerClosed) {
+				return
+			}
+		}
+		a.log.Error("http server failed; retrying", "server", name, "address", addr, "error", err, "in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Minute)
+	}
+}
+

@@ -1,0 +1,25 @@
+package ipamd
+
+import (
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+)
+
+// timedCheckpointer records how long each checkpoint write takes and how
+// many fail, without the datastore knowing about metrics.
+type timedCheckpointer struct {
+	datastore.Checkpointer
+}
+
+func (t timedCheckpointer) Write(entries []datastore.CheckpointEntry) error {
+	start := time.Now()
+	err := t.Checkpointer.Write(entries)
+	result := "success"
+	if err != nil {
+		result = "error"
+		ipamdErrors.WithLabelValues("checkpointWrite").Inc()
+	}
+	checkpointWrites.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	return err
+}

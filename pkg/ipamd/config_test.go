@@ -1,0 +1,106 @@
+package ipamd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+)
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := LoadConfig(envOf(map[string]string{"ENABLE_IPv4": "true"}))
+	require.NoError(t, err)
+	assert.Equal(t, 1, c.WarmENITarget)
+	assert.Equal(t, 0, c.WarmIPTarget)
+	assert.Equal(t, 0, c.MinimumIPTarget)
+	assert.Equal(t, 0, c.WarmPrefixTarget)
+	assert.Equal(t, -1, c.MaxENI)
+	assert.Equal(t, 30*time.Second, c.IPCooldown)
+	assert.Equal(t, datastore.DefaultCheckpointPath, c.CheckpointPath)
+	assert.Equal(t, "Debug", c.LogLevel)
+	assert.Equal(t, DefaultLogFile, c.LogFile)
+	assert.Equal(t, DefaultIntrospectionAddress, c.IntrospectionBindAddress)
+	assert.True(t, c.SubnetDiscovery)
+	assert.True(t, c.NodePortSupport)
+	assert.Equal(t, uint32(0x80), c.Connmark)
+	assert.Equal(t, "", c.NetworkPolicyMode)
+	assert.Equal(t, "eni", c.VethPrefix)
+}
+
+func TestLoadConfigParsing(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   map[string]string
+		check func(t *testing.T, c Config)
+	}{
+		{"warm ENI 0 allowed", map[string]string{"WARM_ENI_TARGET": "0"}, func(t *testing.T, c Config) { assert.Equal(t, 0, c.WarmENITarget) }},
+		{"negative warm ENI falls back to 1", map[string]string{"WARM_ENI_TARGET": "-3"}, func(t *testing.T, c Config) { assert.Equal(t, 1, c.WarmENITarget) }},
+		{"bad warm IP falls back to 0", map[string]string{"WARM_IP_TARGET": "lots"}, func(t *testing.T, c Config) { assert.Equal(t, 0, c.WarmIPTarget) }},
+		{"targets read", map[string]string{"WARM_IP_TARGET": "5", "MINIMUM_IP_TARGET": "10", "WARM_PREFIX_TARGET": "2"}, func(t *testing.T, c Config) {
+			assert.Equal(t, 5, c.WarmIPTarget)
+			assert.Equal(t, 10, c.MinimumIPTarget)
+			assert.Equal(t, 2, c.WarmPrefixTarget)
+		}},
+		{"cooldown seconds", map[string]string{"IP_COOLDOWN_PERIOD": "5"}, func(t *testing.T, c Config) { assert.Equal(t, 5*time.Second, c.IPCooldown) }},
+		{"bad cooldown falls back to 30s", map[string]string{"IP_COOLDOWN_PERIOD": "-1"}, func(t *testing.T, c Config) { assert.Equal(t, 30*time.Second, c.IPCooldown) }},
+		{"empty bool keeps default", map[string]string{"ENABLE_SUBNET_DISCOVERY": ""}, func(t *testing.T, c Config) { assert.True(t, c.SubnetDiscovery) }},
+		{"bad bool keeps default", map[string]string{"ENABLE_PREFIX_DELEGATION": "yes please"}, func(t *testing.T, c Config) { assert.False(t, c.PrefixDelegation) }},
+		{"PD on", map[string]string{"ENABLE_PREFIX_DELEGATION": "true"}, func(t *testing.T, c Config) { assert.True(t, c.PrefixDelegation) }},
+		{"policy mode case-insensitive", map[string]string{"NETWORK_POLICY_ENFORCING_MODE": "Standard"}, func(t *testing.T, c Config) { assert.Equal(t, "standard", c.NetworkPolicyMode) }},
+		{"hex connmark", map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "0x100"}, func(t *testing.T, c Config) { assert.Equal(t, uint32(0x100), c.Connmark) }},
+		{"decimal connmark", map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "64"}, func(t *testing.T, c Config) { assert.Equal(t, uint32(64), c.Connmark) }},
+		{"bad connmark", map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "0x1ffffffff"}, func(t *testing.T, c Config) { assert.Equal(t, uint32(0x80), c.Connmark) }},
+		{"exclude SNAT list", map[string]string{"AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS": " 10.1.0.0/16, ,192.168.0.0/24"}, func(t *testing.T, c Config) {
+			assert.Equal(t, []string{"10.1.0.0/16", "192.168.0.0/24"}, c.ExcludeSNATCIDRs)
+		}},
+		{"backing store", map[string]string{"AWS_VPC_K8S_CNI_BACKING_STORE": "/tmp/x.json"}, func(t *testing.T, c Config) { assert.Equal(t, "/tmp/x.json", c.CheckpointPath) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.env["ENABLE_IPv4"] = "true"
+			c, err := LoadConfig(envOf(tc.env))
+			require.NoError(t, err)
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestLoadConfigRefusals(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"no family (ENABLE_IPv4 defaults to false, as upstream)", map[string]string{}, "exactly one of ENABLE_IPv4"},
+		{"both families", map[string]string{"ENABLE_IPv4": "true", "ENABLE_IPv6": "true"}, "exactly one"},
+		{"ipv6", map[string]string{"ENABLE_IPv6": "true"}, "IPv6 mode is not supported"},
+		{"custom networking", map[string]string{"ENABLE_IPv4": "true", "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true"}, "custom networking"},
+		{"pod ENI", map[string]string{"ENABLE_IPv4": "true", "ENABLE_POD_ENI": "true"}, "security groups for pods"},
+		{"multi NIC", map[string]string{"ENABLE_IPv4": "true", "ENABLE_MULTI_NIC": "true"}, "multi-NIC"},
+		{"bad policy mode", map[string]string{"ENABLE_IPv4": "true", "NETWORK_POLICY_ENFORCING_MODE": "lenient"}, "NETWORK_POLICY_ENFORCING_MODE"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(envOf(tc.env))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestParseDevPool(t *testing.T) {
+	p, err := ParseDevPool("3x10")
+	require.NoError(t, err)
+	assert.Equal(t, DevPool{ENIs: 3, PerENI: 10}, p)
+	for _, bad := range []string{"", "3", "x10", "0x10", "3x0", "3x-1", "101x1", "axb"} {
+		_, err := ParseDevPool(bad)
+		assert.Error(t, err, bad)
+	}
+}

@@ -1,0 +1,131 @@
+package ipamd
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+)
+
+// Introspection paths, as upstream serves them.
+const (
+	pathENIs            = "/v1/enis"
+	pathENIConfigs      = "/v1/eni-configs"
+	pathNetworkUtilsEnv = "/v1/networkutils-env-settings"
+	pathIPAMDEnv        = "/v1/ipamd-env-settings"
+)
+
+type eniSource interface {
+	ENIInfos() datastore.ENIInfos
+}
+
+// introspectionHandler serves upstream's read-only JSON endpoints.
+type introspectionHandler struct {
+	store eniSource
+	cfg   Config
+	log   *slog.Logger
+	// extra lets later features add their own paths (e.g. /v1/reconciler).
+	extra map[string]func() any
+}
+
+func (h *introspectionHandler) routes() map[string]func() (any, int) {
+	r := map[string]func() (any, int){
+		pathENIs: func() (any, int) {
+			infos := h.store.ENIInfos()
+			blankKeys(infos)
+			// Keyed by network card index; this build manages card 0 only.
+			return map[string]datastore.ENIInfos{"0": infos}, http.StatusOK
+		},
+		pathENIConfigs: func() (any, int) {
+			return "custom networking is not enabled on this node", http.StatusNotFound
+		},
+		pathNetworkUtilsEnv: func() (any, int) { return h.networkUtilsEnv(), http.StatusOK },
+		pathIPAMDEnv:        func() (any, int) { return h.ipamdEnv(), http.StatusOK },
+	}
+	for p, f := range h.extra {
+		r[p] = func() (any, int) { return f(), http.StatusOK }
+	}
+	return r
+}
+
+func (h *introspectionHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	h.log.Debug("introspection request", "path", req.URL.Path, "remote", req.RemoteAddr)
+	routes := h.routes()
+	f, ok := routes[req.URL.Path]
+	var body any
+	code := http.StatusOK
+	if ok {
+		body, code = f()
+	} else {
+		cmds := make([]string, 0, len(routes))
+		for p := range routes {
+			cmds = append(cmds, p)
+		}
+		body = map[string][]string{"AvailableCommands": cmds}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if err := json.NewEncoder(w).Encode(body); err != nil {
+		h.log.Warn("introspection write failed", "error", err)
+	}
+}
+
+// blankKeys hides container IDs and interface names, as upstream does.
+func blankKeys(infos datastore.ENIInfos) {
+	for _, e := range infos.ENIs {
+		for _, c := range e.AvailableIPv4Cidrs {
+			for _, a := range c.IPAddresses {
+				a.IPAMKey.ContainerID = ""
+				a.IPAMKey.IfName = ""
+			}
+		}
+	}
+}
+
+func (h *introspectionHandler) ipamdEnv() map[string]any {
+	return map[string]any{
+		"WARM_IP_TARGET":                     h.cfg.WarmIPTarget,
+		"WARM_ENI_TARGET":                    h.cfg.WarmENITarget,
+		"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": h.cfg.CustomNetworking,
+		"AWS_MANAGE_ENIS_NON_SCHEDULABLE":    h.cfg.ManageENIsNonSchedulable,
+		"ENABLE_SUBNET_DISCOVERY":            h.cfg.SubnetDiscovery,
+	}
+}
+
+func (h *introspectionHandler) networkUtilsEnv() map[string]any {
+	randomize := 2 // prng, also what unknown values mean
+	switch h.cfg.RandomizeSNAT {
+	case "none":
+		randomize = 0
+	case "hashrandom":
+		randomize = 1
+	}
+	return map[string]any{
+		"AWS_VPC_K8S_CNI_CONNMARK":           h.cfg.Connmark,
+		"AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS": h.cfg.ExcludeSNATCIDRs,
+		"AWS_VPC_K8S_CNI_EXTERNALSNAT":       h.cfg.ExternalSNAT,
+		"AWS_EXTERNAL_SERVICE_CIDRS":         h.cfg.ExternalServiceCIDRs,
+		"AWS_VPC_ENI_MTU":                    h.cfg.ENIMTU,
+		"AWS_VPC_K8S_CNI_VETHPREFIX":         h.cfg.VethPrefix,
+		"AWS_VPC_CNI_NODE_PORT_SUPPORT":      h.cfg.NodePortSupport,
+		"AWS_VPC_K8S_CNI_RANDOMIZESNAT":      randomize,
+	}
+}
+
+// listenHTTP listens on host:port, or on a unix socket for "unix:<path>".
+func listenHTTP(addr string) (net.Listener, error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		_ = os.Remove(path)
+		return net.Listen("unix", path)
+	}
+	return net.Listen("tcp", addr)
+}
+
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
+}

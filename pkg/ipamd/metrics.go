@@ -1,0 +1,115 @@
+package ipamd
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
+)
+
+// Metric names starting awscni_ are upstream's and must not change; the
+// awscni_ipamd_* additions are ours.
+var (
+	addIPRequests = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "awscni_add_ip_req_count",
+		Help: "The number of add IP address requests",
+	})
+	delIPRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "awscni_del_ip_req_count",
+		Help: "The number of delete IP address requests",
+	}, []string{"reason"})
+	noAvailableIPs = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "awscni_no_available_ip_addresses",
+		Help: "The number of pod IP assignments that failed because no address was available",
+	})
+	ipamdErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "awscni_ipamd_error_count",
+		Help: "The number of errors encountered in ipamd",
+	}, []string{"fn"})
+	invalidRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "awscni_ipamd_invalid_request_count",
+		Help: "gRPC requests rejected before touching the datastore, by RPC and reason",
+	}, []string{"rpc", "reason"})
+	checkpointWrites = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "awscni_ipamd_checkpoint_write_seconds",
+		Help:    "Time to write the checkpoint durably (temp file, fsync, rename, fsync dir), by result",
+		Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .5, 1},
+	}, []string{"result"})
+	buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "awscni_build_info",
+		Help: "VPC CNI build information",
+	}, []string{"version", "goversion"})
+
+	pool = &poolCollector{}
+
+	registerOnce sync.Once
+)
+
+// RegisterMetrics registers ipamd's collectors with the default registry
+// (which also carries the go_* and process_* collectors, as upstream).
+// Safe to call more than once.
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		prometheus.MustRegister(addIPRequests, delIPRequests, noAvailableIPs, ipamdErrors,
+			invalidRequests, checkpointWrites, buildInfo, pool)
+		buildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
+	})
+}
+
+// poolSource is what the pool gauges are computed from at scrape time.
+type poolSource interface {
+	Stats() datastore.Stats
+	Usage() []datastore.ENIUsage
+}
+
+// poolCollector reports the datastore gauges when scraped, so the ADD/DEL
+// path never updates gauges and removed ENIs and CIDRs drop out by
+// themselves.
+type poolCollector struct {
+	src atomic.Pointer[poolSource]
+}
+
+var (
+	descENIs        = prometheus.NewDesc("awscni_eni_allocated", "The number of ENIs allocated", nil, nil)
+	descTotalIPs    = prometheus.NewDesc("awscni_total_ip_addresses", "The total number of IP addresses", nil, nil)
+	descAssigned    = prometheus.NewDesc("awscni_assigned_ip_addresses", "The number of IP addresses assigned to pods", nil, nil)
+	descPrefixes    = prometheus.NewDesc("awscni_total_ipv4_prefixes", "The total number of IPv4 prefixes", nil, nil)
+	descPerENI      = prometheus.NewDesc("awscni_assigned_ip_per_eni", "The number of allocated ips partitioned by eni", []string{"eni"}, nil)
+	descPerCIDR     = prometheus.NewDesc("awscni_assigned_ip_per_cidr", "The total number of IP addresses assigned per cidr", []string{"cidr"}, nil)
+	descCooldownIPs = prometheus.NewDesc("awscni_ipamd_cooldown_ip_addresses", "Released addresses still resting before reuse", nil, nil)
+)
+
+func (p *poolCollector) set(src poolSource) { p.src.Store(&src) }
+
+func (p *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descENIs, descTotalIPs, descAssigned, descPrefixes, descPerENI, descPerCIDR, descCooldownIPs} {
+		ch <- d
+	}
+}
+
+func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	ptr := p.src.Load()
+	if ptr == nil {
+		return
+	}
+	src := *ptr
+	s := src.Stats()
+	gauge := func(d *prometheus.Desc, v int, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	gauge(descENIs, s.ENIs)
+	gauge(descTotalIPs, s.TotalIPs)
+	gauge(descAssigned, s.AssignedIPs)
+	gauge(descPrefixes, s.TotalPrefixes)
+	gauge(descCooldownIPs, s.CooldownIPs)
+	for _, e := range src.Usage() {
+		gauge(descPerENI, e.Assigned, e.ID)
+		for _, c := range e.CIDRs {
+			gauge(descPerCIDR, c.Assigned, c.CIDR.String())
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package ipamd
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/rpc"
+)
+
+// allocator is the part of the datastore the RPC handler needs.
+type allocator interface {
+	Assign(datastore.IPAMKey, datastore.IPAMMetadata) (datastore.Allocation, error)
+	Release(datastore.IPAMKey) (datastore.Allocation, error)
+}
+
+// rpcHandler serves rpc.CNIBackend and rpc.ConfigServerBackend.
+type rpcHandler struct {
+	rpc.UnimplementedCNIBackendServer
+	rpc.UnimplementedConfigServerBackendServer
+
+	store   allocator
+	version string // ClientVersion must equal this
+	cfg     Config
+	// vpcCIDRs returns the VPC IPv4 CIDRs for replies (nil until known).
+	vpcCIDRs func() []string
+	// onChange is called after every successful ADD or DEL so the pool
+	// manager can react; it must not block.
+	onChange func()
+	log      *slog.Logger
+}
+
+// Reasons the CNI plugin sends on DEL; anything else is counted as "other"
+// so a client cannot blow up the metric's label set.
+var knownDelReasons = map[string]bool{"": true, "PodDeleted": true, "SetupNSFailed": true}
+
+func (h *rpcHandler) checkVersion(rpcName, got string) error {
+	if got == h.version {
+		return nil
+	}
+	invalidRequests.WithLabelValues(rpcName, "version_mismatch").Inc()
+	return status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", got, h.version)
+}
+
+func (h *rpcHandler) invalid(rpcName, reason string, err error) error {
+	invalidRequests.WithLabelValues(rpcName, reason).Inc()
+	h.log.Warn("rejected malformed request", "rpc", rpcName, "reason", reason, "error", err)
+	return status.Errorf(codes.InvalidArgument, "%s: %v", rpcName, err)
+}
+
+// AddNetwork gives the pod interface an address. As upstream, failures to
+// allocate are Success=false (the plugin then fails the ADD and the runtime
+// retries); a gRPC error is returned only for a refused request.
+func (h *rpcHandler) AddNetwork(_ context.Context, in *rpc.AddNetworkRequest) (*rpc.AddNetworkReply, error) {
+	addIPRequests.Inc()
+	if err := h.checkVersion("AddNetwork", in.ClientVersion); err != nil {
+		return nil, err
+	}
+	fields := append(keyFields(in.ContainerID, in.IfName, in.NetworkName), podFields(in.K8S_POD_NAME, in.K8S_POD_NAMESPACE, in.K8S_POD_INFRA_CONTAINER_ID)...)
+	fields = append(fields, field{"Netns", in.Netns, false, maxNetnsLen})
+	if reason, err := validate(fields...); err != nil {
+		return nil, h.invalid("AddNetwork", reason, err)
+	}
+	reply := &rpc.AddNetworkReply{NetworkPolicyMode: h.cfg.NetworkPolicyMode}
+	if in.RequiresMultiNICAttachment && !h.cfg.EnableMultiNIC {
+		h.log.Error("multi-NIC attachment requested but ENABLE_MULTI_NIC is off", "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
+		return reply, nil
+	}
+	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
+	alloc, err := h.store.Assign(key, datastore.IPAMMetadata{K8SPodNamespace: in.K8S_POD_NAMESPACE, K8SPodName: in.K8S_POD_NAME})
+	if err != nil {
+		if errors.Is(err, datastore.ErrNoAvailableIP) {
+			noAvailableIPs.Inc()
+		} else {
+			ipamdErrors.WithLabelValues("AddNetwork").Inc()
+		}
+		h.log.Error("AddNetwork failed", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "error", err)
+		return reply, nil
+	}
+	h.log.Debug("AddNetwork assigned", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "ip", alloc.IP.String(), "eni", alloc.ENIID)
+	reply.Success = true
+	reply.IPAllocationMetadata = []*rpc.IPAllocationMetadata{allocationMetadata(alloc)}
+	reply.UseExternalSNAT = h.cfg.ExternalSNAT
+	if !h.cfg.ExternalSNAT && h.vpcCIDRs != nil {
+		reply.VPCv4CIDRs = append(append([]string(nil), h.vpcCIDRs()...), h.cfg.ExcludeSNATCIDRs...)
+	}
+	h.changed()
+	return reply, nil
+}
+
+// DelNetwork releases the pod interface's address. An unknown key is an
+// error whose text carries "datastore: unknown pod", which the plugin (ours
+// and upstream's) treats as nothing to do.
+func (h *rpcHandler) DelNetwork(_ context.Context, in *rpc.DelNetworkRequest) (*rpc.DelNetworkReply, error) {
+	reason := in.Reason
+	if !knownDelReasons[reason] {
+		reason = "other"
+	}
+	delIPRequests.WithLabelValues(reason).Inc()
+	if err := h.checkVersion("DelNetwork", in.ClientVersion); err != nil {
+		return nil, err
+	}
+	fields := append(keyFields(in.ContainerID, in.IfName, in.NetworkName), podFields(in.K8S_POD_NAME, in.K8S_POD_NAMESPACE, in.K8S_POD_INFRA_CONTAINER_ID)...)
+	fields = append(fields, field{"Reason", in.Reason, false, maxIDLen}, field{"K8S_POD_UID", in.K8S_POD_UID, false, maxIDLen})
+	if reason, err := validate(fields...); err != nil {
+		return nil, h.invalid("DelNetwork", reason, err)
+	}
+	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
+	alloc, err := h.store.Release(key)
+	switch {
+	case errors.Is(err, datastore.ErrUnknownPod):
+		h.log.Info("DelNetwork for unknown key", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
+		return nil, status.Error(codes.NotFound, datastore.ErrUnknownPod.Error())
+	case err != nil:
+		ipamdErrors.WithLabelValues("DelNetwork").Inc()
+		h.log.Error("DelNetwork failed", "key", key.String(), "error", err)
+		return nil, status.Errorf(codes.Unavailable, "release %s: %v", key, err)
+	}
+	h.log.Debug("DelNetwork released", "key", key.String(), "ip", alloc.IP.String(), "reason", in.Reason)
+	h.changed()
+	return &rpc.DelNetworkReply{
+		Success:              true,
+		IPAllocationMetadata: []*rpc.IPAllocationMetadata{allocationMetadata(alloc)},
+		NetworkPolicyMode:    h.cfg.NetworkPolicyMode,
+	}, nil
+}
+
+// GetNetworkPolicyConfigs answers the network-policy agent.
+func (h *rpcHandler) GetNetworkPolicyConfigs(context.Context, *emptypb.Empty) (*rpc.NetworkPolicyAgentConfigReply, error) {
+	return &rpc.NetworkPolicyAgentConfigReply{
+		NetworkPolicyMode: h.cfg.NetworkPolicyMode,
+		MultiNICEnabled:   h.cfg.EnableMultiNIC,
+	}, nil
+}
+
+func (h *rpcHandler) changed() {
+	if h.onChange != nil {
+		h.onChange()
+	}
+}
+
+func allocationMetadata(a datastore.Allocation) *rpc.IPAllocationMetadata {
+	return &rpc.IPAllocationMetadata{
+		IPv4Addr:     a.IP.String(),
+		DeviceNumber: int32(a.DeviceNumber),
+		RouteTableId: int32(a.RouteTableID),
+	}
+}

@@ -204,4 +204,3 @@ func (a *Agent) serveHTTP(ctx context.Context, name, addr string, h http.Handler
 		backoff = min(2*backoff, time.Minute)
 	}
 }
-

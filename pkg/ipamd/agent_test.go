@@ -51,6 +51,10 @@ func testConfig(dir string) Config {
 }
 
 func startNode(t *testing.T, dir string, pool DevPool, mutate ...func(*Config)) *testNode {
+	return startNodeTB(t, dir, pool, mutate...)
+}
+
+func startNodeTB(t testing.TB, dir string, pool DevPool, mutate ...func(*Config)) *testNode {
 	t.Helper()
 	cfg := testConfig(dir)
 	for _, m := range mutate {
@@ -81,7 +85,7 @@ func startNode(t *testing.T, dir string, pool DevPool, mutate ...func(*Config)) 
 	return n
 }
 
-func (n *testNode) stop(t *testing.T) {
+func (n *testNode) stop(t testing.TB) {
 	if n.cancel == nil {
 		return
 	}

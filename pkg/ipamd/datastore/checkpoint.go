@@ -16,6 +16,11 @@ type CheckpointEntry struct {
 	IP         netip.Addr
 	AssignedAt time.Time
 	Metadata   IPAMMetadata
+	// Encoded, when set, is this entry's JSON object exactly as
+	// EncodeCheckpoint would write it; the datastore caches it per
+	// assignment so a checkpoint write only concatenates. Never modified
+	// once set.
+	Encoded []byte
 }
 
 // Checkpointer persists the full set of allocations. Write must not return

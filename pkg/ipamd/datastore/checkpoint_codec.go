@@ -35,50 +35,58 @@ type fileEntry struct {
 func EncodeCheckpoint(dst []byte, entries []CheckpointEntry) []byte {
 	dst = append(dst, `{"version":"`+CheckpointVersion+`","allocations":[`...)
 	for i := range entries {
-		e := &entries[i]
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"networkName":`...)
-		dst = appendJSONString(dst, e.Key.NetworkName)
-		dst = append(dst, `,"containerID":`...)
-		dst = appendJSONString(dst, e.Key.ContainerID)
-		dst = append(dst, `,"ifName":`...)
-		dst = appendJSONString(dst, e.Key.IfName)
-		if e.IP.Is4() {
-			dst = append(dst, `,"ipv4":"`...)
+		if enc := entries[i].Encoded; enc != nil {
+			dst = append(dst, enc...)
 		} else {
-			dst = append(dst, `,"ipv6":"`...)
+			dst = appendEntry(dst, &entries[i])
 		}
-		dst = e.IP.AppendTo(dst)
-		dst = append(dst, `","allocationTimestamp":`...)
-		dst = strconv.AppendInt(dst, e.AssignedAt.UnixNano(), 10)
-		dst = append(dst, `,"metadata":{`...)
-		sep := false
-		field := func(name string) {
-			if sep {
-				dst = append(dst, ',')
-			}
-			sep = true
-			dst = append(dst, '"')
-			dst = append(dst, name...)
-			dst = append(dst, `":`...)
-		}
-		if m := e.Metadata; m.K8SPodNamespace != "" {
-			field("k8sPodNamespace")
-			dst = appendJSONString(dst, m.K8SPodNamespace)
-		}
-		if m := e.Metadata; m.K8SPodName != "" {
-			field("k8sPodName")
-			dst = appendJSONString(dst, m.K8SPodName)
-		}
-		if m := e.Metadata; m.InterfacesCount != 0 {
-			field("interfacesCount")
-			dst = strconv.AppendInt(dst, int64(m.InterfacesCount), 10)
-		}
-		dst = append(dst, "}}"...)
 	}
 	return append(dst, "]}\n"...)
+}
+
+// appendEntry appends one allocation object.
+func appendEntry(dst []byte, e *CheckpointEntry) []byte {
+	dst = append(dst, `{"networkName":`...)
+	dst = appendJSONString(dst, e.Key.NetworkName)
+	dst = append(dst, `,"containerID":`...)
+	dst = appendJSONString(dst, e.Key.ContainerID)
+	dst = append(dst, `,"ifName":`...)
+	dst = appendJSONString(dst, e.Key.IfName)
+	if e.IP.Is4() {
+		dst = append(dst, `,"ipv4":"`...)
+	} else {
+		dst = append(dst, `,"ipv6":"`...)
+	}
+	dst = e.IP.AppendTo(dst)
+	dst = append(dst, `","allocationTimestamp":`...)
+	dst = strconv.AppendInt(dst, e.AssignedAt.UnixNano(), 10)
+	dst = append(dst, `,"metadata":{`...)
+	sep := false
+	field := func(name string) {
+		if sep {
+			dst = append(dst, ',')
+		}
+		sep = true
+		dst = append(dst, '"')
+		dst = append(dst, name...)
+		dst = append(dst, `":`...)
+	}
+	if m := e.Metadata; m.K8SPodNamespace != "" {
+		field("k8sPodNamespace")
+		dst = appendJSONString(dst, m.K8SPodNamespace)
+	}
+	if m := e.Metadata; m.K8SPodName != "" {
+		field("k8sPodName")
+		dst = appendJSONString(dst, m.K8SPodName)
+	}
+	if m := e.Metadata; m.InterfacesCount != 0 {
+		field("interfacesCount")
+		dst = strconv.AppendInt(dst, int64(m.InterfacesCount), 10)
+	}
+	return append(dst, "}}"...)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -119,7 +119,7 @@ func (c *committer) stop() error {
 // snapshotLocked appends every assigned address to dst. Requires d.mu.
 func (d *DataStore) snapshotLocked(dst []CheckpointEntry) []CheckpointEntry {
 	for _, a := range d.byKey {
-		dst = append(dst, CheckpointEntry{Key: a.key, IP: a.ip, AssignedAt: a.assignedAt, Metadata: a.meta})
+		dst = append(dst, CheckpointEntry{Key: a.key, IP: a.ip, AssignedAt: a.assignedAt, Metadata: a.meta, Encoded: a.encoded})
 	}
 	return dst
 }

@@ -121,6 +121,9 @@ func (d *DataStore) assignLocked(a *addr, key IPAMKey, meta IPAMMetadata, at tim
 	a.meta = meta
 	a.assignedAt = at
 	a.unassignedAt = time.Time{}
+	if d.commit != nil {
+		a.encoded = appendEntry(make([]byte, 0, 192), &CheckpointEntry{Key: key, IP: a.ip, AssignedAt: at, Metadata: meta})
+	}
 	a.cidr.assigned++
 	d.count[a.cidr.kind].assigned++
 	d.byKey[key] = a
@@ -132,6 +135,7 @@ func (d *DataStore) releaseLocked(a *addr, now time.Time, cooldown bool) {
 	delete(d.byKey, a.key)
 	a.key = IPAMKey{}
 	a.meta = IPAMMetadata{}
+	a.encoded = nil
 	a.cidr.assigned--
 	d.count[a.cidr.kind].assigned--
 	a.unassignedAt = now

@@ -56,6 +56,10 @@ type addr struct {
 	assignedAt   time.Time
 	unassignedAt time.Time
 	coolElem     *list.Element
+	// encoded is the checkpoint JSON of the current assignment (nil when
+	// free or when there is no checkpointer); a fresh slice per assignment
+	// because a checkpoint write may still be reading the previous one.
+	encoded []byte
 }
 
 func (c *cidr) ready() int { return len(c.addrs) - c.used }

@@ -45,3 +45,9 @@ generate-rpc:
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+## generate-limits: regenerate pkg/vpc/limits_generated.go from
+## misc/instance-limits.tsv; the generated file is committed.
+.PHONY: generate-limits
+generate-limits:
+	$(GO) run ./scripts/gen-limits -in misc/instance-limits.tsv -out pkg/vpc/limits_generated.go

@@ -1,0 +1,354 @@
+package awsutils
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// Tag keys upstream puts on (and reads from) ENIs.
+const (
+	TagInstanceID = "node.k8s.amazonaws.com/instance_id"
+	TagCreatedAt  = "node.k8s.amazonaws.com/createdAt"
+	TagNoManage   = "node.k8s.amazonaws.com/no_manage"
+	TagCluster    = "cluster.k8s.amazonaws.com/name"
+	TagOwner      = "eks:eni:owner"
+	// ENIDescriptionPrefix starts the description of every ENI ipamd creates.
+	ENIDescriptionPrefix = "aws-K8S-"
+	maxDeviceIndex       = 100
+)
+
+// ENI is one ENI as EC2 reports it: the source of truth that IMDS lags.
+type ENI struct {
+	ID, MAC, SubnetID, Description, Status, InterfaceType string
+	Attached                                              bool
+	AttachmentID                                          string
+	DeviceNumber, NetworkCard                             int
+	DeleteOnTermination                                   bool
+	PrimaryIP                                             netip.Addr
+	SecondaryIPs                                          []netip.Addr
+	Prefixes                                              []netip.Prefix
+	Groups                                                []string
+	Tags                                                  map[string]string
+}
+
+func eniFromSDK(n types.NetworkInterface) ENI {
+	e := ENI{
+		ID:            aws.ToString(n.NetworkInterfaceId),
+		MAC:           aws.ToString(n.MacAddress),
+		SubnetID:      aws.ToString(n.SubnetId),
+		Description:   aws.ToString(n.Description),
+		Status:        string(n.Status),
+		InterfaceType: string(n.InterfaceType),
+		Tags:          map[string]string{},
+	}
+	if a := n.Attachment; a != nil {
+		e.AttachmentID = aws.ToString(a.AttachmentId)
+		e.Attached = a.Status == types.AttachmentStatusAttached
+		e.DeviceNumber = int(aws.ToInt32(a.DeviceIndex))
+		e.NetworkCard = int(aws.ToInt32(a.NetworkCardIndex))
+		e.DeleteOnTermination = aws.ToBool(a.DeleteOnTermination)
+	}
+	for _, p := range n.PrivateIpAddresses {
+		ip, err := netip.ParseAddr(aws.ToString(p.PrivateIpAddress))
+		if err != nil {
+			continue
+		}
+		if aws.ToBool(p.Primary) {
+			e.PrimaryIP = ip
+		} else {
+			e.SecondaryIPs = append(e.SecondaryIPs, ip)
+		}
+	}
+	for _, p := range n.Ipv4Prefixes {
+		if pfx, err := netip.ParsePrefix(aws.ToString(p.Ipv4Prefix)); err == nil {
+			e.Prefixes = append(e.Prefixes, pfx)
+		}
+	}
+	for _, g := range n.Groups {
+		e.Groups = append(e.Groups, aws.ToString(g.GroupId))
+	}
+	for _, t := range n.TagSet {
+		e.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return e
+}
+
+// DescribeENIs returns EC2's view of the given ENIs. An ID EC2 does not know
+// is an error wrapping ErrNotFound.
+func (c *Client) DescribeENIs(ctx context.Context, ids []string) ([]ENI, error) {
+	var out []ENI
+	p := ec2.NewDescribeNetworkInterfacesPaginator(c.ec2, &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: ids})
+	for p.HasMorePages() {
+		page, err := ec2Call(ctx, "DescribeNetworkInterfaces", func(ctx context.Context) (*ec2.DescribeNetworkInterfacesOutput, error) {
+			return p.NextPage(ctx)
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range page.NetworkInterfaces {
+			out = append(out, eniFromSDK(n))
+		}
+	}
+	return out, nil
+}
+
+// InstanceENIs returns every ENI EC2 shows attached (or attaching) to this
+// instance.
+func (c *Client) InstanceENIs(ctx context.Context) ([]ENI, error) {
+	var out []ENI
+	in := &ec2.DescribeNetworkInterfacesInput{
+		Filters:    []types.Filter{{Name: aws.String("attachment.instance-id"), Values: []string{c.Identity.InstanceID}}},
+		MaxResults: aws.Int32(1000),
+	}
+	p := ec2.NewDescribeNetworkInterfacesPaginator(c.ec2, in)
+	for p.HasMorePages() {
+		page, err := ec2Call(ctx, "DescribeNetworkInterfaces", func(ctx context.Context) (*ec2.DescribeNetworkInterfacesOutput, error) {
+			return p.NextPage(ctx)
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range page.NetworkInterfaces {
+			out = append(out, eniFromSDK(n))
+		}
+	}
+	return out, nil
+}
+
+// AllocOptions say how to build a new ENI.
+type AllocOptions struct {
+	SubnetID       string   // empty: the primary ENI's subnet
+	SecurityGroups []string // empty: the primary ENI's groups
+	IPs            int      // secondary IPs to create it with
+	Prefixes       int      // or /28 prefixes (prefix delegation)
+}
+
+// AllocENI creates an ENI with upstream's description and tags, attaches it
+// at the first free device index of network card 0, and sets
+// DeleteOnTermination. On a failure after creation it deletes what it made.
+// The returned ENI may still be attaching: see WaitAttached.
+func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
+	if o.SubnetID == "" || len(o.SecurityGroups) == 0 {
+		prim, err := c.DescribeENIs(ctx, []string{c.Identity.PrimaryENIID})
+		if err != nil {
+			return ENI{}, fmt.Errorf("describe primary ENI: %w", err)
+		}
+		if len(prim) == 1 {
+			if o.SubnetID == "" {
+				o.SubnetID = prim[0].SubnetID
+			}
+			if len(o.SecurityGroups) == 0 {
+				o.SecurityGroups = append([]string(nil), prim[0].Groups...)
+				sort.Strings(o.SecurityGroups)
+			}
+		}
+	}
+	dev, err := c.freeDeviceIndex(ctx)
+	if err != nil {
+		return ENI{}, err
+	}
+	in := &ec2.CreateNetworkInterfaceInput{
+		SubnetId:    aws.String(o.SubnetID),
+		Description: aws.String(ENIDescriptionPrefix + c.Identity.InstanceID),
+		Groups:      o.SecurityGroups,
+		TagSpecifications: []types.TagSpecification{{
+			ResourceType: types.ResourceTypeNetworkInterface,
+			Tags:         c.newENITags(),
+		}},
+	}
+	switch {
+	case o.Prefixes > 0:
+		in.Ipv4PrefixCount = aws.Int32(int32(o.Prefixes))
+	case o.IPs > 0:
+		in.SecondaryPrivateIpAddressCount = aws.Int32(int32(o.IPs))
+	}
+	created, err := ec2Call(ctx, "CreateNetworkInterface", func(ctx context.Context) (*ec2.CreateNetworkInterfaceOutput, error) {
+		return c.ec2.CreateNetworkInterface(ctx, in)
+	})
+	if err != nil {
+		return ENI{}, err
+	}
+	eni := eniFromSDK(*created.NetworkInterface)
+	att, err := ec2Call(ctx, "AttachNetworkInterface", func(ctx context.Context) (*ec2.AttachNetworkInterfaceOutput, error) {
+		return c.ec2.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{
+			DeviceIndex:        aws.Int32(int32(dev)),
+			InstanceId:         aws.String(c.Identity.InstanceID),
+			NetworkInterfaceId: aws.String(eni.ID),
+			NetworkCardIndex:   aws.Int32(0),
+		})
+	})
+	if err != nil {
+		c.deleteENI(ctx, eni.ID)
+		return ENI{}, err
+	}
+	eni.AttachmentID = aws.ToString(att.AttachmentId)
+	eni.DeviceNumber = dev
+	_, err = ec2Call(ctx, "ModifyNetworkInterfaceAttribute", func(ctx context.Context) (*ec2.ModifyNetworkInterfaceAttributeOutput, error) {
+		return c.ec2.ModifyNetworkInterfaceAttribute(ctx, &ec2.ModifyNetworkInterfaceAttributeInput{
+			NetworkInterfaceId: aws.String(eni.ID),
+			Attachment:         &types.NetworkInterfaceAttachmentChanges{AttachmentId: att.AttachmentId, DeleteOnTermination: aws.Bool(true)},
+		})
+	})
+	if err != nil {
+		if ferr := c.FreeENI(ctx, eni.ID); ferr != nil {
+			c.log.Error("could not clean up ENI after failing to set DeleteOnTermination", "eni", eni.ID, "error", ferr)
+		}
+		return ENI{}, err
+	}
+	eni.DeleteOnTermination = true
+	c.log.Info("allocated ENI", "eni", eni.ID, "device", dev, "ips", len(eni.SecondaryIPs), "prefixes", len(eni.Prefixes))
+	return eni, nil
+}
+
+func (c *Client) newENITags() []types.Tag {
+	tags := map[string]string{
+		TagInstanceID: c.Identity.InstanceID,
+		TagCreatedAt:  time.Now().UTC().Format(time.RFC3339),
+	}
+	if c.opts.ClusterName != "" {
+		tags[TagCluster] = c.opts.ClusterName
+		tags[TagOwner] = "amazon-vpc-cni"
+	}
+	for k, v := range c.opts.AdditionalTags {
+		if _, reserved := tags[k]; !reserved {
+			tags[k] = v
+		}
+	}
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]types.Tag, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	return out
+}
+
+// freeDeviceIndex asks EC2 which device indexes of card 0 are taken.
+func (c *Client) freeDeviceIndex(ctx context.Context) (int, error) {
+	out, err := ec2Call(ctx, "DescribeInstances", func(ctx context.Context) (*ec2.DescribeInstancesOutput, error) {
+		return c.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{c.Identity.InstanceID}})
+	})
+	if err != nil {
+		return 0, err
+	}
+	used := make([]bool, maxDeviceIndex)
+	for _, r := range out.Reservations {
+		for _, inst := range r.Instances {
+			for _, n := range inst.NetworkInterfaces {
+				if a := n.Attachment; a != nil && aws.ToInt32(a.NetworkCardIndex) == 0 {
+					if d := int(aws.ToInt32(a.DeviceIndex)); d >= 0 && d < maxDeviceIndex {
+						used[d] = true
+					}
+				}
+			}
+		}
+	}
+	for d := 1; d < maxDeviceIndex; d++ {
+		if !used[d] {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("no free device index: %w", ErrENILimit)
+}
+
+// WaitAttached polls EC2 until the ENI's attachment completes, with backoff.
+func (c *Client) WaitAttached(ctx context.Context, eniID string) (ENI, error) {
+	delay := 100 * time.Millisecond
+	for try := 0; ; try++ {
+		enis, err := c.DescribeENIs(ctx, []string{eniID})
+		if err == nil && len(enis) == 1 && enis[0].Attached {
+			return enis[0], nil
+		}
+		if try >= 12 {
+			if err == nil {
+				err = errors.New("still not attached")
+			}
+			return ENI{}, fmt.Errorf("wait for %s to attach: %w", eniID, err)
+		}
+		if err := sleep(ctx, delay); err != nil {
+			return ENI{}, err
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// FreeENI detaches and deletes an ENI; an ENI that is already gone is not
+// an error.
+func (c *Client) FreeENI(ctx context.Context, eniID string) error {
+	enis, err := c.DescribeENIs(ctx, []string{eniID})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("free %s: %w", eniID, err)
+	}
+	if len(enis) == 1 && enis[0].AttachmentID != "" {
+		_, err := ec2Call(ctx, "DetachNetworkInterface", func(ctx context.Context) (*ec2.DetachNetworkInterfaceOutput, error) {
+			return c.ec2.DetachNetworkInterface(ctx, &ec2.DetachNetworkInterfaceInput{AttachmentId: aws.String(enis[0].AttachmentID)})
+		})
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("free %s: %w", eniID, err)
+		}
+	}
+	delay := 200 * time.Millisecond
+	for try := 0; ; try++ {
+		_, err := ec2Call(ctx, "DeleteNetworkInterface", func(ctx context.Context) (*ec2.DeleteNetworkInterfaceOutput, error) {
+			return c.ec2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String(eniID)})
+		})
+		if err == nil || errors.Is(err, ErrNotFound) {
+			c.log.Info("freed ENI", "eni", eniID)
+			return nil
+		}
+		// Still detaching: EC2 answers InvalidNetworkInterface.InUse.
+		if try >= 12 {
+			return fmt.Errorf("free %s: %w", eniID, err)
+		}
+		if err := sleep(ctx, delay); err != nil {
+			return err
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
+}
+
+func (c *Client) deleteENI(ctx context.Context, id string) {
+	_, err := ec2Call(ctx, "DeleteNetworkInterface", func(ctx context.Context) (*ec2.DeleteNetworkInterfaceOutput, error) {
+		return c.ec2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String(id)})
+	})
+	if err != nil {
+		c.log.Error("could not delete ENI after failed attach; the leaked-ENI sweep will", "eni", id, "error", err)
+	}
+}
+
+// TagENI sets tags on an ENI.
+func (c *Client) TagENI(ctx context.Context, eniID string, tags map[string]string) error {
+	var ts []types.Tag
+	for k, v := range tags {
+		ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(v)})
+	}
+	_, err := ec2Call(ctx, "CreateTags", func(ctx context.Context) (*ec2.CreateTagsOutput, error) {
+		return c.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{eniID}, Tags: ts})
+	})
+	return err
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,53 @@
+package awsutils
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Upstream's AWS metric names.
+var (
+	apiLatency = prometheus.NewSummaryVec(prometheus.SummaryOpts{
+		Name:       "awscni_aws_api_latency_ms",
+		Help:       "AWS API call latency in ms",
+		Objectives: map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.99: 0.001},
+	}, []string{"api", "error", "status"})
+	apiErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "awscni_aws_api_error_count",
+		Help: "The number of times AWS API returns an error",
+	}, []string{"api", "error"})
+	ec2Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "awscni_ec2api_req_count",
+		Help: "The number of requests made to EC2 APIs by CNI",
+	}, []string{"fn"})
+	ec2Errors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "awscni_ec2api_error_count",
+		Help: "The number of failed EC2 APIs requests",
+	}, []string{"fn"})
+	registerOnce sync.Once
+)
+
+// RegisterMetrics registers the AWS metrics with the default registry.
+func RegisterMetrics() {
+	registerOnce.Do(func() { prometheus.MustRegister(apiLatency, apiErrors, ec2Requests, ec2Errors) })
+}
+
+// ec2Call runs one EC2 action (SDK retries included) and records it.
+func ec2Call[T any](ctx context.Context, action string, f func(context.Context) (T, error)) (T, error) {
+	start := time.Now()
+	out, err := f(ctx)
+	ec2Requests.WithLabelValues(action).Inc()
+	status, failed := "200", "false"
+	if err != nil {
+		failed = "true"
+		status = errorCode(err)
+		ec2Errors.WithLabelValues(action).Inc()
+		apiErrors.WithLabelValues(action, status).Inc()
+		err = classify(action, err)
+	}
+	apiLatency.WithLabelValues(action, failed, status).Observe(float64(time.Since(start).Milliseconds()))
+	return out, err
+}

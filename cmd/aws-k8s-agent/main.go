@@ -55,13 +55,13 @@ func run() int {
 		}
 		opts.DevPool = &p
 	}
-	agent, err := ipamd.NewAgent(opts)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	agent, err := ipamd.NewAgent(ctx, opts)
 	if err != nil {
 		log.Error("ipamd failed to start", "error", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	if err := agent.Run(ctx); err != nil {
 		log.Error("ipamd exited with an error", "error", err)
 		return 1

@@ -82,3 +82,6 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	c.ec2 = ec2.NewFromConfig(cfg)
 	return c, nil
 }
+
+// InstanceIdentity returns what IMDS said about this instance at New.
+func (c *Client) InstanceIdentity() Identity { return c.Identity }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
@@ -28,7 +29,18 @@ type Options struct {
 	// DevPool, when set, replaces EC2 discovery with a static pool
 	// (development and tests only).
 	DevPool *DevPool
-	Logger  *slog.Logger
+	// AWS is the EC2/IMDS client; nil builds one from the SDK's standard
+	// configuration (unless DevPool is set).
+	AWS awsAPI
+	// MaxPods is the node's pod capacity from its node object (0: unknown,
+	// then MaxPodsFile is consulted).
+	MaxPods     int
+	MaxPodsFile string
+	Timings     Timings
+	// OnLeak is called when the pool is full of suspected leaked
+	// allocations (the pod-IP reconciler's trigger).
+	OnLeak LeakHook
+	Logger *slog.Logger
 	// ShutdownTimeout bounds how long in-flight RPCs may run at stop.
 	ShutdownTimeout time.Duration
 }
@@ -37,13 +49,16 @@ type Options struct {
 type Agent struct {
 	opts    Options
 	log     *slog.Logger
+	aws     awsAPI
 	store   *datastore.DataStore
 	handler *rpcHandler
+	pool    *poolManager // nil with a development pool
 }
 
-// NewAgent builds the datastore, fills it, and restores the checkpoint. It
+// NewAgent discovers the node (or takes the development pool), builds the
+// datastore, fills it, restores the checkpoint and sizes the pool once. It
 // fails, and serves nothing, if the checkpoint cannot be restored.
-func NewAgent(opts Options) (*Agent, error) {
+func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.SocketPath == "" {
 		opts.SocketPath = DefaultSocketPath
 	}
@@ -59,37 +74,72 @@ func NewAgent(opts Options) (*Agent, error) {
 	}
 	RegisterMetrics()
 	cfg := opts.Config
+	a := &Agent{opts: opts, log: log, aws: opts.AWS}
+	pd := cfg.PrefixDelegation
+	var limits nodeLimits
+	if opts.DevPool == nil {
+		if a.aws == nil {
+			c, err := awsutils.New(ctx, awsutils.Options{Version: cfg.VPCCNIVersion, ClusterName: cfg.ClusterName, Logger: log})
+			if err != nil {
+				return nil, fmt.Errorf("AWS: %w", err)
+			}
+			a.aws = c
+		}
+		var err error
+		limits, err = instanceLimits(ctx, a.aws, a.aws.InstanceIdentity().InstanceType)
+		if err != nil {
+			return nil, err
+		}
+		if pd && !limits.pdSupported {
+			log.Warn("ENABLE_PREFIX_DELEGATION=true but the instance type does not support prefixes; using secondary IPs",
+				"instanceType", a.aws.InstanceIdentity().InstanceType)
+			pd = false
+		}
+	}
 	cp, err := datastore.NewFileCheckpointer(cfg.CheckpointPath)
 	if err != nil {
 		return nil, err
 	}
-	store := datastore.New(datastore.Config{
-		PrefixDelegation: cfg.PrefixDelegation,
+	a.store = datastore.New(datastore.Config{
+		PrefixDelegation: pd,
 		Cooldown:         cfg.IPCooldown,
 		Checkpointer:     timedCheckpointer{cp},
 		Logger:           log,
 	})
-	a := &Agent{opts: opts, log: log, store: store}
-	if err := a.fillPool(); err != nil {
-		_ = store.Close()
+	if opts.DevPool != nil {
+		err = a.fillDevPool()
+	} else {
+		err = a.initFromAWS(ctx, limits)
+	}
+	if err == nil {
+		err = a.restore()
+	}
+	if err != nil {
+		_ = a.store.Close()
 		return nil, err
 	}
-	if err := a.restore(); err != nil {
-		_ = store.Close()
-		return nil, err
-	}
-	a.handler = &rpcHandler{store: store, version: version.RPCVersion, cfg: cfg, log: log}
-	pool.set(store)
+	a.afterRestore(ctx)
+	a.handler = &rpcHandler{store: a.store, version: version.RPCVersion, cfg: cfg, log: log, vpcCIDRs: a.vpcCIDRs}
+	pool.set(a.store)
 	return a, nil
 }
 
 // Store exposes the datastore (for in-process tools and tests).
 func (a *Agent) Store() *datastore.DataStore { return a.store }
 
-func (a *Agent) fillPool() error {
-	if a.opts.DevPool == nil {
-		return errors.New("no address source: the EC2 layer is not built yet; start with a development pool (-dev-static-pool)")
+// vpcCIDRs are the VPC's IPv4 CIDRs for AddNetwork replies.
+func (a *Agent) vpcCIDRs() []string {
+	if a.aws == nil {
+		return nil
 	}
+	var out []string
+	for _, p := range a.aws.InstanceIdentity().VPCCIDRs {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+func (a *Agent) fillDevPool() error {
 	a.log.Warn("DEVELOPMENT MODE: static synthetic pool, no EC2; never use this on a real node",
 		"enis", a.opts.DevPool.ENIs, "perENI", a.opts.DevPool.PerENI, "prefixDelegation", a.opts.Config.PrefixDelegation)
 	return a.opts.DevPool.populate(a.store)
@@ -142,6 +192,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		mux.Handle("/metrics", promhttp.Handler())
 		wg.Add(1)
 		go func() { defer wg.Done(); a.serveHTTP(httpCtx, "metrics", a.opts.MetricsAddress, mux) }()
+	}
+
+	if a.pool != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.pool.run(httpCtx) }()
 	}
 
 	select {

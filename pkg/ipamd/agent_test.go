@@ -67,7 +67,7 @@ func startNodeTB(t testing.TB, dir string, pool DevPool, mutate ...func(*Config)
 		metrics:    filepath.Join(dir, "metrics.sock"),
 		done:       make(chan error, 1),
 	}
-	a, err := NewAgent(Options{Config: cfg, SocketPath: n.socket, MetricsAddress: "unix:" + n.metrics, DevPool: &pool})
+	a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: n.socket, MetricsAddress: "unix:" + n.metrics, DevPool: &pool})
 	require.NoError(t, err)
 	n.agent = a
 	ctx, cancel := context.WithCancel(context.Background())
@@ -298,7 +298,7 @@ func TestCorruptCheckpointRefusesToStart(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ipam.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"version":"vpc-cni-ipam/1","allocations":[{`), 0o600))
-	_, err := NewAgent(Options{Config: testConfig(dir), SocketPath: filepath.Join(dir, "s.sock"), DevPool: &DevPool{ENIs: 1, PerENI: 1}})
+	_, err := NewAgent(context.Background(), Options{Config: testConfig(dir), SocketPath: filepath.Join(dir, "s.sock"), DevPool: &DevPool{ENIs: 1, PerENI: 1}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "corrupt")
 	matches, _ := filepath.Glob(path + ".corrupt-*")

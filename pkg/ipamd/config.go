@@ -45,6 +45,7 @@ type Config struct {
 	EnableMultiNIC                     bool
 	NodeName                           string
 	VPCCNIVersion                      string
+	ClusterName                        string
 
 	// Settings of networkutils that introspection reports.
 	Connmark             uint32
@@ -95,6 +96,7 @@ func LoadConfig(env envutil.Lookup) (Config, error) {
 		EnableMultiNIC:                     envutil.Bool(env, "ENABLE_MULTI_NIC", false),
 		NodeName:                           envutil.String(env, "MY_NODE_NAME", ""),
 		VPCCNIVersion:                      envutil.String(env, "VPC_CNI_VERSION", ""),
+		ClusterName:                        envutil.String(env, "CLUSTER_NAME", ""),
 
 		Connmark:             parseConnmark(env),
 		ExternalServiceCIDRs: envutil.List(env, "AWS_EXTERNAL_SERVICE_CIDRS"),

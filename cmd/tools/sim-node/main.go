@@ -60,7 +60,7 @@ func run(duration time.Duration, enis, perENI int, pd bool, rate float64, minLif
 	logFile := filepath.Join(dir, "ipamd.log")
 	out := logger.Open(logFile)
 	defer out.Close()
-	agent, err := ipamd.NewAgent(ipamd.Options{
+	agent, err := ipamd.NewAgent(context.Background(), ipamd.Options{
 		Config:         cfg,
 		SocketPath:     filepath.Join(dir, "ipamd.sock"),
 		MetricsAddress: "unix:" + filepath.Join(dir, "metrics.sock"),

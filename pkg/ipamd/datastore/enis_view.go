@@ -1,0 +1,93 @@
+package datastore
+
+import (
+	"net/netip"
+	"sort"
+	"time"
+)
+
+// ENISummary is one ENI with its CIDRs and how busy they are, for the pool
+// manager and the ENI reconcile.
+type ENISummary struct {
+	Info      ENIInfo
+	CreatedAt time.Time
+	// SecondaryIPs and Prefixes are the ENI's CIDRs of each kind.
+	SecondaryIPs []netip.Prefix
+	Prefixes     []netip.Prefix
+	// Assigned and Cooling count addresses over all the ENI's CIDRs.
+	Assigned, Cooling int
+}
+
+// CIDRCount is the number of CIDR entries (either kind) on the ENI, which is
+// what EC2's per-ENI address limit counts.
+func (s ENISummary) CIDRCount() int { return len(s.SecondaryIPs) + len(s.Prefixes) }
+
+// ENISummaries lists the ENIs ordered by device number.
+func (d *DataStore) ENISummaries() []ENISummary {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.expireLocked(d.now())
+	out := make([]ENISummary, 0, len(d.enis))
+	for _, e := range d.enis {
+		s := ENISummary{Info: e.info, CreatedAt: e.createdAt}
+		for p, c := range e.cidrs {
+			if c.kind == kindPrefix {
+				s.Prefixes = append(s.Prefixes, p)
+			} else {
+				s.SecondaryIPs = append(s.SecondaryIPs, p)
+			}
+			s.Assigned += c.assigned
+			s.Cooling += c.used - c.assigned
+		}
+		sortPrefixes(s.SecondaryIPs)
+		sortPrefixes(s.Prefixes)
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Info.DeviceNumber < out[j].Info.DeviceNumber })
+	return out
+}
+
+// FreeCIDR is a CIDR none of whose addresses is assigned or cooling.
+type FreeCIDR struct {
+	ENIID string
+	CIDR  netip.Prefix
+}
+
+// FreeCIDRs returns up to max fully idle CIDRs of one kind (prefixes or
+// secondary IPs), preferring ENIs with the highest device number so that
+// whole ENIs empty out first.
+func (d *DataStore) FreeCIDRs(prefixes bool, max int) []FreeCIDR {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.expireLocked(d.now())
+	want := kindSecondary
+	if prefixes {
+		want = kindPrefix
+	}
+	enis := make([]*eni, 0, len(d.enis))
+	for _, e := range d.enis {
+		enis = append(enis, e)
+	}
+	sort.Slice(enis, func(i, j int) bool { return enis[i].info.DeviceNumber > enis[j].info.DeviceNumber })
+	var out []FreeCIDR
+	for _, e := range enis {
+		ps := make([]netip.Prefix, 0, len(e.cidrs))
+		for p, c := range e.cidrs {
+			if c.kind == want && c.used == 0 {
+				ps = append(ps, p)
+			}
+		}
+		sortPrefixes(ps)
+		for _, p := range ps {
+			if len(out) >= max {
+				return out
+			}
+			out = append(out, FreeCIDR{ENIID: e.info.ID, CIDR: p})
+		}
+	}
+	return out
+}
+
+func sortPrefixes(ps []netip.Prefix) {
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Addr().Less(ps[j].Addr()) })
+}

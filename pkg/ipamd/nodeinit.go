@@ -1,0 +1,132 @@
+package ipamd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/vpc"
+)
+
+// DefaultMaxPodsFile is where the image ships upstream's max-pods table.
+const DefaultMaxPodsFile = "/app/eni-max-pods.txt"
+
+// nodeLimits are the instance's networking limits as ipamd uses them.
+type nodeLimits struct {
+	enis, ipv4PerENI int
+	pdSupported      bool
+}
+
+// instanceLimits reads the checked-in table, falling back to EC2's
+// DescribeInstanceTypes for types the table does not know.
+func instanceLimits(ctx context.Context, aws awsAPI, instanceType string) (nodeLimits, error) {
+	if l, ok := vpc.Lookup(instanceType); ok {
+		return nodeLimits{enis: l.ENIs, ipv4PerENI: l.IPv4PerENI, pdSupported: l.PrefixDelegationSupported()}, nil
+	}
+	l, err := aws.DescribeInstanceTypeLimits(ctx, instanceType)
+	if err != nil {
+		return nodeLimits{}, fmt.Errorf("limits of %s: not in the table and EC2 said: %w", instanceType, err)
+	}
+	return nodeLimits{enis: l.ENIs, ipv4PerENI: l.IPv4PerENI, pdSupported: l.Hypervisor == "nitro" || l.BareMetal}, nil
+}
+
+// maxPods picks the node's pod capacity: the value given (from the node
+// object), else the max-pods file for the instance type, else 0 (unknown:
+// no clamp).
+func (a *Agent) maxPods(instanceType string) int {
+	if a.opts.MaxPods > 0 {
+		return a.opts.MaxPods
+	}
+	path := a.opts.MaxPodsFile
+	if path == "" {
+		path = DefaultMaxPodsFile
+	}
+	n, err := vpc.MaxPodsFromFile(path, instanceType)
+	if err != nil {
+		level := a.log.Warn
+		if errors.Is(err, fs.ErrNotExist) {
+			level = a.log.Info
+		}
+		level("max pods unknown: pool growth is not clamped", "file", path, "error", err)
+		return 0
+	}
+	return n
+}
+
+// initFromAWS fills the datastore with the instance's managed ENIs and their
+// addresses as EC2 reports them, and builds the pool manager.
+func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
+	cfg := a.opts.Config
+	id := a.aws.InstanceIdentity()
+	enis, err := a.aws.InstanceENIs(ctx)
+	if err != nil {
+		return fmt.Errorf("list the instance's ENIs: %w", err)
+	}
+	for _, e := range enis {
+		if !e.Attached || e.NetworkCard != 0 || !isManaged(e, id) {
+			a.log.Info("ENI not managed by ipamd", "eni", e.ID, "type", e.InterfaceType, "card", e.NetworkCard)
+			continue
+		}
+		if err := addENIToStore(a.store, e); err != nil {
+			return fmt.Errorf("add ENI %s: %w", e.ID, err)
+		}
+	}
+	maxENIs := limits.enis
+	if cfg.MaxENI >= 1 && cfg.MaxENI < maxENIs {
+		maxENIs = cfg.MaxENI
+	}
+	slots := max(limits.ipv4PerENI-1, 0)
+	eniMax.Set(float64(maxENIs))
+	ipMax.Set(float64(maxENIs * slots))
+	pc := poolConfig{
+		targets: warmpool.Config{
+			WarmENITarget: cfg.WarmENITarget, WarmIPTarget: cfg.WarmIPTarget,
+			MinimumIPTarget: cfg.MinimumIPTarget, WarmPrefixTarget: cfg.WarmPrefixTarget,
+			MaxPods: a.maxPods(id.InstanceType), IPsPerENI: slots, PrefixDelegation: a.store.PrefixDelegation(),
+		},
+		maxENIs:           maxENIs,
+		slotsPerENI:       slots,
+		provisioning:      !cfg.DisableNetworkResourceProvisioning,
+		interval:          a.opts.Timings.PoolInterval,
+		reconcileInterval: a.opts.Timings.ReconcileInterval,
+		decreaseInterval:  a.opts.Timings.DecreaseInterval,
+		subnetCooldown:    a.opts.Timings.SubnetCooldown,
+		minENILifetime:    a.opts.Timings.MinENILifetime,
+		releasedCacheTTL:  a.opts.Timings.ReconcileInterval,
+		leakHookInterval:  a.opts.Timings.LeakHookInterval,
+	}
+	a.pool = newPoolManager(pc, a.aws, a.store, a.log)
+	a.pool.onLeak = a.opts.OnLeak
+	a.log.Info("node initialised", "instance", id.InstanceID, "type", id.InstanceType, "enis", len(a.store.ENISummaries()),
+		"maxENIs", maxENIs, "slotsPerENI", slots, "maxPods", pc.targets.MaxPods, "prefixDelegation", a.store.PrefixDelegation())
+	return nil
+}
+
+// afterRestore returns addresses of the mode ipamd no longer uses (secondary
+// IPs after switching to prefix delegation, or prefixes after switching
+// back) once nothing holds them, then sizes the pool once before serving.
+func (a *Agent) afterRestore(ctx context.Context) {
+	if a.pool == nil || !a.pool.cfg.provisioning {
+		return
+	}
+	other := !a.store.PrefixDelegation()
+	if stale := a.store.FreeCIDRs(other, math.MaxInt); len(stale) > 0 {
+		a.log.Info("returning idle addresses of the other IPAM mode", "count", len(stale), "prefixes", other)
+		a.pool.release(ctx, stale, other)
+	}
+	a.pool.step(ctx)
+}
+
+// Timings tune the pool manager; zero values take upstream's defaults.
+type Timings struct {
+	PoolInterval      time.Duration // 5 s
+	ReconcileInterval time.Duration // 1 min
+	DecreaseInterval  time.Duration // 30 s
+	SubnetCooldown    time.Duration // 2 min
+	MinENILifetime    time.Duration // 1 min
+	LeakHookInterval  time.Duration // 10 s
+}

@@ -1,0 +1,154 @@
+package ipamd
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
+)
+
+// grow adds addresses as the decision asks: onto an ENI with room (one EC2
+// call per step, as upstream), else by attaching a new ENI.
+func (p *poolManager) grow(ctx context.Context, d warmpool.Decision) {
+	if !p.cfg.provisioning || p.now().Before(p.subnetCooldownUntil) {
+		return
+	}
+	actionInProgress.WithLabelValues("increaseDatastorePool").Inc()
+	defer actionInProgress.WithLabelValues("increaseDatastorePool").Dec()
+	want := d.Short
+	if d.Unit == warmpool.UnitENI {
+		want = p.cfg.slotsPerENI // a whole ENI's worth, on an ENI with room or a new one
+	}
+	prefixes := d.Unit == warmpool.UnitPrefix
+	for _, e := range p.store.ENISummaries() {
+		room := p.cfg.slotsPerENI - e.CIDRCount()
+		if room <= 0 {
+			continue
+		}
+		p.assignTo(ctx, e.Info.ID, min(room, want), prefixes)
+		return
+	}
+	p.attachENI(ctx, min(want, p.cfg.slotsPerENI), prefixes)
+}
+
+// assignTo asks EC2 for n more addresses (or prefixes) on an ENI and adds
+// what EC2 returned to the datastore.
+func (p *poolManager) assignTo(ctx context.Context, eniID string, n int, prefixes bool) {
+	var cidrs []netip.Prefix
+	var err error
+	if prefixes {
+		cidrs, err = p.aws.AssignPrefixes(ctx, eniID, n)
+	} else {
+		var ips []netip.Addr
+		ips, err = p.aws.AssignIPs(ctx, eniID, n)
+		for _, ip := range ips {
+			cidrs = append(cidrs, netip.PrefixFrom(ip, 32))
+		}
+	}
+	if err != nil {
+		p.growFailed(ctx, eniID, err)
+	}
+	for _, c := range cidrs {
+		if err := p.store.AddCIDR(eniID, c); err != nil && !errors.Is(err, datastore.ErrIPAlreadyInStore) {
+			p.log.Error("could not add an address EC2 assigned", "eni", eniID, "cidr", c.String(), "error", err)
+		}
+	}
+	if len(cidrs) > 0 {
+		p.log.Info("grew the pool", "eni", eniID, "added", len(cidrs), "prefixes", prefixes)
+	}
+}
+
+// attachENI creates and attaches an ENI carrying n addresses or prefixes,
+// sets up its host side, then makes its addresses available.
+func (p *poolManager) attachENI(ctx context.Context, n int, prefixes bool) {
+	if len(p.store.ENISummaries()) >= p.cfg.maxENIs {
+		p.log.Debug("pool short but the node has all the ENIs it may use", "maxENIs", p.cfg.maxENIs)
+		return
+	}
+	opts := awsutils.AllocOptions{IPs: n}
+	if prefixes {
+		opts = awsutils.AllocOptions{Prefixes: n}
+	}
+	eni, err := p.aws.AllocENI(ctx, opts)
+	if err != nil {
+		ipamdErrors.WithLabelValues("increaseIPPoolAllocENI").Inc()
+		p.growFailed(ctx, "", err)
+		return
+	}
+	attached, err := p.aws.WaitAttached(ctx, eni.ID)
+	if err != nil {
+		ipamdErrors.WithLabelValues("increaseIPPoolwaitENIAttachedFailed").Inc()
+		p.log.Error("new ENI did not attach; the ENI reconcile picks it up if it does later", "eni", eni.ID, "error", err)
+		return
+	}
+	if err := p.addENI(ctx, attached); err != nil {
+		ipamdErrors.WithLabelValues("increaseIPPoolsetupENIFailed").Inc()
+		p.log.Error("could not set up new ENI", "eni", eni.ID, "error", err)
+	}
+}
+
+// addENI sets up an attached ENI's host side and adds it with its addresses.
+func (p *poolManager) addENI(ctx context.Context, e awsutils.ENI) error {
+	if !e.Attached && e.DeviceNumber != 0 {
+		return errors.New("not attached")
+	}
+	if p.setupENI != nil && e.DeviceNumber != 0 {
+		if err := p.setupENI(ctx, e.ID, e.DeviceNumber); err != nil {
+			return err
+		}
+	}
+	return addENIToStore(p.store, e)
+}
+
+// growFailed classifies an EC2 failure during growth.
+func (p *poolManager) growFailed(ctx context.Context, eniID string, err error) {
+	switch {
+	case errors.Is(err, awsutils.ErrSubnetExhausted):
+		p.subnetCooldownUntil = p.now().Add(p.cfg.subnetCooldown)
+		p.log.Warn("subnet has no free addresses; pausing pool growth", "for", p.cfg.subnetCooldown.String(), "error", err)
+	case errors.Is(err, awsutils.ErrAddressLimit) && eniID != "":
+		// The datastore is behind EC2: take EC2's word for this ENI.
+		p.log.Warn("ENI is at its address limit in EC2; resyncing it", "eni", eniID)
+		p.resyncENI(ctx, eniID)
+	case errors.Is(err, awsutils.ErrENILimit):
+		p.log.Warn("instance has no room for another ENI", "error", err)
+	default:
+		ipamdErrors.WithLabelValues("increaseIPPoolAllocIPAddressesFailed").Inc()
+		p.log.Error("pool growth failed", "eni", eniID, "error", err)
+	}
+}
+
+// addENIToStore adds an ENI and its addresses (duplicates tolerated).
+func addENIToStore(store *datastore.DataStore, e awsutils.ENI) error {
+	info := datastore.ENIInfo{ID: e.ID, DeviceNumber: e.DeviceNumber, Primary: e.DeviceNumber == 0 && e.NetworkCard == 0,
+		RouteTableID: routeTableFor(e.DeviceNumber), SubnetID: e.SubnetID}
+	if err := store.AddENI(info); err != nil && !errors.Is(err, datastore.ErrDuplicateENI) {
+		return err
+	}
+	for _, c := range eniCIDRs(e) {
+		if err := store.AddCIDR(e.ID, c); err != nil && !errors.Is(err, datastore.ErrIPAlreadyInStore) {
+			return err
+		}
+	}
+	return nil
+}
+
+func eniCIDRs(e awsutils.ENI) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(e.SecondaryIPs)+len(e.Prefixes))
+	for _, ip := range e.SecondaryIPs {
+		out = append(out, netip.PrefixFrom(ip, 32))
+	}
+	return append(out, e.Prefixes...)
+}
+
+// routeTableFor is the host route table of an ENI on network card 0: the
+// main table for the primary ENI, device number + 1 otherwise.
+func routeTableFor(deviceNumber int) int {
+	if deviceNumber == 0 {
+		return 254
+	}
+	return deviceNumber + 1
+}

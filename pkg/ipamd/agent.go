@@ -13,9 +13,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
 
@@ -40,6 +42,9 @@ type Options struct {
 	// OnLeak is called when the pool is full of suspected leaked
 	// allocations (the pod-IP reconciler's trigger).
 	OnLeak LeakHook
+	// K8s is the API client; nil tries the in-cluster one when MY_NODE_NAME
+	// is set, and runs without the API server if that fails.
+	K8s    kubernetes.Interface
 	Logger *slog.Logger
 	// ShutdownTimeout bounds how long in-flight RPCs may run at stop.
 	ShutdownTimeout time.Duration
@@ -53,6 +58,7 @@ type Agent struct {
 	store   *datastore.DataStore
 	handler *rpcHandler
 	pool    *poolManager // nil with a development pool
+	events  *k8sapi.NodeEvents
 }
 
 // NewAgent discovers the node (or takes the development pool), builds the
@@ -96,6 +102,7 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 			pd = false
 		}
 	}
+	a.connectK8s(ctx)
 	cp, err := datastore.NewFileCheckpointer(cfg.CheckpointPath)
 	if err != nil {
 		return nil, err
@@ -126,6 +133,32 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 
 // Store exposes the datastore (for in-process tools and tests).
 func (a *Agent) Store() *datastore.DataStore { return a.store }
+
+// connectK8s sets up the API client and, through it, the node's pod
+// capacity and node events. Without the API server ipamd still runs: max
+// pods then comes from the max-pods file and events are only logged.
+func (a *Agent) connectK8s(ctx context.Context) {
+	cfg := a.opts.Config
+	client := a.opts.K8s
+	if client == nil && cfg.NodeName != "" && a.opts.DevPool == nil {
+		c, err := k8sapi.NewClient("aws-k8s-agent-" + version.Version)
+		if err != nil {
+			a.log.Warn("no Kubernetes API client; continuing without it", "error", err)
+		} else {
+			client = c
+		}
+	}
+	a.events = k8sapi.NewNodeEvents(client, cfg.NodeName, cfg.PodName, time.Minute, a.log)
+	if client == nil || a.opts.MaxPods > 0 || cfg.NodeName == "" {
+		return
+	}
+	n, err := k8sapi.NodeMaxPods(ctx, client, cfg.NodeName)
+	if err != nil {
+		a.log.Warn("could not read the node's pod capacity; using the max-pods table", "error", err)
+		return
+	}
+	a.opts.MaxPods = n
+}
 
 // vpcCIDRs are the VPC's IPv4 CIDRs for AddNetwork replies.
 func (a *Agent) vpcCIDRs() []string {

@@ -44,6 +44,7 @@ type Config struct {
 	EnablePodENI                       bool
 	EnableMultiNIC                     bool
 	NodeName                           string
+	PodName                            string
 	VPCCNIVersion                      string
 	ClusterName                        string
 
@@ -95,6 +96,7 @@ func LoadConfig(env envutil.Lookup) (Config, error) {
 		EnablePodENI:                       envutil.Bool(env, "ENABLE_POD_ENI", false),
 		EnableMultiNIC:                     envutil.Bool(env, "ENABLE_MULTI_NIC", false),
 		NodeName:                           envutil.String(env, "MY_NODE_NAME", ""),
+		PodName:                            envutil.String(env, "MY_POD_NAME", ""),
 		VPCCNIVersion:                      envutil.String(env, "VPC_CNI_VERSION", ""),
 		ClusterName:                        envutil.String(env, "CLUSTER_NAME", ""),
 

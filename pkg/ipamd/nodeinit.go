@@ -101,6 +101,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	}
 	a.pool = newPoolManager(pc, a.aws, a.store, a.log)
 	a.pool.onLeak = a.opts.OnLeak
+	a.pool.events = a.events
 	a.log.Info("node initialised", "instance", id.InstanceID, "type", id.InstanceType, "enis", len(a.store.ENISummaries()),
 		"maxENIs", maxENIs, "slotsPerENI", slots, "maxPods", pc.targets.MaxPods, "prefixDelegation", a.store.PrefixDelegation())
 	return nil

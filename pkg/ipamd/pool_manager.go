@@ -2,6 +2,7 @@ package ipamd
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -61,6 +62,7 @@ type poolManager struct {
 	// networking is built.
 	setupENI func(ctx context.Context, eniID string, deviceNumber int) error
 	onLeak   LeakHook
+	events   nodeEventPoster
 
 	subnetCooldownUntil time.Time
 	lastDecrease        time.Time
@@ -129,9 +131,19 @@ func (p *poolManager) observe(d warmpool.Decision, s datastore.Stats) {
 	p.log.Warn("pool is at max pods and holds more allocations than pods can exist: asking the pod-IP reconciler to run now",
 		"maxPods", p.cfg.targets.MaxPods, "totalIPs", s.TotalIPs, "assignedIPs", s.AssignedIPs,
 		"cooldownIPs", s.CooldownIPs, "decision", d.String())
+	if p.events != nil {
+		p.events.Warning(context.Background(), "PodIPLeakSuspected", "ReconcilePodIPs", fmt.Sprintf(
+			"pool at max pods (%d) with %d of %d addresses assigned: suspected leaked pod IPs, pod-IP reconciler triggered",
+			p.cfg.targets.MaxPods, s.AssignedIPs, s.TotalIPs))
+	}
 	if p.onLeak != nil {
 		p.onLeak(d, s)
 	}
+}
+
+// nodeEventPoster posts rate-limited warning events on the node.
+type nodeEventPoster interface {
+	Warning(ctx context.Context, reason, action, note string) bool
 }
 
 func boolGauge(b bool) float64 {

@@ -1,0 +1,5 @@
+// Package k8sapi is ipamd's narrow access to the Kubernetes API: its own
+// node's pod capacity, and warning events on that node. It owns nothing
+// else: ipamd keeps working (with a less precise max-pods and log-only
+// events) when the API server cannot be reached.
+package k8sapi

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -58,7 +58,7 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	RegisterMetrics()
-	httpClient := &http.Client{Timeout: opts.HTTPTimeout}
+	httpClient := awshttp.NewBuildableClient().WithTimeout(opts.HTTPTimeout)
 	cfg, err := config.LoadDefaultConfig(ctx,
 		config.WithHTTPClient(httpClient),
 		config.WithRetryer(func() aws.Retryer {

@@ -22,7 +22,7 @@ func (p *poolManager) reconcileENIs(ctx context.Context) {
 		p.log.Warn("ENI reconcile: IMDS unavailable", "error", err)
 		return
 	}
-	if p.imdsAgrees(attached) {
+	if p.imdsAgrees(attached) && p.now().Sub(p.lastEC2Verify) < p.cfg.ec2VerifyInterval {
 		return
 	}
 	truth, err := p.aws.InstanceENIs(ctx)
@@ -31,6 +31,7 @@ func (p *poolManager) reconcileENIs(ctx context.Context) {
 		p.log.Warn("ENI reconcile: EC2 unavailable; changing nothing", "error", err)
 		return
 	}
+	p.lastEC2Verify = p.now()
 	p.applyTruth(truth)
 }
 

@@ -98,6 +98,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		minENILifetime:    a.opts.Timings.MinENILifetime,
 		releasedCacheTTL:  a.opts.Timings.ReconcileInterval,
 		leakHookInterval:  a.opts.Timings.LeakHookInterval,
+		ec2VerifyInterval: a.opts.Timings.EC2VerifyInterval,
 	}
 	a.pool = newPoolManager(pc, a.aws, a.store, a.log)
 	a.pool.onLeak = a.opts.OnLeak
@@ -130,4 +131,5 @@ type Timings struct {
 	SubnetCooldown    time.Duration // 2 min
 	MinENILifetime    time.Duration // 1 min
 	LeakHookInterval  time.Duration // 10 s
+	EC2VerifyInterval time.Duration // 5 min
 }

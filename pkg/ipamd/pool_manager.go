@@ -28,6 +28,10 @@ type poolConfig struct {
 	minENILifetime    time.Duration // never free a younger ENI (1 min)
 	releasedCacheTTL  time.Duration // ignore just-released addresses in reconcile (60 s)
 	leakHookInterval  time.Duration // at most one reconciler trigger per this
+	// ec2VerifyInterval forces an EC2 check even when IMDS agrees with the
+	// datastore, to catch addresses removed behind ipamd's back while IMDS
+	// lags (5 min: one DescribeNetworkInterfaces per node per 5 minutes).
+	ec2VerifyInterval time.Duration
 }
 
 func defaultPoolTimings(c *poolConfig) {
@@ -43,6 +47,7 @@ func defaultPoolTimings(c *poolConfig) {
 	set(&c.minENILifetime, time.Minute)
 	set(&c.releasedCacheTTL, time.Minute)
 	set(&c.leakHookInterval, 10*time.Second)
+	set(&c.ec2VerifyInterval, 5*time.Minute)
 }
 
 // LeakHook is called when the pool is at max pods and holds more
@@ -67,6 +72,7 @@ type poolManager struct {
 	subnetCooldownUntil time.Time
 	lastDecrease        time.Time
 	lastLeakHook        time.Time
+	lastEC2Verify       time.Time
 	released            map[netip.Prefix]time.Time // returned to EC2 at
 }
 

@@ -1,0 +1,154 @@
+package ipamd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/test/ec2sim"
+)
+
+// simNode is an agent driven by the real AWS SDK against the simulator.
+type simNode struct {
+	sim   *ec2sim.Sim
+	aws   *awsutils.Client
+	agent *Agent
+	dir   string
+}
+
+// fastTimings make the pool manager react in milliseconds.
+var fastTimings = Timings{
+	PoolInterval:      20 * time.Millisecond,
+	ReconcileInterval: 100 * time.Millisecond,
+	DecreaseInterval:  time.Millisecond,
+	SubnetCooldown:    300 * time.Millisecond,
+	MinENILifetime:    time.Millisecond,
+	LeakHookInterval:  50 * time.Millisecond,
+	EC2VerifyInterval: time.Hour,
+}
+
+// startSimNode starts the simulator and builds (but does not run) an agent
+// against it; env holds ipamd settings on top of ENABLE_IPv4 and a zero
+// cooldown.
+func startSimNode(t *testing.T, simCfg ec2sim.Config, env map[string]string, mutate ...func(*Options)) *simNode {
+	t.Helper()
+	sim, err := ec2sim.New(simCfg)
+	require.NoError(t, err)
+	require.NoError(t, sim.Start())
+	t.Cleanup(func() { _ = sim.Close() })
+	t.Setenv("AWS_ENDPOINT_URL_EC2", sim.EC2Endpoint())
+	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", sim.IMDSEndpoint())
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "simulator-secret")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "false")
+	ctx := context.Background()
+	client, err := awsutils.New(ctx, awsutils.Options{MaxAttempts: 4, MaxBackoff: 20 * time.Millisecond})
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	full := map[string]string{
+		"ENABLE_IPv4":                   "true",
+		"IP_COOLDOWN_PERIOD":            "0",
+		"AWS_VPC_K8S_CNI_BACKING_STORE": filepath.Join(dir, "ipam.json"),
+	}
+	for k, v := range env {
+		full[k] = v
+	}
+	cfg, err := LoadConfig(envOf(full))
+	require.NoError(t, err)
+	opts := Options{
+		Config: cfg, AWS: client, Timings: fastTimings,
+		MaxPodsFile: filepath.Join("..", "..", "misc", "eni-max-pods.txt"),
+		SocketPath:  filepath.Join(dir, "ipamd.sock"),
+	}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	a, err := NewAgent(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.store.Close() })
+	return &simNode{sim: sim, aws: client, agent: a, dir: dir}
+}
+
+// settle runs pool steps (and ENI reconciles) until the decision asks for
+// nothing or the step budget runs out; it returns the steps taken.
+func (n *simNode) settle(t *testing.T, maxSteps int) int {
+	t.Helper()
+	p := n.agent.pool
+	for i := 1; i <= maxSteps; i++ {
+		d := p.step(context.Background())
+		if d.Short == 0 && d.Over == 0 {
+			return i
+		}
+	}
+	return maxSteps
+}
+
+// ec2Totals counts secondary IPs and prefixes EC2 has on attached ENIs.
+func (n *simNode) ec2Totals() (enis, ips, prefixes int) {
+	for _, e := range n.sim.ENIs() {
+		if !e.Attached {
+			continue
+		}
+		enis++
+		ips += len(e.SecondaryIPs)
+		prefixes += len(e.Prefixes)
+	}
+	return
+}
+
+// assign starts count pods one after another, letting the pool manager
+// grow the pool between them as it would on a node (pods arrive over time).
+func (n *simNode) assign(t *testing.T, count int, prefix string) []datastore.Allocation {
+	t.Helper()
+	var out []datastore.Allocation
+	for i := range count {
+		key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprintf("%s-%d", prefix, i), IfName: "eth0"}
+		a, err := n.agent.store.Assign(key, datastore.IPAMMetadata{})
+		if errors.Is(err, datastore.ErrNoAvailableIP) {
+			n.settle(t, 10)
+			a, err = n.agent.store.Assign(key, datastore.IPAMMetadata{})
+		}
+		require.NoError(t, err)
+		out = append(out, a)
+	}
+	return out
+}
+
+func (n *simNode) release(t *testing.T, allocs []datastore.Allocation) {
+	t.Helper()
+	for _, a := range allocs {
+		_, err := n.agent.store.Release(a.Key)
+		require.NoError(t, err)
+	}
+}
+
+// storeHasOnlyEC2Addresses asserts every datastore address is really on
+// that ENI in EC2.
+func (n *simNode) storeHasOnlyEC2Addresses(t *testing.T) {
+	t.Helper()
+	truth := map[string]map[netip.Prefix]bool{}
+	for _, e := range n.sim.ENIs() {
+		m := map[netip.Prefix]bool{}
+		for _, ip := range e.SecondaryIPs {
+			m[netip.PrefixFrom(ip, 32)] = true
+		}
+		for _, p := range e.Prefixes {
+			m[p] = true
+		}
+		truth[e.ID] = m
+	}
+	for _, s := range n.agent.store.ENISummaries() {
+		for _, c := range append(append([]netip.Prefix(nil), s.SecondaryIPs...), s.Prefixes...) {
+			require.True(t, truth[s.Info.ID][c], "datastore has %s on %s but EC2 does not", c, s.Info.ID)
+		}
+	}
+}

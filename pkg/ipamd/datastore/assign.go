@@ -3,6 +3,8 @@ package datastore
 import (
 	"errors"
 	"fmt"
+	"net/netip"
+	"time"
 )
 
 // Assign gives key an address, or returns the one it already holds. It
@@ -55,18 +57,33 @@ func (d *DataStore) Assign(key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 // It returns once the release is durable; if the checkpoint cannot be
 // written the address is given back to key and the error returned.
 func (d *DataStore) Release(key IPAMKey) (Allocation, error) {
+	return d.release(key, nil)
+}
+
+// ReleaseIfUnchanged releases key's address only if it is still the
+// assignment made at assignedAt (ErrAllocationChanged otherwise), so a
+// decision taken on an older snapshot can never free a newer assignment.
+func (d *DataStore) ReleaseIfUnchanged(key IPAMKey, assignedAt time.Time) (Allocation, error) {
+	return d.release(key, &assignedAt)
+}
+
+func (d *DataStore) release(key IPAMKey, assignedAt *time.Time) (Allocation, error) {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		return Allocation{}, ErrClosed
 	}
 	a, ok := d.byKey[key]
-	if !ok {
+	if !ok && assignedAt == nil {
 		a, ok = d.byKey[migratedKey(key)]
 	}
 	if !ok {
 		d.mu.Unlock()
 		return Allocation{}, ErrUnknownPod
+	}
+	if assignedAt != nil && !a.assignedAt.Equal(*assignedAt) {
+		d.mu.Unlock()
+		return Allocation{}, ErrAllocationChanged
 	}
 	alloc := a.allocation()
 	now := d.now()
@@ -102,3 +119,62 @@ func (d *DataStore) Find(key IPAMKey) (Allocation, bool) {
 
 // IsUnknownPod reports whether err means the key held no address.
 func IsUnknownPod(err error) bool { return errors.Is(err, ErrUnknownPod) }
+
+// Adopt assigns a specific free address to key: for an address a running
+// pod is known to hold although the datastore lost track of it (re-adoption
+// by the pod-IP reconciler, or rebuilding after a lost checkpoint). It fails
+// with ErrNotInPool for an address on none of the ENIs, ErrIPBusy when the
+// address is assigned or cooling, and ErrKeyExists when key holds another
+// address. Durable on return, like Assign.
+func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Allocation, error) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return Allocation{}, ErrClosed
+	}
+	a, ok := d.byIP[ip]
+	if !ok {
+		d.mu.Unlock()
+		return Allocation{}, ErrNotInPool
+	}
+	if held, ok := d.byKey[key]; ok {
+		d.mu.Unlock()
+		if held == a {
+			return a.allocation(), nil
+		}
+		return Allocation{}, ErrKeyExists
+	}
+	now := d.now()
+	d.expireLocked(now)
+	if a.state != stateFree {
+		d.mu.Unlock()
+		return Allocation{}, ErrIPBusy
+	}
+	d.assignLocked(a, key, meta, now)
+	alloc := a.allocation()
+	b := d.commit.joinLocked()
+	d.mu.Unlock()
+	if err := b.wait(); err != nil {
+		d.mu.Lock()
+		if d.byIP[a.ip] == a && a.state == stateAssigned && a.key == key && a.assignedAt.Equal(now) {
+			d.releaseLocked(a, now, false)
+			d.commit.joinLocked()
+		}
+		d.mu.Unlock()
+		return Allocation{}, fmt.Errorf("adopt %s for %s: persist checkpoint: %w", ip, key, err)
+	}
+	return alloc, nil
+}
+
+// Holds reports whether ip is one of the store's addresses, and whether it
+// is free (neither assigned nor cooling).
+func (d *DataStore) Holds(ip netip.Addr) (inPool, free bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a, ok := d.byIP[ip]
+	if !ok {
+		return false, false
+	}
+	d.expireLocked(d.now())
+	return true, a.state == stateFree
+}

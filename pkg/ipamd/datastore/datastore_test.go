@@ -496,3 +496,66 @@ func TestConcurrentChurn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, entries)
 }
+
+func TestReleaseIfUnchanged(t *testing.T) {
+	clk := newFakeClock()
+	d := New(Config{Now: clk.Now})
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 2)
+	a, err := d.Assign(key("c1"), meta("p1"))
+	require.NoError(t, err)
+
+	_, err = d.ReleaseIfUnchanged(key("c1"), a.AssignedAt.Add(-time.Second))
+	require.ErrorIs(t, err, ErrAllocationChanged, "an older observation cannot free a newer assignment")
+	_, ok := d.Find(key("c1"))
+	require.True(t, ok)
+
+	_, err = d.ReleaseIfUnchanged(key("nope"), a.AssignedAt)
+	require.ErrorIs(t, err, ErrUnknownPod)
+
+	rel, err := d.ReleaseIfUnchanged(key("c1"), a.AssignedAt)
+	require.NoError(t, err)
+	assert.Equal(t, a.IP, rel.IP)
+	_, err = d.Release(key("c1"))
+	require.ErrorIs(t, err, ErrUnknownPod, "a late real DEL finds nothing")
+}
+
+func TestAdopt(t *testing.T) {
+	clk := newFakeClock()
+	cp := &MemoryCheckpointer{}
+	d := New(Config{Now: clk.Now, Cooldown: 30 * time.Second, Checkpointer: cp})
+	defer d.Close()
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 3)
+	ip := netip.MustParseAddr("10.0.0.11")
+
+	inPool, free := d.Holds(ip)
+	assert.True(t, inPool)
+	assert.True(t, free)
+
+	a, err := d.Adopt(ip, key("live"), meta("web-0"))
+	require.NoError(t, err)
+	assert.Equal(t, ip, a.IP)
+	again, err := d.Adopt(ip, key("live"), meta("web-0"))
+	require.NoError(t, err, "idempotent")
+	assert.Equal(t, a.AssignedAt, again.AssignedAt)
+	entries, err := cp.Read()
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "durable on return")
+
+	_, err = d.Adopt(ip, key("other"), meta("x"))
+	require.ErrorIs(t, err, ErrIPBusy)
+	_, err = d.Adopt(netip.MustParseAddr("10.9.9.9"), key("x"), meta("x"))
+	require.ErrorIs(t, err, ErrNotInPool)
+	_, err = d.Adopt(netip.MustParseAddr("10.0.0.12"), key("live"), meta("x"))
+	require.ErrorIs(t, err, ErrKeyExists)
+
+	// A cooling address is not adopted; the adopted one is never handed out.
+	_, err = d.Release(key("live"))
+	require.NoError(t, err)
+	_, err = d.Adopt(ip, key("late"), meta("x"))
+	require.ErrorIs(t, err, ErrIPBusy)
+	for i := range 2 {
+		b, err := d.Assign(key(fmt.Sprint("n", i)), meta("n"))
+		require.NoError(t, err)
+		assert.NotEqual(t, ip, b.IP)
+	}
+}

@@ -88,6 +88,10 @@ var (
 	ErrCheckpointCorrupt = errors.New("datastore: checkpoint is corrupt")
 	ErrCheckpointVersion = errors.New("datastore: checkpoint has an unknown schema version")
 	ErrClosed            = errors.New("datastore: closed")
+	ErrAllocationChanged = errors.New("datastore: allocation changed since it was observed")
+	ErrNotInPool         = errors.New("datastore: address is not in the pool")
+	ErrIPBusy            = errors.New("datastore: address is assigned or cooling")
+	ErrKeyExists         = errors.New("datastore: key already holds another address")
 )
 
 // migratedKey is the key shape very old ipamd versions wrote when they

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -16,7 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
@@ -44,7 +48,10 @@ type Options struct {
 	OnLeak LeakHook
 	// K8s is the API client; nil tries the in-cluster one when MY_NODE_NAME
 	// is set, and runs without the API server if that fails.
-	K8s    kubernetes.Interface
+	K8s kubernetes.Interface
+	// CRI is the container runtime; nil connects to CRI_RUNTIME_ENDPOINT or
+	// the first usual socket found (unless the reconciler is off).
+	CRI    sandboxSource
 	Logger *slog.Logger
 	// ShutdownTimeout bounds how long in-flight RPCs may run at stop.
 	ShutdownTimeout time.Duration
@@ -59,6 +66,7 @@ type Agent struct {
 	handler *rpcHandler
 	pool    *poolManager // nil with a development pool
 	events  *k8sapi.NodeEvents
+	recon   *reconciler // nil when off or no runtime is reachable
 }
 
 // NewAgent discovers the node (or takes the development pool), builds the
@@ -119,7 +127,8 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 		err = a.initFromAWS(ctx, limits)
 	}
 	if err == nil {
-		err = a.restore()
+		a.connectRuntime()
+		err = a.restore(ctx)
 	}
 	if err != nil {
 		_ = a.store.Close()
@@ -178,13 +187,25 @@ func (a *Agent) fillDevPool() error {
 	return a.opts.DevPool.populate(a.store)
 }
 
-func (a *Agent) restore() error {
+// restore loads the checkpoint. When it is missing or corrupt while the
+// node's ENIs carry addresses, running pods may hold some of them: the
+// allocations are rebuilt from the runtime's READY sandboxes before any ADD
+// is served, and ipamd refuses to start if that cannot be done.
+func (a *Agent) restore(ctx context.Context) error {
 	start := time.Now()
+	_, statErr := os.Stat(a.opts.Config.CheckpointPath)
+	missing := errors.Is(statErr, fs.ErrNotExist)
 	rep, err := a.store.Restore()
-	if err != nil {
+	corrupt := errors.Is(err, datastore.ErrCheckpointCorrupt)
+	if err != nil && !corrupt {
 		a.log.Error("cannot restore the checkpoint; refusing to start so no running pod's address is handed out again",
 			"path", a.opts.Config.CheckpointPath, "error", err)
 		return fmt.Errorf("restore checkpoint: %w", err)
+	}
+	if missing || corrupt {
+		if err := a.rebuildLost(ctx, corrupt, err); err != nil {
+			return err
+		}
 	}
 	for _, e := range rep.NotInPool {
 		a.log.Warn("checkpoint entry dropped: address is on none of the node's ENIs", "key", e.Key.String(), "ip", e.IP.String())
@@ -195,6 +216,61 @@ func (a *Agent) restore() error {
 	a.log.Info("checkpoint restored", "restored", rep.Restored, "notInPool", len(rep.NotInPool),
 		"conflicts", len(rep.Conflicts), "took", time.Since(start).String())
 	return nil
+}
+
+// rebuildLost recovers allocations after a lost checkpoint.
+func (a *Agent) rebuildLost(ctx context.Context, corrupt bool, cause error) error {
+	if a.store.Stats().TotalIPs == 0 && len(a.store.ENISummaries()) <= 1 && a.opts.DevPool == nil {
+		return nil // a fresh node: nothing can be in use
+	}
+	if a.recon == nil {
+		if corrupt {
+			a.log.Error("checkpoint is corrupt and no container runtime is reachable to rebuild from; refusing to start",
+				"error", cause)
+			return fmt.Errorf("restore checkpoint: %w", cause)
+		}
+		a.log.Warn("no checkpoint and no container runtime to rebuild from: starting empty, as upstream does")
+		return nil
+	}
+	n, err := a.recon.rebuild(ctx)
+	if err != nil {
+		a.log.Error("checkpoint lost and rebuilding from the runtime failed; refusing to start", "error", err)
+		return err
+	}
+	a.log.Warn("checkpoint lost: rebuilt allocations from running sandboxes", "corrupt", corrupt, "rebuilt", n)
+	return nil
+}
+
+// connectRuntime sets up the pod-IP reconciler on the container runtime.
+func (a *Agent) connectRuntime() {
+	rc := a.opts.Config.Reconciler
+	if rc.Mode == ReconcileOff {
+		return
+	}
+	src := a.opts.CRI
+	if src == nil {
+		path, err := cri.ResolveEndpoint(rc.CRIEndpoint, cri.DefaultSocketCandidates)
+		if err != nil {
+			a.log.Warn("pod-IP reconciler disabled: no container runtime socket (mount it and set CRI_RUNTIME_ENDPOINT)", "error", err)
+			return
+		}
+		c, err := cri.Dial(path, rc.CRITimeout, a.log)
+		if err != nil {
+			a.log.Warn("pod-IP reconciler disabled", "error", err)
+			return
+		}
+		src = c
+	}
+	a.recon = newReconciler(rc, src, a.store, a.events, a.log)
+	if a.pool != nil {
+		hook := a.opts.OnLeak
+		a.pool.onLeak = func(d warmpool.Decision, s datastore.Stats) {
+			a.recon.Trigger()
+			if hook != nil {
+				hook(d, s)
+			}
+		}
+	}
 }
 
 // Run serves gRPC, introspection and metrics until ctx ends, then stops
@@ -217,6 +293,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer stopHTTP()
 	if !cfg.DisableIntrospection {
 		h := &introspectionHandler{store: a.store, cfg: cfg, log: a.log}
+		if a.recon != nil {
+			h.extra = map[string]func() any{pathReconciler: func() any { return a.recon.Status() }}
+		}
 		wg.Add(1)
 		go func() { defer wg.Done(); a.serveHTTP(httpCtx, "introspection", cfg.IntrospectionBindAddress, h) }()
 	}
@@ -230,6 +309,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.pool != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.pool.run(httpCtx) }()
+	}
+	if a.recon != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.recon.run(httpCtx) }()
 	}
 
 	select {

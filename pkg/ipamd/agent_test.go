@@ -41,6 +41,7 @@ func testConfig(dir string) Config {
 			"IP_COOLDOWN_PERIOD":            "0",
 			"AWS_VPC_K8S_CNI_BACKING_STORE": filepath.Join(dir, "ipam.json"),
 			"INTROSPECTION_BIND_ADDRESS":    "unix:" + filepath.Join(dir, "introspect.sock"),
+			"POD_IP_RECONCILE_MODE":         "off",
 		}[k]
 		return v, ok
 	})

@@ -55,6 +55,8 @@ type Config struct {
 	VethPrefix           string
 	NodePortSupport      bool
 	RandomizeSNAT        string
+
+	Reconciler ReconcilerConfig
 }
 
 // Defaults that upstream uses.
@@ -107,6 +109,11 @@ func LoadConfig(env envutil.Lookup) (Config, error) {
 		NodePortSupport:      envutil.Bool(env, "AWS_VPC_CNI_NODE_PORT_SUPPORT", true),
 		RandomizeSNAT:        envutil.String(env, "AWS_VPC_K8S_CNI_RANDOMIZESNAT", "prng"),
 	}
+	rc, err := loadReconcilerConfig(env)
+	if err != nil {
+		return c, err
+	}
+	c.Reconciler = rc
 	if v, ok := env("NETWORK_POLICY_ENFORCING_MODE"); ok && v != "" {
 		switch m := strings.ToLower(v); m {
 		case "none", "strict", "standard":

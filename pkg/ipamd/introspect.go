@@ -18,6 +18,7 @@ const (
 	pathENIConfigs      = "/v1/eni-configs"
 	pathNetworkUtilsEnv = "/v1/networkutils-env-settings"
 	pathIPAMDEnv        = "/v1/ipamd-env-settings"
+	pathReconciler      = "/v1/reconciler"
 )
 
 type eniSource interface {

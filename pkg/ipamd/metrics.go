@@ -57,6 +57,7 @@ func RegisterMetrics() {
 		prometheus.MustRegister(addIPRequests, delIPRequests, noAvailableIPs, ipamdErrors,
 			invalidRequests, checkpointWrites, buildInfo, pool)
 		registerPoolMetrics()
+		registerReconcilerMetrics()
 		buildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
 	})
 }

@@ -58,6 +58,7 @@ func startSimNode(t *testing.T, simCfg ec2sim.Config, env map[string]string, mut
 		"ENABLE_IPv4":                   "true",
 		"IP_COOLDOWN_PERIOD":            "0",
 		"AWS_VPC_K8S_CNI_BACKING_STORE": filepath.Join(dir, "ipam.json"),
+		"POD_IP_RECONCILE_MODE":         "off",
 	}
 	for k, v := range env {
 		full[k] = v

@@ -1,0 +1,132 @@
+package ipamd
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
+)
+
+// ReconcileMode says what the pod-IP reconciler may do.
+type ReconcileMode string
+
+// Modes of POD_IP_RECONCILE_MODE.
+const (
+	ReconcileEnforce ReconcileMode = "enforce" // free confirmed leaks, re-adopt live IPs
+	ReconcileReport  ReconcileMode = "report"  // only log, count and post events
+	ReconcileOff     ReconcileMode = "off"
+)
+
+// ReconcilerConfig tunes the pod-IP reconciler.
+type ReconcilerConfig struct {
+	Mode ReconcileMode
+	// Interval between passes (POD_IP_RECONCILE_INTERVAL, 1m).
+	Interval time.Duration
+	// Grace: an allocation younger than this is never a candidate, because
+	// runtimes list a sandbox only after its CNI ADD returned
+	// (POD_IP_RECONCILE_GRACE_PERIOD, 5m).
+	Grace time.Duration
+	// ConfirmDelay is the least time between the two passes that must both
+	// see an allocation's sandbox absent (30s); TriggeredConfirmDelay
+	// replaces it after the max-pods leak signal (2s).
+	ConfirmDelay, TriggeredConfirmDelay time.Duration
+	// StartDelay is when the first pass runs after start (10s).
+	StartDelay time.Duration
+	// MinTriggerGap rate-limits triggered passes (2s).
+	MinTriggerGap time.Duration
+	// MaxReleasePerPass caps releases in one pass; 0 means MaxReleasePercent
+	// of the pool's addresses, at least 1
+	// (POD_IP_RECONCILE_MAX_RELEASE_PER_PASS: a number or "N%", default 10%).
+	MaxReleasePerPass, MaxReleasePercent int
+	// CRIEndpoint is CRI_RUNTIME_ENDPOINT (empty: probe the usual sockets).
+	CRIEndpoint string
+	// CRITimeout bounds each CRI call (5s).
+	CRITimeout time.Duration
+	// NetworkName and IfName form the key of a re-adopted address: what the
+	// runtime passes to aws-cni (the conflist name and CNI_IFNAME).
+	NetworkName, IfName string
+}
+
+func (c *ReconcilerConfig) setDefaults() {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	set(&c.Interval, time.Minute)
+	set(&c.Grace, 5*time.Minute)
+	set(&c.ConfirmDelay, 30*time.Second)
+	set(&c.TriggeredConfirmDelay, 2*time.Second)
+	set(&c.StartDelay, 10*time.Second)
+	set(&c.MinTriggerGap, 2*time.Second)
+	set(&c.CRITimeout, 5*time.Second)
+	if c.Mode == "" {
+		c.Mode = ReconcileEnforce
+	}
+	if c.MaxReleasePerPass <= 0 && c.MaxReleasePercent <= 0 {
+		c.MaxReleasePercent = 10
+	}
+	if c.NetworkName == "" {
+		c.NetworkName = "aws-cni"
+	}
+	if c.IfName == "" {
+		c.IfName = "eth0"
+	}
+}
+
+// loadReconcilerConfig reads the POD_IP_RECONCILE_* variables and
+// CRI_RUNTIME_ENDPOINT. Unlike upstream's lenient parsing, a mode it does
+// not know is an error: guessing could free addresses the operator meant
+// only to report.
+func loadReconcilerConfig(env envutil.Lookup) (ReconcilerConfig, error) {
+	var c ReconcilerConfig
+	switch m := strings.ToLower(envutil.String(env, "POD_IP_RECONCILE_MODE", string(ReconcileEnforce))); m {
+	case "enforce", "report", "off":
+		c.Mode = ReconcileMode(m)
+	default:
+		return c, fmt.Errorf("POD_IP_RECONCILE_MODE=%q: must be enforce, report or off", m)
+	}
+	var err error
+	if c.Interval, err = envDuration(env, "POD_IP_RECONCILE_INTERVAL", time.Minute); err != nil {
+		return c, err
+	}
+	if c.Grace, err = envDuration(env, "POD_IP_RECONCILE_GRACE_PERIOD", 5*time.Minute); err != nil {
+		return c, err
+	}
+	if v := strings.TrimSpace(envutil.String(env, "POD_IP_RECONCILE_MAX_RELEASE_PER_PASS", "")); v != "" {
+		if pct, ok := strings.CutSuffix(v, "%"); ok {
+			n, err := strconv.Atoi(pct)
+			if err != nil || n < 1 || n > 100 {
+				return c, fmt.Errorf("POD_IP_RECONCILE_MAX_RELEASE_PER_PASS=%q: want a count or a percentage 1%%-100%%", v)
+			}
+			c.MaxReleasePercent = n
+		} else {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return c, fmt.Errorf("POD_IP_RECONCILE_MAX_RELEASE_PER_PASS=%q: want a count >= 1 or a percentage", v)
+			}
+			c.MaxReleasePerPass = n
+		}
+	}
+	c.CRIEndpoint = envutil.String(env, "CRI_RUNTIME_ENDPOINT", "")
+	c.setDefaults()
+	return c, nil
+}
+
+// envDuration reads a Go duration ("90s", "5m") or a plain number of seconds.
+func envDuration(env envutil.Lookup, name string, def time.Duration) (time.Duration, error) {
+	v := strings.TrimSpace(envutil.String(env, name, ""))
+	if v == "" {
+		return def, nil
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 1m or 90s", name, v)
+	}
+	return d, nil
+}

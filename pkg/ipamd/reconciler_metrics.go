@@ -1,0 +1,52 @@
+package ipamd
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Pod-IP reconciler metrics (ours; upstream has no reconciler).
+var (
+	reconcileCandidates = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "awscni_ipamd_pod_ip_reconcile_candidates",
+		Help: "Allocations whose sandbox the runtime does not list, past the grace period, awaiting confirmation",
+	})
+	reconcileReclaimed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "awscni_ipamd_pod_ip_reconcile_reclaimed_total",
+		Help: "Leaked pod IPs freed by the reconciler",
+	})
+	reconcileWouldReclaim = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "awscni_ipamd_pod_ip_reconcile_would_reclaim_total",
+		Help: "Leaked pod IPs the reconciler would have freed in report mode",
+	})
+	reconcileReadopted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "awscni_ipamd_pod_ip_reconcile_readopted_total",
+		Help: "Addresses held by a running sandbox but free in the datastore, assigned back to it",
+	})
+	reconcileSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "awscni_ipamd_pod_ip_reconcile_skipped_passes_total",
+		Help: "Reconciler passes skipped (fail closed), by reason",
+	}, []string{"reason"})
+	reconcilePassSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "awscni_ipamd_pod_ip_reconcile_pass_duration_seconds",
+		Help:    "Duration of reconciler passes",
+		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10},
+	})
+	reconcileLastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "awscni_ipamd_pod_ip_reconcile_last_success_timestamp_seconds",
+		Help: "Unix time of the last reconciler pass that completed",
+	})
+)
+
+// Skip reasons.
+const (
+	skipCRIError   = "cri_error"
+	skipCRITimeout = "cri_timeout"
+	skipEmptyList  = "empty_sandbox_list"
+	skipMassHeld   = "mass_release_held"
+)
+
+func registerReconcilerMetrics() {
+	prometheus.MustRegister(reconcileCandidates, reconcileReclaimed, reconcileWouldReclaim, reconcileReadopted,
+		reconcileSkipped, reconcilePassSeconds, reconcileLastSuccess)
+	for _, r := range []string{skipCRIError, skipCRITimeout, skipEmptyList, skipMassHeld} {
+		reconcileSkipped.WithLabelValues(r)
+	}
+}

@@ -1,0 +1,213 @@
+package ipamd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+)
+
+// PassReport is what one pass saw and did (also served on /v1/reconciler).
+type PassReport struct {
+	Start        time.Time
+	Duration     time.Duration
+	Triggered    bool
+	Mode         ReconcileMode
+	Skipped      string `json:",omitempty"`
+	Sandboxes    int
+	Allocations  int
+	Candidates   int
+	Confirmed    int
+	Reclaimed    int
+	WouldReclaim int
+	Readopted    int
+	Capped       bool
+}
+
+// Pass runs one reconciliation. Passes never overlap.
+func (r *reconciler) Pass(ctx context.Context, triggered bool) PassReport {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rep := PassReport{Start: r.now(), Triggered: triggered, Mode: r.cfg.Mode}
+	defer func() {
+		rep.Duration = r.now().Sub(rep.Start)
+		reconcilePassSeconds.Observe(rep.Duration.Seconds())
+		if rep.Skipped == "" {
+			reconcileLastSuccess.Set(float64(r.now().Unix()))
+		}
+		r.last = rep
+		r.lastPass = r.now()
+	}()
+
+	sandboxes, ok := r.list(ctx, &rep)
+	if !ok {
+		return rep
+	}
+	allocs := r.store.Allocations()
+	rep.Sandboxes, rep.Allocations = len(sandboxes), len(allocs)
+	if len(sandboxes) == 0 && len(allocs) > 0 {
+		// A real node always lists at least aws-node's own sandbox.
+		r.skip(&rep, skipEmptyList, "the runtime listed no sandbox at all while addresses are allocated")
+		return rep
+	}
+	confirmed := r.updateCandidates(sandboxes, allocs, triggered)
+	rep.Candidates, rep.Confirmed = len(r.candidates), len(confirmed)
+	if len(confirmed) > 0 {
+		if fresh, ok := r.release(ctx, confirmed, len(allocs), &rep); ok {
+			sandboxes = fresh
+		} else {
+			return rep
+		}
+	} else {
+		r.massStreak = 0
+	}
+	r.readopt(ctx, sandboxes, &rep)
+	rep.Candidates = len(r.candidates)
+	reconcileCandidates.Set(float64(len(r.candidates)))
+	if rep.Reclaimed+rep.Readopted+rep.WouldReclaim > 0 || rep.Candidates > 0 {
+		r.log.Info("pod-IP reconcile pass", "sandboxes", rep.Sandboxes, "allocations", rep.Allocations,
+			"candidates", rep.Candidates, "reclaimed", rep.Reclaimed, "wouldReclaim", rep.WouldReclaim,
+			"readopted", rep.Readopted, "triggered", triggered)
+	}
+	return rep
+}
+
+// list asks the runtime for every sandbox; any failure skips the pass.
+func (r *reconciler) list(ctx context.Context, rep *PassReport) ([]cri.Sandbox, bool) {
+	sandboxes, err := r.cri.ListSandboxes(ctx)
+	if err != nil {
+		reason := skipCRIError
+		if errors.Is(err, context.DeadlineExceeded) || status.Code(errors.Unwrap(err)) == codes.DeadlineExceeded || status.Code(err) == codes.DeadlineExceeded {
+			reason = skipCRITimeout
+		}
+		r.skip(rep, reason, err.Error())
+		return nil, false
+	}
+	return sandboxes, true
+}
+
+func (r *reconciler) skip(rep *PassReport, reason, detail string) {
+	rep.Skipped = reason
+	reconcileSkipped.WithLabelValues(reason).Inc()
+	r.log.Warn("pod-IP reconcile pass skipped; nothing freed", "reason", reason, "detail", detail)
+}
+
+// updateCandidates records which allocations' sandboxes are absent and
+// returns those confirmed (seen absent on two passes a confirm delay apart),
+// oldest assignment first.
+func (r *reconciler) updateCandidates(sandboxes []cri.Sandbox, allocs []datastore.Allocation, triggered bool) []*candidate {
+	listed := make(map[string]bool, len(sandboxes))
+	for _, s := range sandboxes {
+		listed[s.ID] = true
+	}
+	now := r.now()
+	next := make(map[datastore.IPAMKey]*candidate)
+	for _, a := range allocs {
+		if listed[a.Key.ContainerID] || now.Sub(a.AssignedAt) <= r.cfg.Grace {
+			continue
+		}
+		c := r.candidates[a.Key]
+		if c == nil || !c.alloc.AssignedAt.Equal(a.AssignedAt) {
+			c = &candidate{alloc: a, firstSeen: now}
+		}
+		c.passes++
+		c.lastSeen = now
+		next[a.Key] = c
+	}
+	r.candidates = next
+	delay := r.cfg.ConfirmDelay
+	if triggered {
+		delay = r.cfg.TriggeredConfirmDelay
+	}
+	var confirmed []*candidate
+	for _, c := range next {
+		if c.passes >= 2 && now.Sub(c.firstSeen) >= delay {
+			confirmed = append(confirmed, c)
+		}
+	}
+	sort.Slice(confirmed, func(i, j int) bool { return confirmed[i].alloc.AssignedAt.Before(confirmed[j].alloc.AssignedAt) })
+	return confirmed
+}
+
+// release applies the brakes, re-lists, and frees what is still absent. It
+// returns the fresh sandbox list, or false when the pass had to stop.
+func (r *reconciler) release(ctx context.Context, confirmed []*candidate, allocations int, rep *PassReport) ([]cri.Sandbox, bool) {
+	if 2*len(confirmed) > allocations {
+		r.massStreak++
+		if r.massStreak < 3 {
+			r.events.Warning(ctx, "PodIPMassReleaseHeld", "ReconcilePodIPs", fmt.Sprintf(
+				"%d of %d pod IP allocations have no sandbox; holding the release until this repeats on 3 passes (%d so far)",
+				len(confirmed), allocations, r.massStreak))
+			r.skip(rep, skipMassHeld, fmt.Sprintf("%d of %d allocations would go", len(confirmed), allocations))
+			return nil, false
+		}
+		r.events.Warning(ctx, "PodIPMassReleaseProceeding", "ReconcilePodIPs", fmt.Sprintf(
+			"%d of %d pod IP allocations have had no sandbox for %d passes; releasing at most %d per pass",
+			len(confirmed), allocations, r.massStreak, r.maxRelease()))
+	} else {
+		r.massStreak = 0
+	}
+	if limit := r.maxRelease(); len(confirmed) > limit {
+		confirmed = confirmed[:limit]
+		rep.Capped = true
+	}
+	fresh, ok := r.list(ctx, rep)
+	if !ok {
+		return nil, false
+	}
+	if len(fresh) == 0 {
+		r.skip(rep, skipEmptyList, "the runtime listed no sandbox right before freeing")
+		return nil, false
+	}
+	listed := make(map[string]bool, len(fresh))
+	for _, s := range fresh {
+		listed[s.ID] = true
+	}
+	for _, c := range confirmed {
+		a := c.alloc
+		if listed[a.Key.ContainerID] {
+			delete(r.candidates, a.Key) // it is there after all
+			continue
+		}
+		age := r.now().Sub(a.AssignedAt).Round(time.Second)
+		if r.cfg.Mode == ReconcileReport {
+			rep.WouldReclaim++
+			reconcileWouldReclaim.Inc()
+			r.log.Info("report mode: would reclaim leaked pod IP", "ip", a.IP.String(), "pod", podRef(a.Metadata),
+				"containerID", a.Key.ContainerID, "age", age.String())
+			r.events.Normal(ctx, "PodIPLeakReported", "ReconcilePodIPs", fmt.Sprintf(
+				"would reclaim %s held by %s (container %s, age %s): its sandbox no longer exists", a.IP, podRef(a.Metadata), a.Key.ContainerID, age))
+			continue
+		}
+		_, err := r.store.ReleaseIfUnchanged(a.Key, a.AssignedAt)
+		if err != nil {
+			delete(r.candidates, a.Key)
+			if !errors.Is(err, datastore.ErrUnknownPod) && !errors.Is(err, datastore.ErrAllocationChanged) {
+				r.log.Error("could not reclaim pod IP", "ip", a.IP.String(), "error", err)
+			}
+			continue
+		}
+		delete(r.candidates, a.Key)
+		rep.Reclaimed++
+		reconcileReclaimed.Inc()
+		r.log.Info("reclaimed leaked pod IP", "ip", a.IP.String(), "pod", podRef(a.Metadata),
+			"containerID", a.Key.ContainerID, "age", age.String())
+		r.events.Normal(ctx, "PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
+			"reclaimed %s held by %s (container %s, age %s): its sandbox no longer exists", a.IP, podRef(a.Metadata), a.Key.ContainerID, age))
+	}
+	return fresh, true
+}
+
+func podRef(m datastore.IPAMMetadata) string {
+	if m.K8SPodName == "" {
+		return "unknown pod"
+	}
+	return m.K8SPodNamespace + "/" + m.K8SPodName
+}

@@ -1,0 +1,20 @@
+// Package fakecri is a fake container runtime that serves the real CRI v1
+// RuntimeService gRPC API (k8s.io/cri-api/pkg/apis/runtime/v1) on a unix
+// socket, with in-memory state and switchable faults, for testing ipamd's
+// pod-IP reconciler without a real runtime.
+//
+// It behaves like containerd where it matters to the reconciler:
+//
+//   - a sandbox whose CNI ADD is in flight is not listed yet, and
+//     PodSandboxStatus answers NotFound for it (see Sandbox.Hidden, Show,
+//     and RunPodSandbox, which keeps the sandbox hidden while the IP hook
+//     runs);
+//   - sandboxes are listed in both the READY and NOTREADY states;
+//   - PodSandboxStatus reports the pod IP in Status.Network.
+//
+// Tests drive the state directly through the Go API (Add, Show, SetState,
+// Remove, Sandboxes) or through an ordinary CRI client (RunPodSandbox,
+// StopPodSandbox, RemovePodSandbox), and inject faults with FailNext,
+// SetError, SetDelay and SetEmpty. Calls reports how often each RPC method
+// was invoked. Every method of Runtime is safe for concurrent use.
+package fakecri

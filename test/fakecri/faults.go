@@ -1,0 +1,139 @@
+package fakecri
+
+import (
+	"context"
+	"path"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// faults is the switchable failure behaviour and the call counters.
+type faults struct {
+	mu       sync.Mutex
+	failNext int
+	failCode codes.Code
+	errCode  codes.Code
+	delay    time.Duration
+	empty    bool
+	calls    map[string]int
+}
+
+// FailNext makes the next n calls of ListPodSandbox or PodSandboxStatus
+// (counted together) fail with code. n <= 0 or codes.OK cancels a pending
+// FailNext. While SetError is active it takes precedence and FailNext is
+// not consumed.
+func (r *Runtime) FailNext(n int, code codes.Code) {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	if n < 0 || code == codes.OK {
+		n = 0
+	}
+	r.faults.failNext = n
+	r.faults.failCode = code
+}
+
+// SetError makes every RPC fail with code until SetError(codes.OK).
+func (r *Runtime) SetError(code codes.Code) {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	r.faults.errCode = code
+}
+
+// SetDelay makes every RPC sleep d before doing anything else. The sleep
+// ends early, with the context's error, if the caller's context is done, so
+// client deadlines produce DeadlineExceeded. Zero disables the delay.
+func (r *Runtime) SetDelay(d time.Duration) {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	r.faults.delay = d
+}
+
+// SetEmpty makes ListPodSandbox answer an empty list regardless of state.
+func (r *Runtime) SetEmpty(on bool) {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	r.faults.empty = on
+}
+
+// Calls returns how many times each RPC method was called, keyed by the
+// method's short name (for example "ListPodSandbox"). Calls that failed,
+// including those failed by an injected fault, are counted.
+func (r *Runtime) Calls() map[string]int {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	out := make(map[string]int, len(r.faults.calls))
+	for k, v := range r.faults.calls {
+		out[k] = v
+	}
+	return out
+}
+
+func (r *Runtime) emptyList() bool {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	return r.faults.empty
+}
+
+// failsNextEligible lists the methods FailNext applies to.
+var failsNextEligible = map[string]bool{
+	"ListPodSandbox":   true,
+	"PodSandboxStatus": true,
+}
+
+// admit counts a call to method and returns the delay to apply first.
+func (r *Runtime) admit(method string) time.Duration {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	r.faults.calls[method]++
+	return r.faults.delay
+}
+
+// injected returns the error an injected fault imposes on method, or nil.
+func (r *Runtime) injected(method string) error {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	if r.faults.errCode != codes.OK {
+		return status.Errorf(r.faults.errCode, "fakecri: injected error for %s", method)
+	}
+	if r.faults.failNext > 0 && failsNextEligible[method] {
+		r.faults.failNext--
+		return status.Errorf(r.faults.failCode, "fakecri: injected failure for %s", method)
+	}
+	return nil
+}
+
+// sleep waits d, or until ctx is done or the runtime stops.
+func sleep(ctx context.Context, d time.Duration, stopping <-chan struct{}) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	case <-stopping:
+		return status.Error(codes.Unavailable, "fakecri: runtime stopping")
+	}
+}
+
+// interceptor counts every call and applies the delay, the standing error
+// and FailNext before the handler runs.
+func (r *Runtime) interceptor(stopping <-chan struct{}) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		method := path.Base(info.FullMethod)
+		if err := sleep(ctx, r.admit(method), stopping); err != nil {
+			return nil, err
+		}
+		if err := r.injected(method); err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}

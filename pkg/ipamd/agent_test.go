@@ -57,10 +57,16 @@ func startNode(t *testing.T, dir string, pool DevPool, mutate ...func(*Config)) 
 
 func startNodeTB(t testing.TB, dir string, pool DevPool, mutate ...func(*Config)) *testNode {
 	t.Helper()
+	return startNodeOpts(t, dir, pool, func(o *Options) {
+		for _, m := range mutate {
+			m(&o.Config)
+		}
+	})
+}
+
+func startNodeOpts(t testing.TB, dir string, pool DevPool, mutate func(*Options)) *testNode {
+	t.Helper()
 	cfg := testConfig(dir)
-	for _, m := range mutate {
-		m(&cfg)
-	}
 	n := &testNode{
 		dir:        dir,
 		socket:     filepath.Join(dir, "ipamd.sock"),
@@ -68,7 +74,9 @@ func startNodeTB(t testing.TB, dir string, pool DevPool, mutate ...func(*Config)
 		metrics:    filepath.Join(dir, "metrics.sock"),
 		done:       make(chan error, 1),
 	}
-	a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: n.socket, MetricsAddress: "unix:" + n.metrics, DevPool: &pool})
+	opts := Options{Config: cfg, SocketPath: n.socket, MetricsAddress: "unix:" + n.metrics, DevPool: &pool}
+	mutate(&opts)
+	a, err := NewAgent(context.Background(), opts)
 	require.NoError(t, err)
 	n.agent = a
 	ctx, cancel := context.WithCancel(context.Background())

@@ -211,4 +211,3 @@ func TestReconcilerIntrospection(t *testing.T) {
 	assert.Contains(t, string(body), `"Candidates":[]`)
 	assert.Contains(t, string(body), `"LastPass"`)
 }
-

@@ -17,9 +17,9 @@ const maxStatusCallsPerPass = 64
 // is a free address of the pool is assigned back to it, so the address can
 // never be handed to another pod. Sandboxes whose IP is not ours (host
 // network pods, other networks) are remembered and not asked again.
-func (r *reconciler) readopt(ctx context.Context, sandboxes []cri.Sandbox, rep *PassReport) {
+func (r *reconciler) readopt(ctx context.Context, sandboxes []cri.Sandbox, allocs []datastore.Allocation, rep *PassReport) {
 	held := map[string]bool{}
-	for _, a := range r.store.Allocations() {
+	for _, a := range allocs {
 		held[a.Key.ContainerID] = true
 	}
 	listed := make(map[string]bool, len(sandboxes))

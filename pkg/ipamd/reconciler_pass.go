@@ -68,7 +68,7 @@ func (r *reconciler) Pass(ctx context.Context, triggered bool) PassReport {
 	} else {
 		r.massStreak = 0
 	}
-	r.readopt(ctx, sandboxes, &rep)
+	r.readopt(ctx, sandboxes, allocs, &rep)
 	rep.Candidates = len(r.candidates)
 	reconcileCandidates.Set(float64(len(r.candidates)))
 	if rep.Reclaimed+rep.Readopted+rep.WouldReclaim > 0 || rep.Candidates > 0 {

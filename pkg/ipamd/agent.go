@@ -143,6 +143,15 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 // Store exposes the datastore (for in-process tools and tests).
 func (a *Agent) Store() *datastore.DataStore { return a.store }
 
+// ReconcilerStatus reports the pod-IP reconciler; false when it is not
+// running (off, or no runtime).
+func (a *Agent) ReconcilerStatus() (ReconcilerStatus, bool) {
+	if a.recon == nil {
+		return ReconcilerStatus{}, false
+	}
+	return a.recon.Status(), true
+}
+
 // connectK8s sets up the API client and, through it, the node's pod
 // capacity and node events. Without the API server ipamd still runs: max
 // pods then comes from the max-pods file and events are only logged.

@@ -71,6 +71,12 @@ type reconciler struct {
 	notOurs    map[string]bool // READY sandboxes whose IP is not in the pool
 	last       PassReport
 	lastPass   time.Time
+	totals     ReconcileTotals
+}
+
+// ReconcileTotals count what the reconciler did since start.
+type ReconcileTotals struct {
+	Passes, Skipped, Reclaimed, WouldReclaim, Readopted int
 }
 
 func newReconciler(cfg ReconcilerConfig, src sandboxSource, store reconcileStore, events eventPoster, log *slog.Logger) *reconciler {
@@ -164,6 +170,7 @@ type ReconcilerStatus struct {
 	Mode       ReconcileMode
 	Interval   string
 	Grace      string
+	Totals     ReconcileTotals
 	LastPass   PassReport
 	Candidates []CandidateStatus
 }
@@ -179,7 +186,7 @@ type CandidateStatus struct {
 func (r *reconciler) Status() ReconcilerStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := ReconcilerStatus{Mode: r.cfg.Mode, Interval: r.cfg.Interval.String(), Grace: r.cfg.Grace.String(), LastPass: r.last,
+	st := ReconcilerStatus{Mode: r.cfg.Mode, Interval: r.cfg.Interval.String(), Grace: r.cfg.Grace.String(), LastPass: r.last, Totals: r.totals,
 		Candidates: []CandidateStatus{}}
 	for _, c := range r.candidates {
 		st.Candidates = append(st.Candidates, CandidateStatus{IP: c.alloc.IP.String(), ContainerID: c.alloc.Key.ContainerID,

@@ -41,7 +41,13 @@ func (r *reconciler) Pass(ctx context.Context, triggered bool) PassReport {
 		reconcilePassSeconds.Observe(rep.Duration.Seconds())
 		if rep.Skipped == "" {
 			reconcileLastSuccess.Set(float64(r.now().Unix()))
+		} else {
+			r.totals.Skipped++
 		}
+		r.totals.Passes++
+		r.totals.Reclaimed += rep.Reclaimed
+		r.totals.WouldReclaim += rep.WouldReclaim
+		r.totals.Readopted += rep.Readopted
 		r.last = rep
 		r.lastPass = r.now()
 	}()

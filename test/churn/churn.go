@@ -26,6 +26,19 @@ type Config struct {
 	MaxLifetime time.Duration
 	DropDEL     float64 // fraction of DELs never sent
 	Seed        uint64
+	// Runtime, when set, is told about each pod's sandbox so a CRI view
+	// (for the pod-IP reconciler) matches what the driver does.
+	Runtime Runtime
+}
+
+// Runtime mirrors pod sandboxes the way a container runtime shows them.
+type Runtime interface {
+	// Starting: the sandbox exists and its CNI ADD is in flight (not listed).
+	Starting(id, name, namespace string)
+	// Started: ADD returned; the sandbox is listed READY with its IP.
+	Started(id, ip string)
+	// Gone: the sandbox was stopped and removed.
+	Gone(id string)
 }
 
 // Counters is a snapshot of what the driver did.
@@ -95,17 +108,30 @@ func (d *Driver) dropThis() bool {
 func (d *Driver) podLife(ctx context.Context, id string, n int) {
 	name := fmt.Sprintf("churn-%d", n)
 	d.adds.Add(1)
+	if d.cfg.Runtime != nil {
+		d.cfg.Runtime.Starting(id, name, "churn")
+	}
+	var ip string
 	ok, err := d.call(func(c rpc.CNIBackendClient) (bool, error) {
 		r, err := c.AddNetwork(context.Background(), &rpc.AddNetworkRequest{
 			K8S_POD_NAME: name, K8S_POD_NAMESPACE: "churn", K8S_POD_INFRA_CONTAINER_ID: id,
 			Netns: "/var/run/netns/cni-" + id[:8], IfName: "eth0", NetworkName: "aws-cni", ContainerID: id,
 		})
+		if err == nil && r.Success && len(r.IPAllocationMetadata) > 0 {
+			ip = r.IPAllocationMetadata[0].IPv4Addr
+		}
 		return err == nil && r.Success, err
 	})
 	if err != nil || !ok {
 		// The runtime cleans up a failed sandbox with a DEL; it finds nothing.
 		d.addFail.Add(1)
+		if d.cfg.Runtime != nil {
+			d.cfg.Runtime.Gone(id)
+		}
 		return
+	}
+	if d.cfg.Runtime != nil {
+		d.cfg.Runtime.Started(id, ip)
 	}
 	d.setAlive(id, true)
 	select {
@@ -119,6 +145,9 @@ func (d *Driver) podLife(ctx context.Context, id string, n int) {
 		d.mu.Lock()
 		d.leaked[id] = true
 		d.mu.Unlock()
+		if d.cfg.Runtime != nil {
+			d.cfg.Runtime.Gone(id)
+		}
 		return
 	}
 	d.dels.Add(1)
@@ -129,6 +158,9 @@ func (d *Driver) podLife(ctx context.Context, id string, n int) {
 		})
 		return err == nil, err
 	})
+	if d.cfg.Runtime != nil {
+		d.cfg.Runtime.Gone(id)
+	}
 }
 
 // call runs f on a fresh connection, as the plugin does per invocation.

@@ -114,6 +114,17 @@ func (r *Runtime) Show(id string) {
 	}
 }
 
+// ShowWithIP sets a sandbox's IP and makes it visible, as a runtime does
+// when the CNI ADD returns. Unknown IDs are ignored.
+func (r *Runtime) ShowWithIP(id, ip string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if sb, ok := r.sandboxes[id]; ok {
+		sb.IP = ip
+		sb.Hidden = false
+	}
+}
+
 // SetState changes a sandbox's state. Unknown IDs are ignored.
 func (r *Runtime) SetState(id string, s runtimeapi.PodSandboxState) {
 	r.mu.Lock()

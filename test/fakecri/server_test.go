@@ -357,3 +357,14 @@ func TestServeRejectsLongPath(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "unix sockets allow")
 }
+
+func TestShowWithIP(t *testing.T) {
+	rt := New()
+	sb := rt.Add(Sandbox{Name: "p", Namespace: "n", Hidden: true})
+	rt.ShowWithIP(sb.ID, "10.1.2.3")
+	rt.ShowWithIP("unknown", "10.9.9.9")
+	got := rt.Sandboxes()
+	if len(got) != 1 || got[0].Hidden || got[0].IP != "10.1.2.3" {
+		t.Fatalf("got %+v", got)
+	}
+}

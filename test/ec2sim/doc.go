@@ -1,0 +1,41 @@
+// Package ec2sim is an in-process simulator of the parts of Amazon EC2 and
+// the instance metadata service (IMDSv2) that ipamd uses, served over HTTP
+// on loopback so that the real aws-sdk-go-v2 clients talk to it unchanged.
+//
+// What it models: one VPC with finite subnets, one running instance of a
+// real (Nitro) instance type with its per-type ENI and IPv4 limits, and the
+// ENIs in the VPC with their attachments, private IPv4 addresses, /28
+// IPv4 prefixes, security groups and tags. The EC2 side speaks the EC2
+// Query protocol (API version 2016-11-15) for the actions ipamd calls:
+// DescribeInstances, DescribeInstanceTypes, DescribeNetworkInterfaces,
+// DescribeSubnets, CreateNetworkInterface, AttachNetworkInterface,
+// ModifyNetworkInterfaceAttribute, DetachNetworkInterface,
+// DeleteNetworkInterface, AssignPrivateIpAddresses,
+// UnassignPrivateIpAddresses and CreateTags. The IMDS side serves the
+// metadata paths ipamd reads, behind IMDSv2 session tokens, and shows only
+// attached ENIs.
+//
+// The simulator is strict on purpose, so that a wrong request fails loudly
+// instead of being papered over: unknown actions, unknown or unmodelled
+// parameters, missing required parameters and malformed values are
+// rejected with the EC2 error codes (InvalidAction, UnknownParameter,
+// MissingParameter, InvalidParameterValue, ...); unknown IDs fail with the
+// matching *.NotFound code; limits are enforced (ENIs per instance and per
+// network card, addresses per ENI); subnets are finite (AWS reserves the
+// first four and the last address of each subnet) and no address or /28 is
+// ever handed out twice.
+//
+// Attachment changes take Config.AttachDelay / Config.DetachDelay to
+// complete, both in EC2 and in IMDS. Faults can be switched on at any time:
+// throttling, server errors, subnet exhaustion, missing IAM permissions and
+// a lagging IMDS view (served from a time-stamped history of the instance's
+// network state). Every EC2 call is logged for assertions.
+//
+// Simplifications: a single account, region, VPC and instance; IPv4 only
+// (IPv6 metadata paths are 404); request signatures are not checked
+// (signed and unsigned requests are both accepted); single addresses are
+// handed out lowest-free-first and prefixes as the lowest free aligned /28,
+// so runs are reproducible; EC2 answers take at least 3 ms, because a
+// faster server trips a client-side race in the SDK that turns into
+// spurious retries (Call.Attempt tells retries from first tries).
+package ec2sim

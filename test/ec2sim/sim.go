@@ -1,0 +1,228 @@
+package ec2sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// accountID owns everything in the simulated account.
+const accountID = "111122223333"
+
+// Sim is a running simulator. All methods are safe for concurrent use.
+type Sim struct {
+	cfg    Config
+	logger *slog.Logger
+	limits typeLimits
+
+	mu          sync.Mutex // guards the model below
+	rng         *rand.Rand
+	vpcCIDR     netip.Prefix
+	subnets     map[string]*subnet
+	subnetOrder []string
+	sgs         map[string]bool
+	instance    instance
+	enis        map[string]*eni
+	attachments map[string]string // attachment ID -> ENI ID
+	clientToks  map[string]string // CreateNetworkInterface ClientToken -> ENI ID
+	usedIDs     map[string]bool   // every ID and MAC ever handed out
+	history     []imdsView
+
+	faults faults
+	log    callLog
+	tokens imdsTokens
+	reqSeq atomic.Uint64
+
+	srvMu    sync.Mutex
+	servers  []*http.Server
+	ec2URL   string
+	imdsURL  string
+	started  bool
+	shutdown bool
+}
+
+type subnet struct {
+	id   string
+	cidr netip.Prefix
+	az   string
+	tags map[string]string
+	pool *addrPool
+}
+
+type instance struct {
+	id         string
+	primaryENI string
+	launchTime time.Time
+	tags       map[string]string
+}
+
+type eni struct {
+	id, mac     string
+	subnetID    string
+	description string
+	sgs         []string
+	tags        map[string]string
+	primary     netip.Addr
+	secondaries []netip.Addr
+	prefixes    []netip.Prefix
+	att         *attachment
+}
+
+type attachment struct {
+	id                  string
+	device, card        int
+	status              string // attaching, attached, detaching
+	deleteOnTermination bool
+	attachTime          time.Time
+	due                 time.Time // when attaching/detaching completes
+}
+
+// New builds the simulated VPC, its subnets and one running instance with
+// its primary ENI (device 0, network card 0, a primary address, no
+// secondary addresses). Call Start to serve it.
+func New(cfg Config) (*Sim, error) {
+	if err := applyDefaults(&cfg); err != nil {
+		return nil, err
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	s := &Sim{
+		cfg:         cfg,
+		logger:      cfg.Logger,
+		limits:      instanceTypes[cfg.InstanceType],
+		rng:         rand.New(rand.NewPCG(seed, seed^0x5eed)),
+		subnets:     map[string]*subnet{},
+		sgs:         map[string]bool{},
+		enis:        map[string]*eni{},
+		attachments: map[string]string{},
+		clientToks:  map[string]string{},
+		usedIDs:     map[string]bool{},
+		faults: faults{
+			rng:          rand.New(rand.NewPCG(seed^0xfa17, seed)),
+			exhausted:    map[string]bool{},
+			unauthorized: map[string]bool{},
+		},
+		tokens: imdsTokens{tokens: map[string]time.Time{}},
+	}
+	s.vpcCIDR = netip.MustParsePrefix(cfg.VPCCIDR)
+	for _, sg := range cfg.SecurityGroupIDs {
+		s.sgs[sg] = true
+	}
+	for _, sc := range cfg.Subnets {
+		cidr := netip.MustParsePrefix(sc.CIDR) // validated in applyDefaults
+		s.subnets[sc.ID] = &subnet{id: sc.ID, cidr: cidr, az: sc.AZ, tags: copyTags(sc.Tags), pool: newAddrPool(cidr)}
+		s.subnetOrder = append(s.subnetOrder, sc.ID)
+	}
+
+	now := time.Now()
+	s.instance = instance{id: s.newID("i"), launchTime: now, tags: map[string]string{}}
+	primary, err := s.newENI(s.subnetOrder[0], "", cfg.SecurityGroupIDs, nil)
+	if err != nil {
+		return nil, fmt.Errorf("primary ENI: %w", err)
+	}
+	primary.att = &attachment{
+		id: s.newID("eni-attach"), status: "attached", deleteOnTermination: true, attachTime: now,
+	}
+	s.attachments[primary.att.id] = primary.id
+	s.instance.primaryENI = primary.id
+	s.recordLocked(now)
+	return s, nil
+}
+
+// Start listens on the EC2 and IMDS addresses and serves them until Close.
+func (s *Sim) Start() error {
+	s.srvMu.Lock()
+	defer s.srvMu.Unlock()
+	if s.started {
+		return errors.New("ec2sim: already started")
+	}
+	ec2L, err := net.Listen("tcp", s.cfg.EC2Addr)
+	if err != nil {
+		return fmt.Errorf("ec2sim: listen EC2: %w", err)
+	}
+	imdsL, err := net.Listen("tcp", s.cfg.IMDSAddr)
+	if err != nil {
+		ec2L.Close()
+		return fmt.Errorf("ec2sim: listen IMDS: %w", err)
+	}
+	s.started = true
+	s.ec2URL = "http://" + ec2L.Addr().String()
+	s.imdsURL = "http://" + imdsL.Addr().String()
+	for _, pair := range []struct {
+		l net.Listener
+		h http.HandlerFunc
+	}{{ec2L, s.serveEC2}, {imdsL, s.serveIMDS}} {
+		srv := &http.Server{Handler: pair.h, ReadHeaderTimeout: 10 * time.Second}
+		s.servers = append(s.servers, srv)
+		go func() {
+			if err := srv.Serve(pair.l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logger.Error("ec2sim: serve", "err", err)
+			}
+		}()
+	}
+	s.logger.Info("ec2sim started", "ec2", s.ec2URL, "imds", s.imdsURL,
+		"instance", s.instance.id, "type", s.cfg.InstanceType)
+	return nil
+}
+
+// Close stops both servers; in-flight requests are cut off.
+func (s *Sim) Close() error {
+	s.srvMu.Lock()
+	defer s.srvMu.Unlock()
+	if s.shutdown {
+		return nil
+	}
+	s.shutdown = true
+	var errs []error
+	for _, srv := range s.servers {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, srv.Close())
+		}
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// EC2Endpoint is the EC2 base URL ("http://127.0.0.1:port"), "" before Start.
+func (s *Sim) EC2Endpoint() string {
+	s.srvMu.Lock()
+	defer s.srvMu.Unlock()
+	return s.ec2URL
+}
+
+// IMDSEndpoint is the IMDS base URL ("http://127.0.0.1:port"), "" before Start.
+func (s *Sim) IMDSEndpoint() string {
+	s.srvMu.Lock()
+	defer s.srvMu.Unlock()
+	return s.imdsURL
+}
+
+// InstanceID is the simulated instance's ID.
+func (s *Sim) InstanceID() string { return s.instance.id }
+
+// PrimaryENI is the ID of the instance's primary ENI.
+func (s *Sim) PrimaryENI() string { return s.instance.primaryENI }
+
+// Region is the simulated region.
+func (s *Sim) Region() string { return s.cfg.Region }
+
+// AZ is the instance's availability zone.
+func (s *Sim) AZ() string { return s.cfg.AZ }
+
+// VPCID is the simulated VPC's ID.
+func (s *Sim) VPCID() string { return s.cfg.VPCID }
+
+// SubnetIDs lists the subnets in configuration order; the first holds the
+// primary ENI.
+func (s *Sim) SubnetIDs() []string { return append([]string(nil), s.subnetOrder...) }

@@ -788,6 +788,278 @@ func (x *NetworkPolicyAgentConfigReply) GetRegion() string {
 	return ""
 }
 
+type Attachment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ContainerID   string                 `protobuf:"bytes,1,opt,name=ContainerID,proto3" json:"ContainerID,omitempty"`
+	IfName        string                 `protobuf:"bytes,2,opt,name=IfName,proto3" json:"IfName,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Attachment) Reset() {
+	*x = Attachment{}
+	mi := &file_rpc_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attachment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attachment) ProtoMessage() {}
+
+func (x *Attachment) ProtoReflect() protoreflect.Message {
+	mi := &file_rpc_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attachment.ProtoReflect.Descriptor instead.
+func (*Attachment) Descriptor() ([]byte, []int) {
+	return file_rpc_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Attachment) GetContainerID() string {
+	if x != nil {
+		return x.ContainerID
+	}
+	return ""
+}
+
+func (x *Attachment) GetIfName() string {
+	if x != nil {
+		return x.IfName
+	}
+	return ""
+}
+
+// GarbageCollectRequest lists the attachments of one network the runtime
+// still knows (cni.dev/valid-attachments); ipamd may release the others.
+type GarbageCollectRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	NetworkName      string                 `protobuf:"bytes,1,opt,name=NetworkName,proto3" json:"NetworkName,omitempty"`
+	ValidAttachments []*Attachment          `protobuf:"bytes,2,rep,name=ValidAttachments,proto3" json:"ValidAttachments,omitempty"`
+	ClientVersion    string                 `protobuf:"bytes,3,opt,name=ClientVersion,proto3" json:"ClientVersion,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GarbageCollectRequest) Reset() {
+	*x = GarbageCollectRequest{}
+	mi := &file_rpc_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GarbageCollectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GarbageCollectRequest) ProtoMessage() {}
+
+func (x *GarbageCollectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_rpc_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GarbageCollectRequest.ProtoReflect.Descriptor instead.
+func (*GarbageCollectRequest) Descriptor() ([]byte, []int) {
+	return file_rpc_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GarbageCollectRequest) GetNetworkName() string {
+	if x != nil {
+		return x.NetworkName
+	}
+	return ""
+}
+
+func (x *GarbageCollectRequest) GetValidAttachments() []*Attachment {
+	if x != nil {
+		return x.ValidAttachments
+	}
+	return nil
+}
+
+func (x *GarbageCollectRequest) GetClientVersion() string {
+	if x != nil {
+		return x.ClientVersion
+	}
+	return ""
+}
+
+type GarbageCollectReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Released allocations were freed; Deferred ones were not in the list
+	// but are too young (an ADD may be in flight) or still have a sandbox.
+	Released      int32 `protobuf:"varint,1,opt,name=Released,proto3" json:"Released,omitempty"`
+	Deferred      int32 `protobuf:"varint,2,opt,name=Deferred,proto3" json:"Deferred,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GarbageCollectReply) Reset() {
+	*x = GarbageCollectReply{}
+	mi := &file_rpc_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GarbageCollectReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GarbageCollectReply) ProtoMessage() {}
+
+func (x *GarbageCollectReply) ProtoReflect() protoreflect.Message {
+	mi := &file_rpc_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GarbageCollectReply.ProtoReflect.Descriptor instead.
+func (*GarbageCollectReply) Descriptor() ([]byte, []int) {
+	return file_rpc_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GarbageCollectReply) GetReleased() int32 {
+	if x != nil {
+		return x.Released
+	}
+	return 0
+}
+
+func (x *GarbageCollectReply) GetDeferred() int32 {
+	if x != nil {
+		return x.Deferred
+	}
+	return 0
+}
+
+type PoolStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientVersion string                 `protobuf:"bytes,1,opt,name=ClientVersion,proto3" json:"ClientVersion,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolStatusRequest) Reset() {
+	*x = PoolStatusRequest{}
+	mi := &file_rpc_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolStatusRequest) ProtoMessage() {}
+
+func (x *PoolStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_rpc_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolStatusRequest.ProtoReflect.Descriptor instead.
+func (*PoolStatusRequest) Descriptor() ([]byte, []int) {
+	return file_rpc_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PoolStatusRequest) GetClientVersion() string {
+	if x != nil {
+		return x.ClientVersion
+	}
+	return ""
+}
+
+type PoolStatusReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TotalIPs      int32                  `protobuf:"varint,1,opt,name=TotalIPs,proto3" json:"TotalIPs,omitempty"`
+	AssignedIPs   int32                  `protobuf:"varint,2,opt,name=AssignedIPs,proto3" json:"AssignedIPs,omitempty"`
+	AvailableIPs  int32                  `protobuf:"varint,3,opt,name=AvailableIPs,proto3" json:"AvailableIPs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolStatusReply) Reset() {
+	*x = PoolStatusReply{}
+	mi := &file_rpc_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolStatusReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolStatusReply) ProtoMessage() {}
+
+func (x *PoolStatusReply) ProtoReflect() protoreflect.Message {
+	mi := &file_rpc_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolStatusReply.ProtoReflect.Descriptor instead.
+func (*PoolStatusReply) Descriptor() ([]byte, []int) {
+	return file_rpc_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PoolStatusReply) GetTotalIPs() int32 {
+	if x != nil {
+		return x.TotalIPs
+	}
+	return 0
+}
+
+func (x *PoolStatusReply) GetAssignedIPs() int32 {
+	if x != nil {
+		return x.AssignedIPs
+	}
+	return 0
+}
+
+func (x *PoolStatusReply) GetAvailableIPs() int32 {
+	if x != nil {
+		return x.AvailableIPs
+	}
+	return 0
+}
+
 var File_rpc_proto protoreflect.FileDescriptor
 
 const file_rpc_proto_rawDesc = "" +
@@ -864,7 +1136,24 @@ const file_rpc_proto_rawDesc = "" +
 	"\n" +
 	"InstanceID\x18\x05 \x01(\tR\n" +
 	"InstanceID\x12\x16\n" +
-	"\x06Region\x18\x06 \x01(\tR\x06Region2\x88\x01\n" +
+	"\x06Region\x18\x06 \x01(\tR\x06Region\"F\n" +
+	"\n" +
+	"Attachment\x12 \n" +
+	"\vContainerID\x18\x01 \x01(\tR\vContainerID\x12\x16\n" +
+	"\x06IfName\x18\x02 \x01(\tR\x06IfName\"\x9c\x01\n" +
+	"\x15GarbageCollectRequest\x12 \n" +
+	"\vNetworkName\x18\x01 \x01(\tR\vNetworkName\x12;\n" +
+	"\x10ValidAttachments\x18\x02 \x03(\v2\x0f.rpc.AttachmentR\x10ValidAttachments\x12$\n" +
+	"\rClientVersion\x18\x03 \x01(\tR\rClientVersion\"M\n" +
+	"\x13GarbageCollectReply\x12\x1a\n" +
+	"\bReleased\x18\x01 \x01(\x05R\bReleased\x12\x1a\n" +
+	"\bDeferred\x18\x02 \x01(\x05R\bDeferred\"9\n" +
+	"\x11PoolStatusRequest\x12$\n" +
+	"\rClientVersion\x18\x01 \x01(\tR\rClientVersion\"s\n" +
+	"\x0fPoolStatusReply\x12\x1a\n" +
+	"\bTotalIPs\x18\x01 \x01(\x05R\bTotalIPs\x12 \n" +
+	"\vAssignedIPs\x18\x02 \x01(\x05R\vAssignedIPs\x12\"\n" +
+	"\fAvailableIPs\x18\x03 \x01(\x05R\fAvailableIPs2\x88\x01\n" +
 	"\n" +
 	"CNIBackend\x12<\n" +
 	"\n" +
@@ -875,7 +1164,11 @@ const file_rpc_proto_rawDesc = "" +
 	"\x0eEnforceNpToPod\x12\x15.rpc.EnforceNpRequest\x1a\x13.rpc.EnforceNpReply\"\x00\x129\n" +
 	"\vDeletePodNp\x12\x14.rpc.DeleteNpRequest\x1a\x12.rpc.DeleteNpReply\"\x002n\n" +
 	"\x13ConfigServerBackend\x12W\n" +
-	"\x17GetNetworkPolicyConfigs\x12\x16.google.protobuf.Empty\x1a\".rpc.NetworkPolicyAgentConfigReply\"\x00B+Z)github.com/aws/amazon-vpc-cni-k8s/rpc;rpcb\x06proto3"
+	"\x17GetNetworkPolicyConfigs\x12\x16.google.protobuf.Empty\x1a\".rpc.NetworkPolicyAgentConfigReply\"\x002\x98\x01\n" +
+	"\x0eCNIMaintenance\x12H\n" +
+	"\x0eGarbageCollect\x12\x1a.rpc.GarbageCollectRequest\x1a\x18.rpc.GarbageCollectReply\"\x00\x12<\n" +
+	"\n" +
+	"PoolStatus\x12\x16.rpc.PoolStatusRequest\x1a\x14.rpc.PoolStatusReply\"\x00B+Z)github.com/aws/amazon-vpc-cni-k8s/rpc;rpcb\x06proto3"
 
 var (
 	file_rpc_proto_rawDescOnce sync.Once
@@ -889,7 +1182,7 @@ func file_rpc_proto_rawDescGZIP() []byte {
 	return file_rpc_proto_rawDescData
 }
 
-var file_rpc_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_rpc_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_rpc_proto_goTypes = []any{
 	(*AddNetworkRequest)(nil),             // 0: rpc.AddNetworkRequest
 	(*IPAllocationMetadata)(nil),          // 1: rpc.IPAllocationMetadata
@@ -901,26 +1194,36 @@ var file_rpc_proto_goTypes = []any{
 	(*DeleteNpRequest)(nil),               // 7: rpc.DeleteNpRequest
 	(*DeleteNpReply)(nil),                 // 8: rpc.DeleteNpReply
 	(*NetworkPolicyAgentConfigReply)(nil), // 9: rpc.NetworkPolicyAgentConfigReply
-	(*emptypb.Empty)(nil),                 // 10: google.protobuf.Empty
+	(*Attachment)(nil),                    // 10: rpc.Attachment
+	(*GarbageCollectRequest)(nil),         // 11: rpc.GarbageCollectRequest
+	(*GarbageCollectReply)(nil),           // 12: rpc.GarbageCollectReply
+	(*PoolStatusRequest)(nil),             // 13: rpc.PoolStatusRequest
+	(*PoolStatusReply)(nil),               // 14: rpc.PoolStatusReply
+	(*emptypb.Empty)(nil),                 // 15: google.protobuf.Empty
 }
 var file_rpc_proto_depIdxs = []int32{
 	1,  // 0: rpc.AddNetworkReply.IPAllocationMetadata:type_name -> rpc.IPAllocationMetadata
 	1,  // 1: rpc.DelNetworkReply.IPAllocationMetadata:type_name -> rpc.IPAllocationMetadata
-	0,  // 2: rpc.CNIBackend.AddNetwork:input_type -> rpc.AddNetworkRequest
-	3,  // 3: rpc.CNIBackend.DelNetwork:input_type -> rpc.DelNetworkRequest
-	5,  // 4: rpc.NPBackend.EnforceNpToPod:input_type -> rpc.EnforceNpRequest
-	7,  // 5: rpc.NPBackend.DeletePodNp:input_type -> rpc.DeleteNpRequest
-	10, // 6: rpc.ConfigServerBackend.GetNetworkPolicyConfigs:input_type -> google.protobuf.Empty
-	2,  // 7: rpc.CNIBackend.AddNetwork:output_type -> rpc.AddNetworkReply
-	4,  // 8: rpc.CNIBackend.DelNetwork:output_type -> rpc.DelNetworkReply
-	6,  // 9: rpc.NPBackend.EnforceNpToPod:output_type -> rpc.EnforceNpReply
-	8,  // 10: rpc.NPBackend.DeletePodNp:output_type -> rpc.DeleteNpReply
-	9,  // 11: rpc.ConfigServerBackend.GetNetworkPolicyConfigs:output_type -> rpc.NetworkPolicyAgentConfigReply
-	7,  // [7:12] is the sub-list for method output_type
-	2,  // [2:7] is the sub-list for method input_type
-	2,  // [2:2] is the sub-list for extension type_name
-	2,  // [2:2] is the sub-list for extension extendee
-	0,  // [0:2] is the sub-list for field type_name
+	10, // 2: rpc.GarbageCollectRequest.ValidAttachments:type_name -> rpc.Attachment
+	0,  // 3: rpc.CNIBackend.AddNetwork:input_type -> rpc.AddNetworkRequest
+	3,  // 4: rpc.CNIBackend.DelNetwork:input_type -> rpc.DelNetworkRequest
+	5,  // 5: rpc.NPBackend.EnforceNpToPod:input_type -> rpc.EnforceNpRequest
+	7,  // 6: rpc.NPBackend.DeletePodNp:input_type -> rpc.DeleteNpRequest
+	15, // 7: rpc.ConfigServerBackend.GetNetworkPolicyConfigs:input_type -> google.protobuf.Empty
+	11, // 8: rpc.CNIMaintenance.GarbageCollect:input_type -> rpc.GarbageCollectRequest
+	13, // 9: rpc.CNIMaintenance.PoolStatus:input_type -> rpc.PoolStatusRequest
+	2,  // 10: rpc.CNIBackend.AddNetwork:output_type -> rpc.AddNetworkReply
+	4,  // 11: rpc.CNIBackend.DelNetwork:output_type -> rpc.DelNetworkReply
+	6,  // 12: rpc.NPBackend.EnforceNpToPod:output_type -> rpc.EnforceNpReply
+	8,  // 13: rpc.NPBackend.DeletePodNp:output_type -> rpc.DeleteNpReply
+	9,  // 14: rpc.ConfigServerBackend.GetNetworkPolicyConfigs:output_type -> rpc.NetworkPolicyAgentConfigReply
+	12, // 15: rpc.CNIMaintenance.GarbageCollect:output_type -> rpc.GarbageCollectReply
+	14, // 16: rpc.CNIMaintenance.PoolStatus:output_type -> rpc.PoolStatusReply
+	10, // [10:17] is the sub-list for method output_type
+	3,  // [3:10] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_rpc_proto_init() }
@@ -934,9 +1237,9 @@ func file_rpc_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_rpc_proto_rawDesc), len(file_rpc_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   15,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   4,
 		},
 		GoTypes:           file_rpc_proto_goTypes,
 		DependencyIndexes: file_rpc_proto_depIdxs,

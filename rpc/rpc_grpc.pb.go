@@ -419,3 +419,153 @@ var ConfigServerBackend_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "rpc.proto",
 }
+
+const (
+	CNIMaintenance_GarbageCollect_FullMethodName = "/rpc.CNIMaintenance/GarbageCollect"
+	CNIMaintenance_PoolStatus_FullMethodName     = "/rpc.CNIMaintenance/PoolStatus"
+)
+
+// CNIMaintenanceClient is the client API for CNIMaintenance service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// CNIMaintenance is this project's addition (not in upstream aws-node): the
+// CNI 1.1 GC and STATUS verbs of the aws-cni plugin. Upstream ipamd answers
+// Unimplemented, which the plugin treats as "nothing to collect" / "no
+// detail", so mixing versions is safe in both directions.
+type CNIMaintenanceClient interface {
+	GarbageCollect(ctx context.Context, in *GarbageCollectRequest, opts ...grpc.CallOption) (*GarbageCollectReply, error)
+	PoolStatus(ctx context.Context, in *PoolStatusRequest, opts ...grpc.CallOption) (*PoolStatusReply, error)
+}
+
+type cNIMaintenanceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewCNIMaintenanceClient(cc grpc.ClientConnInterface) CNIMaintenanceClient {
+	return &cNIMaintenanceClient{cc}
+}
+
+func (c *cNIMaintenanceClient) GarbageCollect(ctx context.Context, in *GarbageCollectRequest, opts ...grpc.CallOption) (*GarbageCollectReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GarbageCollectReply)
+	err := c.cc.Invoke(ctx, CNIMaintenance_GarbageCollect_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cNIMaintenanceClient) PoolStatus(ctx context.Context, in *PoolStatusRequest, opts ...grpc.CallOption) (*PoolStatusReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PoolStatusReply)
+	err := c.cc.Invoke(ctx, CNIMaintenance_PoolStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CNIMaintenanceServer is the server API for CNIMaintenance service.
+// All implementations must embed UnimplementedCNIMaintenanceServer
+// for forward compatibility.
+//
+// CNIMaintenance is this project's addition (not in upstream aws-node): the
+// CNI 1.1 GC and STATUS verbs of the aws-cni plugin. Upstream ipamd answers
+// Unimplemented, which the plugin treats as "nothing to collect" / "no
+// detail", so mixing versions is safe in both directions.
+type CNIMaintenanceServer interface {
+	GarbageCollect(context.Context, *GarbageCollectRequest) (*GarbageCollectReply, error)
+	PoolStatus(context.Context, *PoolStatusRequest) (*PoolStatusReply, error)
+	mustEmbedUnimplementedCNIMaintenanceServer()
+}
+
+// UnimplementedCNIMaintenanceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedCNIMaintenanceServer struct{}
+
+func (UnimplementedCNIMaintenanceServer) GarbageCollect(context.Context, *GarbageCollectRequest) (*GarbageCollectReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GarbageCollect not implemented")
+}
+func (UnimplementedCNIMaintenanceServer) PoolStatus(context.Context, *PoolStatusRequest) (*PoolStatusReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PoolStatus not implemented")
+}
+func (UnimplementedCNIMaintenanceServer) mustEmbedUnimplementedCNIMaintenanceServer() {}
+func (UnimplementedCNIMaintenanceServer) testEmbeddedByValue()                        {}
+
+// UnsafeCNIMaintenanceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to CNIMaintenanceServer will
+// result in compilation errors.
+type UnsafeCNIMaintenanceServer interface {
+	mustEmbedUnimplementedCNIMaintenanceServer()
+}
+
+func RegisterCNIMaintenanceServer(s grpc.ServiceRegistrar, srv CNIMaintenanceServer) {
+	// If the following call pancis, it indicates UnimplementedCNIMaintenanceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&CNIMaintenance_ServiceDesc, srv)
+}
+
+func _CNIMaintenance_GarbageCollect_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GarbageCollectRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CNIMaintenanceServer).GarbageCollect(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CNIMaintenance_GarbageCollect_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CNIMaintenanceServer).GarbageCollect(ctx, req.(*GarbageCollectRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CNIMaintenance_PoolStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PoolStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CNIMaintenanceServer).PoolStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CNIMaintenance_PoolStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CNIMaintenanceServer).PoolStatus(ctx, req.(*PoolStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// CNIMaintenance_ServiceDesc is the grpc.ServiceDesc for CNIMaintenance service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var CNIMaintenance_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "rpc.CNIMaintenance",
+	HandlerType: (*CNIMaintenanceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "GarbageCollect",
+			Handler:    _CNIMaintenance_GarbageCollect_Handler,
+		},
+		{
+			MethodName: "PoolStatus",
+			Handler:    _CNIMaintenance_PoolStatus_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "rpc.proto",
+}

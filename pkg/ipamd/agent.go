@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
@@ -51,8 +52,11 @@ type Options struct {
 	K8s kubernetes.Interface
 	// CRI is the container runtime; nil connects to CRI_RUNTIME_ENDPOINT or
 	// the first usual socket found (unless the reconciler is off).
-	CRI    sandboxSource
-	Logger *slog.Logger
+	CRI sandboxSource
+	// DelQueueDir is where the plugin queues DELs that missed ipamd
+	// (default /var/run/aws-node/del-queue).
+	DelQueueDir string
+	Logger      *slog.Logger
 	// ShutdownTimeout bounds how long in-flight RPCs may run at stop.
 	ShutdownTimeout time.Duration
 }
@@ -78,6 +82,10 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	if opts.MetricsAddress == "" {
 		opts.MetricsAddress = DefaultMetricsAddress
+	}
+	opts.Config.Reconciler.setDefaults()
+	if opts.DelQueueDir == "" {
+		opts.DelQueueDir = delqueue.DefaultDir
 	}
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 5 * time.Second
@@ -134,6 +142,7 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 		_ = a.store.Close()
 		return nil, err
 	}
+	a.replayDelQueue()
 	a.afterRestore(ctx)
 	a.handler = &rpcHandler{store: a.store, version: version.RPCVersion, cfg: cfg, log: log, vpcCIDRs: a.vpcCIDRs}
 	pool.set(a.store)
@@ -292,7 +301,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		_ = a.store.Close()
 		return err
 	}
-	srv, hs := newGRPCServer(a.handler)
+	maint := &maintenanceHandler{version: version.RPCVersion, store: a.store, recon: func() *reconciler { return a.recon }}
+	srv, hs := newGRPCServer(a.handler, maint)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 	a.log.Info("ipamd serving", "socket", a.opts.SocketPath, "version", version.Version)
@@ -323,6 +333,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.recon.run(httpCtx) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); a.runDelQueue(httpCtx, cfg.Reconciler.Interval) }()
 
 	select {
 	case <-ctx.Done():

@@ -74,7 +74,7 @@ func startNodeOpts(t testing.TB, dir string, pool DevPool, mutate func(*Options)
 		metrics:    filepath.Join(dir, "metrics.sock"),
 		done:       make(chan error, 1),
 	}
-	opts := Options{Config: cfg, SocketPath: n.socket, MetricsAddress: "unix:" + n.metrics, DevPool: &pool}
+	opts := Options{Config: cfg, SocketPath: n.socket, MetricsAddress: "unix:" + n.metrics, DevPool: &pool, DelQueueDir: filepath.Join(dir, "delq")}
 	mutate(&opts)
 	a, err := NewAgent(context.Background(), opts)
 	require.NoError(t, err)
@@ -307,7 +307,7 @@ func TestCorruptCheckpointRefusesToStart(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ipam.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"version":"vpc-cni-ipam/1","allocations":[{`), 0o600))
-	_, err := NewAgent(context.Background(), Options{Config: testConfig(dir), SocketPath: filepath.Join(dir, "s.sock"), DevPool: &DevPool{ENIs: 1, PerENI: 1}})
+	_, err := NewAgent(context.Background(), Options{Config: testConfig(dir), SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &DevPool{ENIs: 1, PerENI: 1}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "corrupt")
 	matches, _ := filepath.Glob(path + ".corrupt-*")

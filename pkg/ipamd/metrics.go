@@ -58,6 +58,7 @@ func RegisterMetrics() {
 			invalidRequests, checkpointWrites, buildInfo, pool)
 		registerPoolMetrics()
 		registerReconcilerMetrics()
+		registerDelQueueMetrics()
 		buildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
 	})
 }

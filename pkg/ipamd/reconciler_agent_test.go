@@ -34,7 +34,7 @@ func TestCheckpointLossRebuildsFromRuntime(t *testing.T) {
 			}
 			cfg := testConfig(dir)
 			cfg.Reconciler = ReconcilerConfig{Mode: ReconcileEnforce}
-			a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"),
+			a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"),
 				DevPool: &DevPool{ENIs: 2, PerENI: 10}, CRI: client})
 			require.NoError(t, err, "a lost checkpoint is rebuilt from the runtime, not fatal")
 			defer a.store.Close()
@@ -56,7 +56,7 @@ func TestCorruptCheckpointWithRuntimeDownRefusesToStart(t *testing.T) {
 	rt.SetError(14) // Unavailable
 	cfg := testConfig(dir)
 	cfg.Reconciler = ReconcilerConfig{Mode: ReconcileEnforce}
-	_, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"),
+	_, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"),
 		DevPool: &DevPool{ENIs: 1, PerENI: 5}, CRI: client})
 	require.Error(t, err)
 }
@@ -195,7 +195,7 @@ func TestReconcilerIntrospection(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(dir)
 	cfg.Reconciler = ReconcilerConfig{Mode: ReconcileReport}
-	a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "ipamd.sock"),
+	a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "ipamd.sock"), DelQueueDir: filepath.Join(dir, "q"),
 		MetricsAddress: "unix:" + filepath.Join(dir, "m.sock"), DevPool: &DevPool{ENIs: 1, PerENI: 3}, CRI: client})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -21,7 +21,7 @@ import (
 const HealthServiceName = "grpc.health.v1.aws-node"
 
 // maxRequestBytes bounds a request message: real ones are a few hundred bytes.
-const maxRequestBytes = 64 << 10
+const maxRequestBytes = 8 << 20 // GC requests list every attachment
 
 // listenUnix opens the gRPC socket as upstream does: parent directory 0755,
 // any stale socket removed, socket mode 0660. It never listens on TCP.
@@ -45,10 +45,11 @@ func listenUnix(path string) (net.Listener, error) {
 
 // newGRPCServer registers the CNI backend, the config server, the standard
 // health service and reflection, as upstream's ipamd does.
-func newGRPCServer(h *rpcHandler) (*grpc.Server, *health.Server) {
+func newGRPCServer(h *rpcHandler, m *maintenanceHandler) (*grpc.Server, *health.Server) {
 	s := grpc.NewServer(grpc.MaxRecvMsgSize(maxRequestBytes))
 	rpc.RegisterCNIBackendServer(s, h)
 	rpc.RegisterConfigServerBackendServer(s, h)
+	rpc.RegisterCNIMaintenanceServer(s, m)
 	hs := health.NewServer()
 	hs.SetServingStatus(HealthServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, hs)

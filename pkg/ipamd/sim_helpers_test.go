@@ -69,6 +69,7 @@ func startSimNode(t *testing.T, simCfg ec2sim.Config, env map[string]string, mut
 		Config: cfg, AWS: client, Timings: fastTimings,
 		MaxPodsFile: filepath.Join("..", "..", "misc", "eni-max-pods.txt"),
 		SocketPath:  filepath.Join(dir, "ipamd.sock"),
+		DelQueueDir: filepath.Join(dir, "delq"),
 	}
 	for _, m := range mutate {
 		m(&opts)

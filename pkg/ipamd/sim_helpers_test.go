@@ -39,6 +39,19 @@ var fastTimings = Timings{
 // against it; env holds ipamd settings on top of ENABLE_IPv4 and a zero
 // cooldown.
 func startSimNode(t *testing.T, simCfg ec2sim.Config, env map[string]string, mutate ...func(*Options)) *simNode {
+	return startSimNodeTB(t, simCfg, env, mutate...)
+}
+
+// tb is what the simulator helpers need from a test or a benchmark.
+type tb interface {
+	require.TestingT
+	Helper()
+	Cleanup(func())
+	TempDir() string
+	Setenv(k, v string)
+}
+
+func startSimNodeTB(t tb, simCfg ec2sim.Config, env map[string]string, mutate ...func(*Options)) *simNode {
 	t.Helper()
 	sim, err := ec2sim.New(simCfg)
 	require.NoError(t, err)

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/rpc"
+)
+
+// TestSIGTERMStopsCleanly runs the real binary on a development pool, makes
+// an allocation, sends SIGTERM, and checks the process exits 0 with the
+// allocation in its checkpoint.
+func TestSIGTERMStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "aws-k8s-agent")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+
+	sock := filepath.Join(dir, "ipamd.sock")
+	cp := filepath.Join(dir, "ipam.json")
+	cmd := exec.Command(bin, "-socket", sock, "-metrics-address", "unix:"+filepath.Join(dir, "m.sock"), "-dev-static-pool", "1x4")
+	cmd.Env = append(os.Environ(), "ENABLE_IPv4=true", "AWS_VPC_K8S_CNI_BACKING_STORE="+cp,
+		"AWS_VPC_K8S_CNI_LOG_FILE="+filepath.Join(dir, "ipamd.log"), "AWS_VPC_K8S_CNI_LOGLEVEL=info",
+		"INTROSPECTION_BIND_ADDRESS=unix:"+filepath.Join(dir, "i.sock"), "POD_IP_RECONCILE_MODE=off")
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	require.Eventually(t, func() bool { _, err := os.Stat(sock); return err == nil }, 10*time.Second, 10*time.Millisecond)
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	r, err := rpc.NewCNIBackendClient(conn).AddNetwork(context.Background(), &rpc.AddNetworkRequest{
+		ContainerID: "c1", IfName: "eth0", NetworkName: "aws-cni", K8S_POD_NAME: "p", K8S_POD_NAMESPACE: "default"})
+	require.NoError(t, err)
+	require.True(t, r.Success)
+	conn.Close()
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-done:
+		require.NoError(t, err, "exit status 0 on SIGTERM")
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("agent did not stop on SIGTERM")
+	}
+	entries, err := (mustCheckpointer(t, cp)).Read()
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, "c1", entries[0].Key.ContainerID)
+	log, err := os.ReadFile(filepath.Join(dir, "ipamd.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "ipamd stopped")
+}
+
+func mustCheckpointer(t *testing.T, path string) *datastore.FileCheckpointer {
+	cp, err := datastore.NewFileCheckpointer(path)
+	require.NoError(t, err)
+	return cp
+}

@@ -84,30 +84,21 @@ func eniFromSDK(n types.NetworkInterface) ENI {
 // DescribeENIs returns EC2's view of the given ENIs. An ID EC2 does not know
 // is an error wrapping ErrNotFound.
 func (c *Client) DescribeENIs(ctx context.Context, ids []string) ([]ENI, error) {
-	var out []ENI
-	p := ec2.NewDescribeNetworkInterfacesPaginator(c.ec2, &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: ids})
-	for p.HasMorePages() {
-		page, err := ec2Call(ctx, "DescribeNetworkInterfaces", func(ctx context.Context) (*ec2.DescribeNetworkInterfacesOutput, error) {
-			return p.NextPage(ctx)
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range page.NetworkInterfaces {
-			out = append(out, eniFromSDK(n))
-		}
-	}
-	return out, nil
+	return c.describeENIs(ctx, &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: ids})
 }
 
 // InstanceENIs returns every ENI EC2 shows attached (or attaching) to this
 // instance.
 func (c *Client) InstanceENIs(ctx context.Context) ([]ENI, error) {
-	var out []ENI
-	in := &ec2.DescribeNetworkInterfacesInput{
+	return c.describeENIs(ctx, &ec2.DescribeNetworkInterfacesInput{
 		Filters:    []types.Filter{{Name: aws.String("attachment.instance-id"), Values: []string{c.Identity.InstanceID}}},
 		MaxResults: aws.Int32(1000),
-	}
+	})
+}
+
+// describeENIs runs DescribeNetworkInterfaces through every page.
+func (c *Client) describeENIs(ctx context.Context, in *ec2.DescribeNetworkInterfacesInput) ([]ENI, error) {
+	var out []ENI
 	p := ec2.NewDescribeNetworkInterfacesPaginator(c.ec2, in)
 	for p.HasMorePages() {
 		page, err := ec2Call(ctx, "DescribeNetworkInterfaces", func(ctx context.Context) (*ec2.DescribeNetworkInterfacesOutput, error) {

@@ -2,6 +2,8 @@ package awsutils
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -84,6 +86,9 @@ func eniFromSDK(n types.NetworkInterface) ENI {
 // DescribeENIs returns EC2's view of the given ENIs. An ID EC2 does not know
 // is an error wrapping ErrNotFound.
 func (c *Client) DescribeENIs(ctx context.Context, ids []string) ([]ENI, error) {
+	if len(ids) == 0 {
+		return nil, nil // an empty list would describe every ENI in the region
+	}
 	return c.describeENIs(ctx, &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: ids})
 }
 
@@ -147,6 +152,9 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 		return ENI{}, err
 	}
 	in := &ec2.CreateNetworkInterfaceInput{
+		// The token makes the SDK's retries of a lost answer idempotent:
+		// EC2 returns the ENI it made instead of making a second one.
+		ClientToken: aws.String(clientToken()),
 		SubnetId:    aws.String(o.SubnetID),
 		Description: aws.String(ENIDescriptionPrefix + c.Identity.InstanceID),
 		Groups:      o.SecurityGroups,
@@ -261,7 +269,7 @@ func (c *Client) WaitAttached(ctx context.Context, eniID string) (ENI, error) {
 		if err == nil && len(enis) == 1 && enis[0].Attached {
 			return enis[0], nil
 		}
-		if try >= 12 {
+		if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNotFound) || try >= 12 {
 			if err == nil {
 				err = errors.New("still not attached")
 			}
@@ -301,8 +309,10 @@ func (c *Client) FreeENI(ctx context.Context, eniID string) error {
 			c.log.Info("freed ENI", "eni", eniID)
 			return nil
 		}
-		// Still detaching: EC2 answers InvalidNetworkInterface.InUse.
-		if try >= 12 {
+		// Still detaching: EC2 answers InvalidNetworkInterface.InUse. Any
+		// other error (already retried by the SDK) will not go away by
+		// waiting.
+		if errorCode(err) != "InvalidNetworkInterface.InUse" || try >= 12 {
 			return fmt.Errorf("free %s: %w", eniID, err)
 		}
 		if err := sleep(ctx, delay); err != nil {
@@ -342,4 +352,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// clientToken returns a fresh idempotency token.
+func clientToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

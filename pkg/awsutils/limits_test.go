@@ -1,0 +1,40 @@
+package awsutils
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aws/amazon-vpc-cni-k8s/test/ec2sim"
+)
+
+func TestDescribeInstanceTypeLimits(t *testing.T) {
+	_, c := simClient(t, ec2sim.Config{}, Options{})
+	tests := []struct {
+		typ  string
+		want TypeLimits
+	}{
+		{"m5.large", TypeLimits{ENIs: 3, IPv4PerENI: 10, Hypervisor: "nitro"}},
+		{"t3.nano", TypeLimits{ENIs: 2, IPv4PerENI: 2, Hypervisor: "nitro"}},
+		{"m5.4xlarge", TypeLimits{ENIs: 8, IPv4PerENI: 30, Hypervisor: "nitro"}},
+		// Two network cards of 8: only the default card's count is usable.
+		{"c6in.32xlarge", TypeLimits{ENIs: 8, IPv4PerENI: 50, Hypervisor: "nitro"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ, func(t *testing.T) {
+			got, err := c.DescribeInstanceTypeLimits(context.Background(), tt.typ)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+
+	t.Run("unknown type", func(t *testing.T) {
+		_, err := c.DescribeInstanceTypeLimits(context.Background(), "x9.huge")
+		onlyClass(t, err, nil)
+		ae := asAPIError(t, err)
+		assert.Equal(t, "DescribeInstanceTypes", ae.Action)
+		assert.Equal(t, ec2sim.CodeInvalidInstanceType, ae.Code)
+	})
+}

@@ -23,3 +23,17 @@ func (t timedCheckpointer) Write(entries []datastore.CheckpointEntry) error {
 	checkpointWrites.WithLabelValues(result).Observe(time.Since(start).Seconds())
 	return err
 }
+
+// Prepare and Close pass through to checkpointers that have them.
+func (t timedCheckpointer) Prepare() {
+	if p, ok := t.Checkpointer.(interface{ Prepare() }); ok {
+		p.Prepare()
+	}
+}
+
+func (t timedCheckpointer) Close() error {
+	if c, ok := t.Checkpointer.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}

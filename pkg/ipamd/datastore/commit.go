@@ -108,11 +108,23 @@ func (c *committer) flush() {
 	}
 	b.err = err
 	close(b.done)
+	if p, ok := c.cp.(preparer); ok {
+		p.Prepare()
+	}
 }
+
+// preparer is a Checkpointer that can get ready for its next write while
+// idle (FileCheckpointer pre-creates its temp file).
+type preparer interface{ Prepare() }
 
 func (c *committer) stop() error {
 	close(c.quit)
 	<-c.stopped
+	if cl, ok := c.cp.(interface{ Close() error }); ok {
+		if err := cl.Close(); err != nil && c.lastErr == nil {
+			return err
+		}
+	}
 	return c.lastErr
 }
 

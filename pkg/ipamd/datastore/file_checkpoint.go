@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,8 +19,12 @@ const DefaultCheckpointPath = "/var/run/aws-node/ipam.json"
 // directory, fsync, rename over the target, fsync the directory. A crash at
 // any point leaves either the old or the new document, never a torn one.
 type FileCheckpointer struct {
+	mu   sync.Mutex // Write, Prepare and Read may come from different goroutines
 	path string
 	buf  []byte
+	// next is a temp file created ahead of time (see Prepare), so the
+	// create is off the path of the ADD or DEL that waits on Write.
+	next *os.File
 	// beforeRename is a test hook run after the temp file is durable.
 	beforeRename func()
 }
@@ -39,12 +44,27 @@ func (f *FileCheckpointer) Path() string { return f.path }
 // Write replaces the checkpoint with entries. Only one Write runs at a time
 // (the datastore's committer is its single caller).
 func (f *FileCheckpointer) Write(entries []CheckpointEntry) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.buf = EncodeCheckpoint(f.buf[:0], entries)
-	dir := filepath.Dir(f.path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(f.path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("checkpoint: create temp: %w", err)
+	if tmp := f.next; tmp != nil {
+		f.next = nil
+		err := f.writeVia(tmp)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		// Someone removed the prepared file: start over with a fresh one.
 	}
+	tmp, err := f.createTemp()
+	if err != nil {
+		return err
+	}
+	return f.writeVia(tmp)
+}
+
+// writeVia writes f.buf to tmp and renames it over the checkpoint.
+func (f *FileCheckpointer) writeVia(tmp *os.File) error {
+	dir := filepath.Dir(f.path)
 	tmpName := tmp.Name()
 	ok := false
 	defer func() {
@@ -71,6 +91,40 @@ func (f *FileCheckpointer) Write(entries []CheckpointEntry) error {
 	}
 	ok = true
 	return syncDir(dir)
+}
+
+func (f *FileCheckpointer) createTemp() (*os.File, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), filepath.Base(f.path)+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: create temp: %w", err)
+	}
+	return tmp, nil
+}
+
+// Prepare creates the next write's temp file while nothing is waiting.
+// Failures are ignored: Write then creates it itself.
+func (f *FileCheckpointer) Prepare() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.next == nil {
+		f.next, _ = f.createTemp()
+	}
+}
+
+// Close removes a prepared temp file.
+func (f *FileCheckpointer) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.next == nil {
+		return nil
+	}
+	name := f.next.Name()
+	err := f.next.Close()
+	f.next = nil
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 func syncDir(dir string) error {
@@ -118,12 +172,17 @@ func (f *FileCheckpointer) Read() ([]CheckpointEntry, error) {
 }
 
 func (f *FileCheckpointer) removeStaleTemps() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	dir, base := filepath.Dir(f.path), filepath.Base(f.path)+".tmp"
 	names, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, n := range names {
+		if f.next != nil && filepath.Join(dir, n.Name()) == f.next.Name() {
+			continue // our own prepared temp file
+		}
 		if strings.HasPrefix(n.Name(), base) && n.Type().IsRegular() {
 			_ = os.Remove(filepath.Join(dir, n.Name()))
 		}

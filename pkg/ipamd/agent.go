@@ -2,26 +2,18 @@ package ipamd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
@@ -161,136 +153,6 @@ func (a *Agent) ReconcilerStatus() (ReconcilerStatus, bool) {
 	return a.recon.Status(), true
 }
 
-// connectK8s sets up the API client and, through it, the node's pod
-// capacity and node events. Without the API server ipamd still runs: max
-// pods then comes from the max-pods file and events are only logged.
-func (a *Agent) connectK8s(ctx context.Context) {
-	cfg := a.opts.Config
-	client := a.opts.K8s
-	if client == nil && cfg.NodeName != "" && a.opts.DevPool == nil {
-		c, err := k8sapi.NewClient("aws-k8s-agent-" + version.Version)
-		if err != nil {
-			a.log.Warn("no Kubernetes API client; continuing without it", "error", err)
-		} else {
-			client = c
-		}
-	}
-	a.events = k8sapi.NewNodeEvents(client, cfg.NodeName, cfg.PodName, time.Minute, a.log)
-	if client == nil || a.opts.MaxPods > 0 || cfg.NodeName == "" {
-		return
-	}
-	n, err := k8sapi.NodeMaxPods(ctx, client, cfg.NodeName)
-	if err != nil {
-		a.log.Warn("could not read the node's pod capacity; using the max-pods table", "error", err)
-		return
-	}
-	a.opts.MaxPods = n
-}
-
-// vpcCIDRs are the VPC's IPv4 CIDRs for AddNetwork replies.
-func (a *Agent) vpcCIDRs() []string {
-	if a.aws == nil {
-		return nil
-	}
-	var out []string
-	for _, p := range a.aws.InstanceIdentity().VPCCIDRs {
-		out = append(out, p.String())
-	}
-	return out
-}
-
-func (a *Agent) fillDevPool() error {
-	a.log.Warn("DEVELOPMENT MODE: static synthetic pool, no EC2; never use this on a real node",
-		"enis", a.opts.DevPool.ENIs, "perENI", a.opts.DevPool.PerENI, "prefixDelegation", a.opts.Config.PrefixDelegation)
-	return a.opts.DevPool.populate(a.store)
-}
-
-// restore loads the checkpoint. When it is missing or corrupt while the
-// node's ENIs carry addresses, running pods may hold some of them: the
-// allocations are rebuilt from the runtime's READY sandboxes before any ADD
-// is served, and ipamd refuses to start if that cannot be done.
-func (a *Agent) restore(ctx context.Context) error {
-	start := time.Now()
-	_, statErr := os.Stat(a.opts.Config.CheckpointPath)
-	missing := errors.Is(statErr, fs.ErrNotExist)
-	rep, err := a.store.Restore()
-	corrupt := errors.Is(err, datastore.ErrCheckpointCorrupt)
-	if err != nil && !corrupt {
-		a.log.Error("cannot restore the checkpoint; refusing to start so no running pod's address is handed out again",
-			"path", a.opts.Config.CheckpointPath, "error", err)
-		return fmt.Errorf("restore checkpoint: %w", err)
-	}
-	if missing || corrupt {
-		if err := a.rebuildLost(ctx, corrupt, err); err != nil {
-			return err
-		}
-	}
-	for _, e := range rep.NotInPool {
-		a.log.Warn("checkpoint entry dropped: address is on none of the node's ENIs", "key", e.Key.String(), "ip", e.IP.String())
-	}
-	for _, e := range rep.Conflicts {
-		a.log.Error("checkpoint entry dropped: address or key already restored", "key", e.Key.String(), "ip", e.IP.String())
-	}
-	a.log.Info("checkpoint restored", "restored", rep.Restored, "notInPool", len(rep.NotInPool),
-		"conflicts", len(rep.Conflicts), "took", time.Since(start).String())
-	return nil
-}
-
-// rebuildLost recovers allocations after a lost checkpoint.
-func (a *Agent) rebuildLost(ctx context.Context, corrupt bool, cause error) error {
-	if a.store.Stats().TotalIPs == 0 && len(a.store.ENISummaries()) <= 1 && a.opts.DevPool == nil {
-		return nil // a fresh node: nothing can be in use
-	}
-	if a.recon == nil {
-		if corrupt {
-			a.log.Error("checkpoint is corrupt and no container runtime is reachable to rebuild from; refusing to start",
-				"error", cause)
-			return fmt.Errorf("restore checkpoint: %w", cause)
-		}
-		a.log.Warn("no checkpoint and no container runtime to rebuild from: starting empty, as upstream does")
-		return nil
-	}
-	n, err := a.recon.rebuild(ctx)
-	if err != nil {
-		a.log.Error("checkpoint lost and rebuilding from the runtime failed; refusing to start", "error", err)
-		return err
-	}
-	a.log.Warn("checkpoint lost: rebuilt allocations from running sandboxes", "corrupt", corrupt, "rebuilt", n)
-	return nil
-}
-
-// connectRuntime sets up the pod-IP reconciler on the container runtime.
-func (a *Agent) connectRuntime() {
-	rc := a.opts.Config.Reconciler
-	if rc.Mode == ReconcileOff {
-		return
-	}
-	src := a.opts.CRI
-	if src == nil {
-		path, err := cri.ResolveEndpoint(rc.CRIEndpoint, cri.DefaultSocketCandidates)
-		if err != nil {
-			a.log.Warn("pod-IP reconciler disabled: no container runtime socket (mount it and set CRI_RUNTIME_ENDPOINT)", "error", err)
-			return
-		}
-		c, err := cri.Dial(path, rc.CRITimeout, a.log)
-		if err != nil {
-			a.log.Warn("pod-IP reconciler disabled", "error", err)
-			return
-		}
-		src = c
-	}
-	a.recon = newReconciler(rc, src, a.store, a.events, a.log)
-	if a.pool != nil {
-		hook := a.opts.OnLeak
-		a.pool.onLeak = func(d warmpool.Decision, s datastore.Stats) {
-			a.recon.Trigger()
-			if hook != nil {
-				hook(d, s)
-			}
-		}
-	}
-}
-
 // Run serves gRPC, introspection and metrics until ctx ends, then stops
 // cleanly: in-flight RPCs finish (up to ShutdownTimeout) and the checkpoint
 // is flushed.
@@ -351,48 +213,4 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("ipamd stopped")
 	return err
-}
-
-func (a *Agent) stopGRPC(srv *grpc.Server, hs *health.Server) {
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	hs.SetServingStatus(HealthServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
-	done := make(chan struct{})
-	go func() { srv.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(a.opts.ShutdownTimeout):
-		a.log.Warn("in-flight RPCs did not finish in time; stopping hard")
-		srv.Stop()
-		<-done
-	}
-}
-
-// serveHTTP serves h on addr until ctx ends, retrying a failed listen with
-// backoff (1 s doubling to 1 min), as upstream does.
-func (a *Agent) serveHTTP(ctx context.Context, name, addr string, h http.Handler) {
-	backoff := time.Second
-	for {
-		lis, err := listenHTTP(addr)
-		if err == nil {
-			a.log.Info("http server listening", "server", name, "address", lis.Addr().String())
-			srv := newHTTPServer(h)
-			go func() {
-				<-ctx.Done()
-				shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				defer cancel()
-				_ = srv.Shutdown(shutCtx)
-			}()
-			err = srv.Serve(lis)
-			if errors.Is(err, http.ErrServerClosed) {
-				return
-			}
-		}
-		a.log.Error("http server failed; retrying", "server", name, "address", addr, "error", err, "in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Minute)
-	}
 }

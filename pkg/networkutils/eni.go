@@ -1,0 +1,205 @@
+package networkutils
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// ENI describes a secondary ENI of network card 0 as ipamd knows it.
+type ENI struct {
+	MAC          string
+	DeviceNumber int          // attachment device index, > 0
+	PrimaryIP    netip.Addr   // IPv4
+	SubnetCIDR   netip.Prefix // the ENI's subnet
+}
+
+// RouteTableForDevice is the route table of the ENI at deviceNumber on
+// network card 0: main (254) for the primary ENI (device 0), else
+// deviceNumber+1.
+func RouteTableForDevice(deviceNumber int) int {
+	if deviceNumber == 0 {
+		return mainTable
+	}
+	return deviceNumber + 1
+}
+
+// SetupENINetwork configures a secondary ENI: MTU, link up, its primary
+// IP as the only global IPv4 address, table DeviceNumber+1 with
+// `<gw>/32 dev ethX scope link` and `default via <gw> dev ethX` (gw =
+// subnet network address + 1), no subnet route for it in main, and the
+// rule `from <primary IP> lookup <table>` at priority 32765.
+func (h *Host) SetupENINetwork(ctx context.Context, eni ENI) error {
+	if err := eni.validate(); err != nil {
+		return fmt.Errorf("setup ENI %s: %w", eni.MAC, err)
+	}
+	link, err := h.linkByMAC(ctx, eni.MAC)
+	if err != nil {
+		return fmt.Errorf("setup ENI %s: %w", eni.MAC, err)
+	}
+	name := link.Attrs().Name
+	table := RouteTableForDevice(eni.DeviceNumber)
+	subnet := eni.SubnetCIDR.Masked()
+	gw := subnet.Addr().Next()
+
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"MTU", func() error { return h.setMTU(link, h.cfg.MTU) }},
+		{"link up", func() error { return h.nl.LinkSetUp(link) }},
+		{"address", func() error { return h.syncENIAddress(link, netip.PrefixFrom(eni.PrimaryIP, subnet.Bits())) }},
+		{fmt.Sprintf("routes in table %d", table), func() error { return h.syncENIRoutes(link, table, gw) }},
+		{"subnet route in main", func() error { return h.deleteMainSubnetRoute(link, subnet) }},
+		{"rule", func() error { return h.syncENIRule(eni.PrimaryIP, table) }},
+	}
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("setup ENI %s (%s): %w", eni.MAC, name, err)
+		}
+		if err := s.do(); err != nil {
+			return fmt.Errorf("setup ENI %s (%s): %s: %w", eni.MAC, name, s.what, err)
+		}
+	}
+	return nil
+}
+
+// TeardownENINetwork deletes every IPv4 rule whose source is the ENI's
+// primary IP (called when the ENI is freed).
+func (h *Host) TeardownENINetwork(ctx context.Context, primaryIP netip.Addr) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !primaryIP.Is4() {
+		return fmt.Errorf("teardown ENI: %v is not an IPv4 address", primaryIP)
+	}
+	return h.deleteRulesFrom(primaryIP)
+}
+
+func (e ENI) validate() error {
+	switch {
+	case e.DeviceNumber < 1:
+		return fmt.Errorf("device number %d: secondary ENIs start at 1", e.DeviceNumber)
+	case !e.PrimaryIP.Is4():
+		return fmt.Errorf("primary IP %v is not IPv4", e.PrimaryIP)
+	case !e.SubnetCIDR.IsValid() || !e.SubnetCIDR.Addr().Is4() || e.SubnetCIDR.Bits() > 30:
+		return fmt.Errorf("subnet %v is not an IPv4 subnet with room for a gateway", e.SubnetCIDR)
+	case !e.SubnetCIDR.Contains(e.PrimaryIP):
+		return fmt.Errorf("primary IP %v is outside subnet %v", e.PrimaryIP, e.SubnetCIDR)
+	}
+	return nil
+}
+
+// syncENIAddress leaves want as the link's only global IPv4 address.
+func (h *Host) syncENIAddress(link netlink.Link, want netip.Prefix) error {
+	addrs, err := h.nl.AddrList(link, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("list addresses: %w", err)
+	}
+	have := false
+	for _, a := range addrs {
+		if a.Scope != unix.RT_SCOPE_UNIVERSE {
+			continue
+		}
+		if p, ok := prefixOf(a.IPNet); ok && p == want && !have {
+			have = true
+			continue
+		}
+		if err := h.nl.AddrDel(link, &a); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+			return fmt.Errorf("delete address %s: %w", a.IPNet, err)
+		}
+	}
+	if have {
+		return nil
+	}
+	if err := h.nl.AddrAdd(link, &netlink.Addr{IPNet: ipNet(want)}); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("add address %s: %w", want, err)
+	}
+	return nil
+}
+
+// syncENIRoutes leaves table holding exactly the gateway's link route and
+// the default route via it, both on link.
+func (h *Host) syncENIRoutes(link netlink.Link, table int, gw netip.Addr) error {
+	idx := link.Attrs().Index
+	gwRoute := &netlink.Route{LinkIndex: idx, Dst: ipNet(netip.PrefixFrom(gw, 32)), Scope: netlink.SCOPE_LINK, Table: table}
+	defRoute := &netlink.Route{LinkIndex: idx, Dst: ipNet(netip.PrefixFrom(netip.IPv4Unspecified(), 0)), Gw: gw.AsSlice(), Table: table}
+	wanted := []*netlink.Route{gwRoute, defRoute}
+
+	listed, err := h.routes(&netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return err
+	}
+	kept := make([]bool, len(wanted))
+	var stale []netlink.Route
+	for _, r := range listed {
+		if i := slices.IndexFunc(wanted, func(w *netlink.Route) bool { return sameRoute(r, w) }); i >= 0 && !kept[i] {
+			kept[i] = true
+			continue
+		}
+		stale = append(stale, r)
+	}
+	// Add (replace) first: the gateway route must exist before the default
+	// route that uses it, and a replaced default drops out of stale.
+	for i, w := range wanted {
+		if kept[i] {
+			continue
+		}
+		if err := h.nl.RouteReplace(w); err != nil {
+			return fmt.Errorf("replace route %s: %w", w, err)
+		}
+	}
+	for _, r := range stale {
+		if err := h.nl.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("delete stale route %s: %w", r, err)
+		}
+	}
+	return nil
+}
+
+// deleteMainSubnetRoute removes the kernel's prefix route for subnet on
+// link from the main table, so the subnet is reached through the ENI
+// table only.
+func (h *Host) deleteMainSubnetRoute(link netlink.Link, subnet netip.Prefix) error {
+	filter := &netlink.Route{Table: mainTable, LinkIndex: link.Attrs().Index, Dst: ipNet(subnet)}
+	routes, err := h.routes(filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_OIF|netlink.RT_FILTER_DST)
+	if err != nil {
+		return err
+	}
+	for _, r := range routes {
+		if err := h.nl.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("delete route %s: %w", r, err)
+		}
+	}
+	return nil
+}
+
+// routes lists IPv4 routes, retrying a dump interrupted by a change.
+func (h *Host) routes(filter *netlink.Route, mask uint64) ([]netlink.Route, error) {
+	var err error
+	for range 5 {
+		var rs []netlink.Route
+		rs, err = h.nl.RouteListFiltered(netlink.FAMILY_V4, filter, mask)
+		if err == nil {
+			return rs, nil
+		}
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("list routes: %w", err)
+}
+
+// sameRoute compares a listed route with one we would write.
+func sameRoute(r netlink.Route, w *netlink.Route) bool {
+	gwEq := (len(r.Gw) == 0 && len(w.Gw) == 0) || net.IP(r.Gw).Equal(w.Gw)
+	return r.LinkIndex == w.LinkIndex && r.Table == w.Table && r.Scope == w.Scope &&
+		netEq(r.Dst, w.Dst) && gwEq && len(r.MultiPath) == 0 &&
+		(r.Type == 0 || r.Type == unix.RTN_UNICAST)
+}

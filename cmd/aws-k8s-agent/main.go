@@ -12,7 +12,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/logger"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
@@ -47,7 +49,14 @@ func run() int {
 	slog.SetDefault(log)
 
 	opts := ipamd.Options{Config: cfg, SocketPath: *socket, MetricsAddress: *metrics, Logger: log}
-	if *devPool != "" {
+	if *devPool == "" {
+		// A real node: ipamd owns the host's ENI links, route tables, rules and SNAT.
+		opts.HostNetwork = func(id awsutils.Identity) (ipamd.HostNetwork, error) {
+			nc := networkutils.ConfigFromEnv(os.LookupEnv)
+			nc.PrimaryMAC, nc.PrimaryIP, nc.VPCCIDRs = id.PrimaryMAC, id.PrimaryIP, id.VPCCIDRs
+			return networkutils.New(nc, networkutils.WithLogger(log))
+		}
+	} else {
 		p, err := ipamd.ParseDevPool(*devPool)
 		if err != nil {
 			log.Error("bad -dev-static-pool", "error", err)

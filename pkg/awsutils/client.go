@@ -39,6 +39,7 @@ type Client struct {
 	log  *slog.Logger
 	// Identity is read from IMDS once, at New.
 	Identity Identity
+	subnets  subnetCache
 }
 
 // New loads the SDK's default configuration (credentials chain, endpoint

@@ -38,3 +38,16 @@ func TestDescribeInstanceTypeLimits(t *testing.T) {
 		assert.Equal(t, ec2sim.CodeInvalidInstanceType, ae.Code)
 	})
 }
+
+func TestSubnetCIDRIsCached(t *testing.T) {
+	sim, c := simClient(t, ec2sim.Config{InstanceType: "m5.large"}, Options{})
+	subnet := sim.SubnetIDs()[0]
+	p, err := c.SubnetCIDR(context.Background(), subnet)
+	require.NoError(t, err)
+	assert.True(t, p.IsValid())
+	_, err = c.SubnetCIDR(context.Background(), subnet)
+	require.NoError(t, err)
+	assert.Equal(t, 1, sim.Calls()["DescribeSubnets"])
+	_, err = c.SubnetCIDR(context.Background(), "subnet-nope")
+	assert.Error(t, err)
+}

@@ -45,6 +45,9 @@ type Options struct {
 	// CRI is the container runtime; nil connects to CRI_RUNTIME_ENDPOINT or
 	// the first usual socket found (unless the reconciler is off).
 	CRI sandboxSource
+	// HostNetwork, when set, builds the manager of the host's network state
+	// (links, route tables, rules, SNAT); nil leaves the host alone.
+	HostNetwork HostNetworkFactory
 	// DelQueueDir is where the plugin queues DELs that missed ipamd
 	// (default /var/run/aws-node/del-queue).
 	DelQueueDir string
@@ -63,6 +66,7 @@ type Agent struct {
 	pool    *poolManager // nil with a development pool
 	events  *k8sapi.NodeEvents
 	recon   *reconciler // nil when off or no runtime is reachable
+	host    HostNetwork // nil when the host network is not managed
 }
 
 // NewAgent discovers the node (or takes the development pool), builds the

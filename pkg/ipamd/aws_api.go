@@ -22,6 +22,7 @@ type awsAPI interface {
 	AssignPrefixes(ctx context.Context, eniID string, n int) ([]netip.Prefix, error)
 	UnassignIPs(ctx context.Context, eniID string, ips []netip.Addr) error
 	UnassignPrefixes(ctx context.Context, eniID string, ps []netip.Prefix) error
+	SubnetCIDR(ctx context.Context, subnetID string) (netip.Prefix, error)
 }
 
 var _ awsAPI = (*awsutils.Client)(nil)

@@ -32,7 +32,7 @@ func (p *poolManager) reconcileENIs(ctx context.Context) {
 		return
 	}
 	p.lastEC2Verify = p.now()
-	p.applyTruth(truth)
+	p.applyTruth(ctx, truth)
 }
 
 // imdsAgrees reports whether IMDS shows exactly the datastore's ENIs and
@@ -77,7 +77,7 @@ func sameSet(a, b []netip.Prefix) bool {
 // are added (except ones ipamd itself just released, which EC2 may still
 // report for a moment), vanished ones removed, forcibly if a pod held them
 // (EC2 no longer routes them to this node).
-func (p *poolManager) applyTruth(truth []awsutils.ENI) {
+func (p *poolManager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 	id := p.aws.InstanceIdentity()
 	attached := map[string]awsutils.ENI{}
 	for _, e := range truth {
@@ -99,7 +99,7 @@ func (p *poolManager) applyTruth(truth []awsutils.ENI) {
 		p.syncCIDRs(s, e)
 	}
 	for _, e := range attached {
-		if err := addENIToStore(p.store, p.withoutReleased(e)); err != nil {
+		if err := p.addENI(ctx, p.withoutReleased(e)); err != nil {
 			p.log.Error("ENI reconcile: could not add ENI", "eni", e.ID, "error", err)
 			continue
 		}

@@ -62,6 +62,9 @@ func (a *Agent) maxPods(instanceType string) int {
 func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	cfg := a.opts.Config
 	id := a.aws.InstanceIdentity()
+	if err := a.setupHostNetwork(ctx); err != nil {
+		return err
+	}
 	enis, err := a.aws.InstanceENIs(ctx)
 	if err != nil {
 		return fmt.Errorf("list the instance's ENIs: %w", err)
@@ -69,6 +72,13 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	for _, e := range enis {
 		if !e.Attached || e.NetworkCard != 0 || !isManaged(e, id) {
 			a.log.Info("ENI not managed by ipamd", "eni", e.ID, "type", e.InterfaceType, "card", e.NetworkCard)
+			continue
+		}
+		if err := a.setupENI(ctx, e); err != nil {
+			// As upstream: an ENI whose link is not ready is left out now and
+			// added by the ENI reconcile once it is.
+			ipamdErrors.WithLabelValues("waitENIAttachedMaxRetryExceeded").Inc()
+			a.log.Error("could not set up ENI; leaving it out for now", "eni", e.ID, "error", err)
 			continue
 		}
 		if err := addENIToStore(a.store, e); err != nil {
@@ -102,6 +112,8 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	}
 	a.pool = newPoolManager(pc, a.aws, a.store, a.log)
 	a.pool.onLeak = a.opts.OnLeak
+	a.pool.setupENI = a.setupENI
+	a.pool.teardownENI = a.teardownENI
 	a.pool.events = a.events
 	a.log.Info("node initialised", "instance", id.InstanceID, "type", id.InstanceType, "enis", len(a.store.ENISummaries()),
 		"maxENIs", maxENIs, "slotsPerENI", slots, "maxPods", pc.targets.MaxPods, "prefixDelegation", a.store.PrefixDelegation())

@@ -96,7 +96,7 @@ func (p *poolManager) addENI(ctx context.Context, e awsutils.ENI) error {
 		return errors.New("not attached")
 	}
 	if p.setupENI != nil && e.DeviceNumber != 0 {
-		if err := p.setupENI(ctx, e.ID, e.DeviceNumber); err != nil {
+		if err := p.setupENI(ctx, e); err != nil {
 			return err
 		}
 	}
@@ -124,7 +124,7 @@ func (p *poolManager) growFailed(ctx context.Context, eniID string, err error) {
 // addENIToStore adds an ENI and its addresses (duplicates tolerated).
 func addENIToStore(store *datastore.DataStore, e awsutils.ENI) error {
 	info := datastore.ENIInfo{ID: e.ID, DeviceNumber: e.DeviceNumber, Primary: e.DeviceNumber == 0 && e.NetworkCard == 0,
-		RouteTableID: routeTableFor(e.DeviceNumber), SubnetID: e.SubnetID}
+		RouteTableID: routeTableFor(e.DeviceNumber), SubnetID: e.SubnetID, PrimaryIP: e.PrimaryIP}
 	if err := store.AddENI(info); err != nil && !errors.Is(err, datastore.ErrDuplicateENI) {
 		return err
 	}

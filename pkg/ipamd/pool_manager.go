@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 )
@@ -65,9 +66,11 @@ type poolManager struct {
 	// setupENI prepares the host side of a new secondary ENI (link, route
 	// table, rules) before its addresses are handed out; nil until host
 	// networking is built.
-	setupENI func(ctx context.Context, eniID string, deviceNumber int) error
-	onLeak   LeakHook
-	events   nodeEventPoster
+	setupENI func(ctx context.Context, e awsutils.ENI) error
+	// teardownENI removes the host side of a freed ENI; nil when unmanaged.
+	teardownENI func(ctx context.Context, primaryIP netip.Addr)
+	onLeak      LeakHook
+	events      nodeEventPoster
 
 	subnetCooldownUntil time.Time
 	lastDecrease        time.Time

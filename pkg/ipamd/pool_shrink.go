@@ -92,6 +92,9 @@ func (p *poolManager) maybeFreeENI(ctx context.Context) {
 			p.log.Error("could not free ENI; the ENI reconcile re-adds it while it stays attached", "eni", e.Info.ID, "error", err)
 			return
 		}
+		if p.teardownENI != nil {
+			p.teardownENI(ctx, e.Info.PrimaryIP)
+		}
 		p.log.Info("freed idle ENI", "eni", e.Info.ID, "device", e.Info.DeviceNumber)
 		return
 	}

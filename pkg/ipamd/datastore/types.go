@@ -41,6 +41,8 @@ type ENIInfo struct {
 	Subnet       netip.Prefix
 	RouteTableID int
 	SubnetID     string
+	// PrimaryIP is the ENI's own address (not handed to pods).
+	PrimaryIP netip.Addr
 }
 
 // Allocation is one assigned address as callers see it.

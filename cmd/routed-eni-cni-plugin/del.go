@@ -1,0 +1,205 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/driver"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
+	"github.com/aws/amazon-vpc-cni-k8s/rpc"
+)
+
+// cmdDel handles DEL. It never fails because ipamd is away: pod deletion
+// must not block on the node agent. The release is queued (pkg/delqueue) for ipamd to replay
+// and the node-side state is removed from what prevResult says.
+//
+// Order of work, chosen so a new pod that was already handed the same
+// address is never hurt:
+//  1. DelNetwork (or queue it when ipamd does not answer);
+//  2. delete the pod's veth if its namespace is still there (the node end
+//     and the node route through it go with it);
+//  3. remove the address's rules, unless a live interface still routes the
+//     address (driver.ReleaseHostRouting refuses then).
+func cmdDel(args *skel.CmdArgs) error {
+	inv, done, err := start("DEL", args, false)
+	if err != nil {
+		return err
+	}
+	defer done()
+	began := time.Now()
+	if err := inv.del(); err != nil {
+		inv.log.Error("DEL failed", "error", err, "took", time.Since(began).String())
+		return err
+	}
+	inv.log.Info("DEL done", "took", time.Since(began).String())
+	return nil
+}
+
+func (inv *invocation) del() error {
+	args, conf, log := inv.args, inv.conf, inv.log
+	log.Info("DEL", "netns", args.Netns, "network", conf.Name)
+
+	prev := inv.prevInfo()
+	if prev != nil && prev.VlanID != 0 {
+		// A branch-ENI pod set up by upstream's plugin: its address
+		// belongs to the VPC resource controller, not ipamd.
+		return inv.teardownBranch(prev.VlanID, prev.Attachments)
+	}
+
+	reply, err := inv.callDelNetwork()
+	switch {
+	case err == nil && !reply.Success:
+		return errors.New("ipamd could not release the pod's address")
+	case err == nil:
+		log.Info("ipamd released", "allocations", reply.IPAllocationMetadata)
+		if reply.NetworkPolicyMode != "" {
+			log.Warn("network policy enforcement is not supported by this plugin; no policy agent is told about the deletion",
+				"networkPolicyMode", reply.NetworkPolicyMode)
+		}
+		if reply.PodVlanId != 0 {
+			var as []attachment
+			for _, md := range reply.IPAllocationMetadata {
+				if ip := net.ParseIP(md.IPv4Addr).To4(); ip != nil {
+					as = append(as, attachment{IP: ip})
+				}
+			}
+			return inv.teardownBranch(int(reply.PodVlanId), as)
+		}
+		inv.removeContainerLink()
+		var errs []error
+		found := false
+		for _, md := range reply.IPAllocationMetadata {
+			ip := net.ParseIP(md.IPv4Addr).To4()
+			if ip == nil {
+				continue
+			}
+			found = true
+			if err := inv.releaseHostRouting(ip); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if !found {
+			log.Warn("ipamd's reply carries no IPv4 address; nothing to remove on the node")
+		}
+		return errors.Join(errs...)
+	case isUnknownPod(err):
+		log.Info("ipamd holds nothing for this pod (already released)")
+	default:
+		log.Warn("ipamd did not release the address; queueing the DEL and tearing down from prevResult", "error", err)
+		reason := "ipamd error: "
+		if isUnreachable(err) {
+			reason = "ipamd unreachable: "
+		}
+		inv.queueDel(reason + err.Error())
+	}
+	inv.removeContainerLink()
+	if prev == nil {
+		log.Info("no usable prevResult; nothing more to remove on the node")
+		return nil
+	}
+	for _, a := range prev.Attachments {
+		if err := inv.releaseHostRouting(a.IP); err != nil {
+			log.Warn("could not remove the node's rules from prevResult", "ip", a.IP.String(), "error", err)
+		}
+	}
+	return nil
+}
+
+// callDelNetwork asks ipamd to release the pod's address.
+func (inv *invocation) callDelNetwork() (*rpc.DelNetworkReply, error) {
+	client, err := dialIPAMD(inv.conf.IPAMDSocket)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	return client.delNetwork(inv.delRequest(reasonPodDeleted))
+}
+
+// prevInfo parses prevResult, logging (not failing) when it is unusable.
+func (inv *invocation) prevInfo() *prevInfo {
+	conf := inv.conf
+	if conf.prevErr != nil {
+		inv.log.Warn("prevResult could not be parsed; ignoring it", "error", conf.prevErr)
+		return nil
+	}
+	if conf.prevResult == nil {
+		return nil
+	}
+	dummy := ""
+	if inv.pod.Name != "" || inv.pod.Namespace != "" {
+		dummy = dummyIfName(inv.pod.Namespace, inv.pod.Name)
+	}
+	info, err := parsePrevInfo(conf.prevResult, dummy, inv.args.IfName)
+	if errors.Is(err, errNoDummy) && dummy != "" {
+		// CNI_ARGS naming a different pod than the result: take any
+		// dummy entry.
+		info, err = parsePrevInfo(conf.prevResult, "", inv.args.IfName)
+	}
+	if err != nil {
+		inv.log.Warn("prevResult does not describe an aws-cni attachment; ignoring it", "error", err)
+		return nil
+	}
+	return &info
+}
+
+// removeContainerLink deletes the pod's veth when its namespace remains.
+func (inv *invocation) removeContainerLink() {
+	if err := driver.RemoveContainerLink(inv.args.Netns, inv.args.IfName, inv.log); err != nil {
+		inv.log.Warn("could not delete the pod's interface; it goes with the namespace", "error", err)
+	}
+}
+
+// releaseHostRouting removes the rules of ip; an address already routed to
+// another live interface is not an error.
+func (inv *invocation) releaseHostRouting(ip net.IP) error {
+	err := driver.ReleaseHostRouting(ip, inv.log)
+	if errors.Is(err, driver.ErrAddressInUse) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove node rules for %s: %w", ip, err)
+	}
+	inv.log.Info("node rules removed", "ip", ip.String())
+	return nil
+}
+
+// teardownBranch cleans a branch-ENI pod (only with a namespace: the
+// runtime's second DEL has none and finds nothing left to do).
+func (inv *invocation) teardownBranch(vlan int, as []attachment) error {
+	if inv.args.Netns == "" {
+		inv.log.Info("branch-ENI pod DEL without a namespace; nothing to do", "vlan", vlan)
+		return nil
+	}
+	var ip net.IP
+	if len(as) > 0 {
+		ip = as[0].IP
+	}
+	if err := driver.TeardownBranchENI(vlan, ip, inv.log); err != nil {
+		return fmt.Errorf("tear down branch-ENI pod (vlan %d): %w", vlan, err)
+	}
+	return nil
+}
+
+// queueDel records the release durably for ipamd to replay. Failing to
+// queue is logged, not returned: ipamd's reconciler still finds the leak.
+func (inv *invocation) queueDel(reason string) {
+	e := delqueue.Entry{
+		ContainerID:  inv.args.ContainerID,
+		IfName:       inv.args.IfName,
+		NetworkName:  inv.conf.Name,
+		PodNamespace: inv.pod.Namespace,
+		PodName:      inv.pod.Name,
+		PodUID:       inv.pod.UID,
+		Reason:       reason,
+	}
+	if err := delqueue.Write(inv.conf.DelQueueDir, e); err != nil {
+		inv.log.Error("could not queue the DEL for ipamd; the address stays allocated until ipamd's reconciler reclaims it",
+			"dir", inv.conf.DelQueueDir, "error", err)
+		return
+	}
+	inv.log.Info("DEL queued for ipamd", "dir", inv.conf.DelQueueDir)
+}

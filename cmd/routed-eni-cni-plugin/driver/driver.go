@@ -1,0 +1,114 @@
+// Package driver does the aws-cni plugin's netlink work for regular
+// (non-branch-ENI) IPv4 pods: the veth pair between the pod and the node,
+// the pod's addressing and routes, and the node's per-pod route and policy
+// rules. It runs in the node's network namespace (the plugin's own) and
+// reaches into the pod's namespace through a netlink handle opened there,
+// so no goroutine ever switches namespaces.
+//
+// Node-side state per pod address X on an ENI with route table T:
+//
+//	route  X/32 dev <host veth> scope link            (main table)
+//	rule   512:  to X lookup main
+//	rule   1536: from X lookup T                      (only when T is not main)
+//
+// Pod-side state: address X/32 on the container interface, a scope-link
+// route to the gateway 169.254.1.1, a default route through it and a
+// permanent neighbour entry gateway -> host veth MAC.
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Rule priorities (upstream's numbers; policy engines and ipamd rely on them).
+const (
+	ToContainerRulePriority = 512
+	FromPodRulePriority     = 1536
+	// VlanRulePriority is used by branch-ENI pods (teardown only here).
+	VlanRulePriority = 10
+)
+
+// MainTable is the kernel's main routing table.
+const MainTable = unix.RT_TABLE_MAIN
+
+// GatewayIPv4 is the pod's next hop: answered by the host veth through a
+// permanent neighbour entry, never configured on any interface.
+var GatewayIPv4 = net.IPv4(169, 254, 1, 1).To4()
+
+// PodNetwork describes one pod attachment.
+type PodNetwork struct {
+	HostVeth    string // node-side veth name
+	ContainerIf string // CNI_IFNAME
+	NetnsPath   string // CNI_NETNS
+	IP          net.IP // the pod's IPv4 address
+	// RouteTable is the ENI's table as ipamd reports it; values <= 1 and
+	// 254 mean main.
+	RouteTable int
+	MTU        int
+}
+
+// table is the normalised route table.
+func (p PodNetwork) table() int { return NormalizeTable(p.RouteTable) }
+
+// NormalizeTable maps the values meaning "main" (0, 1 = legacy primary
+// ENI, 254) to main.
+func NormalizeTable(t int) int {
+	if t <= 1 {
+		return MainTable
+	}
+	return t
+}
+
+func (p PodNetwork) validate() error {
+	switch {
+	case p.IP.To4() == nil:
+		return fmt.Errorf("pod address %v is not IPv4", p.IP)
+	case p.HostVeth == "" || len(p.HostVeth) > unix.IFNAMSIZ-1:
+		return fmt.Errorf("host veth name %q is empty or longer than %d", p.HostVeth, unix.IFNAMSIZ-1)
+	case p.ContainerIf == "" || len(p.ContainerIf) > unix.IFNAMSIZ-1:
+		return fmt.Errorf("container interface name %q is empty or longer than %d", p.ContainerIf, unix.IFNAMSIZ-1)
+	case p.NetnsPath == "":
+		return fmt.Errorf("no network namespace")
+	}
+	return nil
+}
+
+func hostPrefix(ip net.IP) *net.IPNet {
+	return &net.IPNet{IP: ip.To4(), Mask: net.CIDRMask(32, 32)}
+}
+
+// podHandle opens a netlink handle inside the namespace at path.
+func podHandle(path string) (handle, netns.NsHandle, error) {
+	nsh, err := netns.GetFromPath(path)
+	if err != nil {
+		return handle{}, netns.None(), fmt.Errorf("open network namespace %s: %w", path, err)
+	}
+	nh, err := netlink.NewHandleAt(nsh)
+	if err != nil {
+		_ = nsh.Close()
+		return handle{}, netns.None(), fmt.Errorf("netlink in %s: %w", path, err)
+	}
+	return handle{nh}, nsh, nil
+}
+
+// hostHandle opens a netlink handle in the plugin's own namespace.
+func hostHandle() (handle, error) {
+	nh, err := netlink.NewHandle()
+	if err != nil {
+		return handle{}, fmt.Errorf("netlink: %w", err)
+	}
+	return handle{nh}, nil
+}
+
+func isNotFound(err error) bool {
+	var lnf netlink.LinkNotFoundError
+	return errors.As(err, &lnf) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENODEV)
+}
+
+func isExist(err error) bool { return errors.Is(err, unix.EEXIST) }

@@ -1,0 +1,167 @@
+package driver
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netlink"
+
+	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// inNode runs f on a thread inside the node namespace, which is what the
+// driver takes as "the node" (the plugin binary runs there).
+func inNode(t *testing.T, node ns.NetNS, f func() error) error {
+	t.Helper()
+	var err error
+	require.NoError(t, node.Do(func(ns.NetNS) error { err = f(); return nil }))
+	return err
+}
+
+func rulesFor(t *testing.T, node ns.NetNS, ip net.IP) (to, from []netlink.Rule) {
+	t.Helper()
+	rules, err := netnsutil.Handle(t, node).RuleList(netlink.FAMILY_V4)
+	require.NoError(t, err)
+	for _, r := range rules {
+		if r.Priority == ToContainerRulePriority && r.Dst != nil && r.Dst.IP.Equal(ip) {
+			to = append(to, r)
+		}
+		if r.Priority == FromPodRulePriority && r.Src != nil && r.Src.IP.Equal(ip) {
+			from = append(from, r)
+		}
+	}
+	return to, from
+}
+
+func TestSetupCheckAndRelease(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	node, pod := netnsutil.New(t), netnsutil.New(t)
+	ip := net.IPv4(10, 250, 1, 7).To4()
+	p := PodNetwork{HostVeth: "enitest0000001", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: ip, RouteTable: 2, MTU: 9001}
+	require.NoError(t, inNode(t, node, func() error { return Setup(p, quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return Check(p) }))
+	to, from := rulesFor(t, node, ip)
+	require.Len(t, to, 1)
+	require.Len(t, from, 1)
+	assert.Equal(t, 2, from[0].Table)
+
+	// While the veth lives, the address is in use: rules stay.
+	err := inNode(t, node, func() error { return ReleaseHostRouting(ip, quiet) })
+	require.ErrorIs(t, err, ErrAddressInUse)
+	to, _ = rulesFor(t, node, ip)
+	require.Len(t, to, 1)
+
+	require.NoError(t, inNode(t, node, func() error { return RemoveContainerLink(pod.Path(), "eth0", quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return RemoveContainerLink(pod.Path(), "eth0", quiet) }), "twice")
+	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, quiet) }), "twice")
+	to, from = rulesFor(t, node, ip)
+	assert.Empty(t, to)
+	assert.Empty(t, from)
+	_, err = netnsutil.Handle(t, node).LinkByName(p.HostVeth)
+	assert.Error(t, err, "host veth gone with its peer")
+	require.Error(t, inNode(t, node, func() error { return Check(p) }))
+}
+
+func TestSetupReplacesStaleState(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	node, pod := netnsutil.New(t), netnsutil.New(t)
+	ip := net.IPv4(10, 250, 0, 9).To4()
+	// A stale 1536 rule for this address into another ENI's table.
+	stale := ruleFrom(ip, 7)
+	require.NoError(t, netnsutil.Handle(t, node).RuleAdd(stale))
+	p := PodNetwork{HostVeth: "enitest0000002", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: ip, RouteTable: 254, MTU: 1500}
+	require.NoError(t, inNode(t, node, func() error { return Setup(p, quiet) }))
+	_, from := rulesFor(t, node, ip)
+	assert.Empty(t, from, "stale from-rule removed; the primary ENI needs none")
+	// Setting up again (a retried ADD) replaces the veth pair.
+	require.NoError(t, inNode(t, node, func() error { return Setup(p, quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return Check(p) }))
+	hl, err := netnsutil.Handle(t, node).LinkByName(p.HostVeth)
+	require.NoError(t, err)
+	assert.Equal(t, 1500, hl.Attrs().MTU)
+}
+
+func TestSetupFailureRollsBack(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	node, pod, other := netnsutil.New(t), netnsutil.New(t), netnsutil.New(t)
+	netnsutil.Veth(t, pod, "eth0", other, "x0") // eth0 is taken
+	ip := net.IPv4(10, 250, 1, 8).To4()
+	p := PodNetwork{HostVeth: "enitest0000003", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: ip, RouteTable: 2, MTU: 9001}
+	require.Error(t, inNode(t, node, func() error { return Setup(p, quiet) }))
+	names, err := netnsutil.LinkNames(node)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"lo"}, names)
+	to, from := rulesFor(t, node, ip)
+	assert.Empty(t, to)
+	assert.Empty(t, from)
+	// The pod's own eth0 is untouched.
+	_, err = netnsutil.Handle(t, pod).LinkByName("eth0")
+	require.NoError(t, err)
+
+	// Invalid requests never touch the kernel.
+	for _, bad := range []PodNetwork{
+		{HostVeth: "h", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: net.ParseIP("2001:db8::1")},
+		{HostVeth: "abcdefghijklmnop", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: ip},
+		{HostVeth: "h", ContainerIf: "eth0", IP: ip},
+		{HostVeth: "h", ContainerIf: "eth0", NetnsPath: "/nonexistent/ns", IP: ip},
+	} {
+		require.Error(t, inNode(t, node, func() error { return Setup(bad, quiet) }), "%+v", bad)
+	}
+}
+
+func TestTeardownBranchENI(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	node, other := netnsutil.New(t), netnsutil.New(t)
+	// A veth stands in for the VLAN link (VLAN links are unavailable here).
+	netnsutil.Veth(t, node, "vlan.eth.5", other, "x0")
+	h := netnsutil.Handle(t, node)
+	for _, iif := range []string{"vlan.eth.5", "enixxxx"} {
+		r := netlink.NewRule()
+		r.Priority = VlanRulePriority
+		r.IifName = iif
+		r.Table = 105
+		require.NoError(t, h.RuleAdd(r))
+	}
+	ip := net.IPv4(10, 1, 2, 3).To4()
+	require.NoError(t, h.RuleAdd(ruleTo(ip)))
+	require.NoError(t, inNode(t, node, func() error { return TeardownBranchENI(5, ip, quiet) }))
+	rules, err := h.RuleList(netlink.FAMILY_V4)
+	require.NoError(t, err)
+	for _, r := range rules {
+		assert.NotEqual(t, VlanRulePriority, r.Priority, "%s", r)
+		assert.NotEqual(t, ToContainerRulePriority, r.Priority, "%s", r)
+	}
+	_, err = h.LinkByName("vlan.eth.5")
+	assert.Error(t, err)
+}
+
+func TestRandomMAC(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		m, err := RandomMAC()
+		require.NoError(t, err)
+		require.Len(t, m, 6)
+		assert.Equal(t, byte(0x02), m[0]&0x03, "locally administered unicast: %s", m)
+		seen[m.String()] = true
+	}
+	assert.Greater(t, len(seen), 95)
+	m, err := RandomMAC()
+	require.NoError(t, err)
+	u, err := uniqueMAC([]net.HardwareAddr{m})
+	require.NoError(t, err)
+	assert.NotEqual(t, m.String(), u.String())
+}
+
+func TestNormalizeTable(t *testing.T) {
+	for in, want := range map[int]int{0: 254, 1: 254, 254: 254, 2: 2, 10101: 10101} {
+		assert.Equal(t, want, NormalizeTable(in))
+	}
+}

@@ -1,0 +1,200 @@
+package driver
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// Setup builds the pod's network for p. On failure everything it created
+// is removed again and the error returned; the caller gives the address
+// back to ipamd.
+func Setup(p PodNetwork, log *slog.Logger) (err error) {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	host, err := hostHandle()
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	pod, podNs, err := podHandle(p.NetnsPath)
+	if err != nil {
+		return err
+	}
+	defer podNs.Close()
+	defer pod.Close()
+	// The calling thread is in the node namespace (nothing in this
+	// process switches namespaces), so this is the node namespace.
+	hostNs, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("open node network namespace: %w", err)
+	}
+	defer hostNs.Close()
+
+	if err := deleteLinkByName(host, p.HostVeth); err != nil {
+		return fmt.Errorf("delete stale host veth %s: %w", p.HostVeth, err)
+	}
+	links, err := host.LinkList()
+	if err != nil {
+		return fmt.Errorf("list node links: %w", err)
+	}
+	used := make([]net.HardwareAddr, 0, len(links))
+	for _, l := range links {
+		used = append(used, l.Attrs().HardwareAddr)
+	}
+	hostMAC, err := uniqueMAC(used)
+	if err != nil {
+		return err
+	}
+
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = p.ContainerIf
+	attrs.MTU = p.MTU
+	veth := &netlink.Veth{
+		LinkAttrs:        attrs,
+		PeerName:         p.HostVeth,
+		PeerHardwareAddr: hostMAC,
+		PeerMTU:          uint32(max(p.MTU, 0)),
+		PeerTxQLen:       -1,
+		PeerNamespace:    netlink.NsFd(int(hostNs)),
+	}
+	if err := pod.LinkAdd(veth); err != nil {
+		return fmt.Errorf("create veth pair %s (pod) / %s (node): %w", p.ContainerIf, p.HostVeth, err)
+	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		// Deleting either end removes the pair, and with it the routes
+		// through it.
+		if derr := deleteLinkByName(host, p.HostVeth); derr != nil {
+			log.Error("rollback: could not delete host veth", "hostVeth", p.HostVeth, "error", derr)
+		}
+		if derr := deleteLinkByName(pod, p.ContainerIf); derr != nil {
+			log.Error("rollback: could not delete container interface", "ifName", p.ContainerIf, "error", derr)
+		}
+		if derr := removeRules(host, p.IP); derr != nil {
+			log.Error("rollback: could not delete rules", "ip", p.IP.String(), "error", derr)
+		}
+	}()
+
+	hostLink, err := host.LinkByName(p.HostVeth)
+	if err != nil {
+		return fmt.Errorf("find host veth %s: %w", p.HostVeth, err)
+	}
+	if err := setHostVethSysctls(p.HostVeth); err != nil {
+		return err
+	}
+	if err := host.LinkSetUp(hostLink); err != nil {
+		return fmt.Errorf("set %s up: %w", p.HostVeth, err)
+	}
+	if err := setupPodSide(pod, p, hostMAC); err != nil {
+		return err
+	}
+	return setupHostRouting(host, p, hostLink.Attrs().Index, log)
+}
+
+// setupPodSide configures the container end inside the pod namespace.
+func setupPodSide(pod handle, p PodNetwork, hostMAC net.HardwareAddr) error {
+	link, err := pod.LinkByName(p.ContainerIf)
+	if err != nil {
+		return fmt.Errorf("find %s in the pod: %w", p.ContainerIf, err)
+	}
+	idx := link.Attrs().Index
+	if err := pod.LinkSetUp(link); err != nil {
+		return fmt.Errorf("set %s up in the pod: %w", p.ContainerIf, err)
+	}
+	gw := &net.IPNet{IP: GatewayIPv4, Mask: net.CIDRMask(32, 32)}
+	if err := pod.RouteReplace(&netlink.Route{LinkIndex: idx, Dst: gw, Scope: netlink.SCOPE_LINK}); err != nil {
+		return fmt.Errorf("pod route to the gateway %s: %w", GatewayIPv4, err)
+	}
+	def := &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
+	if err := pod.RouteReplace(&netlink.Route{LinkIndex: idx, Dst: def, Gw: GatewayIPv4, Scope: netlink.SCOPE_UNIVERSE}); err != nil {
+		return fmt.Errorf("pod default route via %s: %w", GatewayIPv4, err)
+	}
+	if err := pod.AddrReplace(link, &netlink.Addr{IPNet: hostPrefix(p.IP)}); err != nil {
+		return fmt.Errorf("pod address %s/32: %w", p.IP, err)
+	}
+	neigh := &netlink.Neigh{
+		LinkIndex:    idx,
+		Family:       netlink.FAMILY_V4,
+		State:        netlink.NUD_PERMANENT,
+		IP:           GatewayIPv4,
+		HardwareAddr: hostMAC,
+	}
+	if err := pod.NeighSet(neigh); err != nil {
+		return fmt.Errorf("pod neighbour %s -> %s: %w", GatewayIPv4, hostMAC, err)
+	}
+	return nil
+}
+
+// setupHostRouting adds the node's route and rules for the pod address.
+func setupHostRouting(host handle, p PodNetwork, hostIdx int, log *slog.Logger) error {
+	route := &netlink.Route{LinkIndex: hostIdx, Dst: hostPrefix(p.IP), Scope: netlink.SCOPE_LINK, Table: MainTable}
+	if err := host.RouteReplace(route); err != nil {
+		return fmt.Errorf("node route %s/32 dev %s: %w", p.IP, p.HostVeth, err)
+	}
+	table := p.table()
+	// A "from X" rule left behind by an earlier pod with this address on
+	// another ENI would send this pod's traffic out the wrong ENI.
+	if err := deleteFromRules(host, p.IP, func(t int) bool { return t != table }, log); err != nil {
+		return err
+	}
+	if err := addRule(host, ruleTo(p.IP)); err != nil {
+		return err
+	}
+	if table != MainTable {
+		if err := addRule(host, ruleFrom(p.IP, table)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ruleTo(ip net.IP) *netlink.Rule {
+	r := netlink.NewRule()
+	r.Family = netlink.FAMILY_V4
+	r.Priority = ToContainerRulePriority
+	r.Dst = hostPrefix(ip)
+	r.Table = MainTable
+	return r
+}
+
+func ruleFrom(ip net.IP, table int) *netlink.Rule {
+	r := netlink.NewRule()
+	r.Family = netlink.FAMILY_V4
+	r.Priority = FromPodRulePriority
+	r.Src = hostPrefix(ip)
+	r.Table = table
+	return r
+}
+
+// addRule adds r; an identical rule already present is fine.
+func addRule(h handle, r *netlink.Rule) error {
+	if err := h.RuleAdd(r); err != nil && !isExist(err) {
+		return fmt.Errorf("add %s: %w", r, err)
+	}
+	return nil
+}
+
+// deleteLinkByName deletes a link if it exists.
+func deleteLinkByName(h interface {
+	LinkByName(string) (netlink.Link, error)
+	LinkDel(netlink.Link) error
+}, name string) error {
+	l, err := h.LinkByName(name)
+	if err != nil {
+		if isNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if err := h.LinkDel(l); err != nil && !isNotFound(err) {
+		return err
+	}
+	return nil
+}

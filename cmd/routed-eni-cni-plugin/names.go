@@ -1,0 +1,32 @@
+package main
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// hashLen is how many hex digits of the pod hash go into a link name:
+// with the 4-character prefix limit the name stays within IFNAMSIZ-1.
+const hashLen = 11
+
+// dummyPrefix names the pseudo interface entry of the CNI result; it is
+// never created as a link.
+const dummyPrefix = "dummy"
+
+// podHash is the first hashLen hex digits of SHA-1("<namespace>.<name>").
+// ipamd (restore) and policy engines derive the same value, so it must not
+// change.
+func podHash(namespace, name string) string {
+	sum := sha1.Sum([]byte(namespace + "." + name))
+	return hex.EncodeToString(sum[:])[:hashLen]
+}
+
+// hostVethName is the node-side end of the pod's veth pair.
+func hostVethName(prefix, namespace, name string) string {
+	return prefix + podHash(namespace, name)
+}
+
+// dummyIfName is the name of the result's pseudo interface entry.
+func dummyIfName(namespace, name string) string {
+	return dummyPrefix + podHash(namespace, name)
+}

@@ -26,6 +26,7 @@ func main() {
 func run() int {
 	socket := flag.String("socket", ipamd.DefaultSocketPath, "gRPC unix socket path (development/tests)")
 	metrics := flag.String("metrics-address", ipamd.DefaultMetricsAddress, "Prometheus listen address (development/tests)")
+	hostNet := flag.Bool("manage-host-network", true, "set up host route tables, rules and SNAT for ENIs (tests that run ipamd against the EC2 simulator turn this off)")
 	devPool := flag.String("dev-static-pool", "", "DEVELOPMENT ONLY: serve a synthetic pool of ENISxPER_ENI (e.g. 3x10) instead of discovering ENIs from EC2")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
@@ -49,14 +50,15 @@ func run() int {
 	slog.SetDefault(log)
 
 	opts := ipamd.Options{Config: cfg, SocketPath: *socket, MetricsAddress: *metrics, Logger: log}
-	if *devPool == "" {
+	if *devPool == "" && *hostNet {
 		// A real node: ipamd owns the host's ENI links, route tables, rules and SNAT.
 		opts.HostNetwork = func(id awsutils.Identity) (ipamd.HostNetwork, error) {
 			nc := networkutils.ConfigFromEnv(os.LookupEnv)
 			nc.PrimaryMAC, nc.PrimaryIP, nc.VPCCIDRs = id.PrimaryMAC, id.PrimaryIP, id.VPCCIDRs
 			return networkutils.New(nc, networkutils.WithLogger(log))
 		}
-	} else {
+	}
+	if *devPool != "" {
 		p, err := ipamd.ParseDevPool(*devPool)
 		if err != nil {
 			log.Error("bad -dev-static-pool", "error", err)

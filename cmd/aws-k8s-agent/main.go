@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/logger"
@@ -28,6 +29,9 @@ func run() int {
 	metrics := flag.String("metrics-address", ipamd.DefaultMetricsAddress, "Prometheus listen address (development/tests)")
 	hostNet := flag.Bool("manage-host-network", true, "set up host route tables, rules and SNAT for ENIs (tests that run ipamd against the EC2 simulator turn this off)")
 	devPool := flag.String("dev-static-pool", "", "DEVELOPMENT ONLY: serve a synthetic pool of ENISxPER_ENI (e.g. 3x10) instead of discovering ENIs from EC2")
+	delQueue := flag.String("del-queue-dir", delqueue.DefaultDir, "directory of DELs the plugin queued while ipamd was unreachable (tests)")
+	maxPods := flag.Int("max-pods", 0, "node max pods; 0 reads it from the node object or the max-pods file (tests)")
+	maxPodsFile := flag.String("max-pods-file", ipamd.DefaultMaxPodsFile, "upstream's eni-max-pods table")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
 	if *showVersion {
@@ -49,7 +53,8 @@ func run() int {
 	log := logger.New(out, level)
 	slog.SetDefault(log)
 
-	opts := ipamd.Options{Config: cfg, SocketPath: *socket, MetricsAddress: *metrics, Logger: log}
+	opts := ipamd.Options{Config: cfg, SocketPath: *socket, MetricsAddress: *metrics, Logger: log,
+		DelQueueDir: *delQueue, MaxPods: *maxPods, MaxPodsFile: *maxPodsFile}
 	if *devPool == "" && *hostNet {
 		// A real node: ipamd owns the host's ENI links, route tables, rules and SNAT.
 		opts.HostNetwork = func(id awsutils.Identity) (ipamd.HostNetwork, error) {

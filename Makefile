@@ -3,8 +3,11 @@ GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/aws/amazon-vpc-cni-k8s/pkg/version.Version=$(VERSION)
 BUILD_DIR := build
-BINARIES  := aws-k8s-agent sim-node
+BINARIES  := aws-k8s-agent sim-node aws-vpc-cni aws-vpc-cni-init grpc-health-probe
 PKG_aws-k8s-agent := ./cmd/aws-k8s-agent
+PKG_aws-vpc-cni       := ./cmd/aws-vpc-cni
+PKG_aws-vpc-cni-init  := ./cmd/aws-vpc-cni-init
+PKG_grpc-health-probe := ./cmd/grpc-health-probe
 PKG_sim-node      := ./cmd/tools/sim-node
 
 # Arguments for `make run`, e.g. make run RUN_ARGS="-duration 30s -pd"
@@ -51,3 +54,39 @@ clean:
 .PHONY: generate-limits
 generate-limits:
 	$(GO) run ./scripts/gen-limits -in misc/instance-limits.tsv -out pkg/vpc/limits_generated.go
+
+## generate-config: render charts/aws-vpc-cni into config/master/aws-k8s-cni.yaml
+## (scripts/generate-config, Helm library); the rendered file is committed.
+.PHONY: generate-config
+generate-config:
+	$(GO) run ./scripts/generate-config -chart charts/aws-vpc-cni -out config/master/aws-k8s-cni.yaml
+
+## image: the aws-node image as a docker-save tarball ($(IMAGE_OUT)),
+## assembled without a container engine by cmd/tools/build-image with the
+## layout of scripts/dockerfiles/Dockerfile.release. IMAGE_BASE is "scratch"
+## or a base image tarball (e.g. `docker save` of the eks-distro iptables
+## base). aws-cni (./cmd/routed-eni-cni-plugin) is built here with the same
+## LDFLAGS as the other binaries, since the plugin and ipamd compare
+## version strings. IMAGE_OPTIONAL lists image files that may be left out
+## with a warning (e.g. IMAGE_OPTIONAL=aws-cni while the plugin is broken).
+IMAGE_BASE     ?= scratch
+IMAGE_TAG      ?= amazon/amazon-k8s-cni:$(VERSION)
+IMAGE_OUT      ?= $(BUILD_DIR)/aws-node-image.tar
+IMAGE_ARCH     ?= amd64
+IMAGE_OPTIONAL ?=
+IMAGE_PKGS     := ./cmd/aws-vpc-cni/... ./cmd/aws-vpc-cni-init/... ./cmd/grpc-health-probe/... ./cmd/tools/build-image/... ./pkg/utils/cp/...
+
+.PHONY: image image-test
+image: export GOOS = linux
+image: export GOARCH = $(IMAGE_ARCH)
+image: build
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BUILD_DIR)/aws-cni ./cmd/routed-eni-cni-plugin
+	GOOS= GOARCH= $(GO) run ./cmd/tools/build-image -kind release -base $(IMAGE_BASE) -arch $(IMAGE_ARCH) \
+		-binaries $(BUILD_DIR) -misc misc -out $(IMAGE_OUT) -tag $(IMAGE_TAG) -optional '$(IMAGE_OPTIONAL)'
+
+## image-test: the tests of the image's programs (entrypoint, init, health
+## probe, assembler), then `make image` and a check of the tarball's layout,
+## modes, entrypoint, working directory and platform.
+image-test: image
+	$(GO) test -race -count=1 $(IMAGE_PKGS)
+	$(GO) run ./cmd/tools/build-image -check $(IMAGE_OUT) -arch $(IMAGE_ARCH) -optional '$(IMAGE_OPTIONAL)'

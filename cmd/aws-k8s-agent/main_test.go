@@ -59,6 +59,8 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	assert.Equal(t, "c1", entries[0].Key.ContainerID)
+	leftovers, _ := filepath.Glob(cp + ".tmp*")
+	assert.Empty(t, leftovers, "no checkpoint temp file is left behind")
 	log, err := os.ReadFile(filepath.Join(dir, "ipamd.log"))
 	require.NoError(t, err)
 	assert.Contains(t, string(log), "ipamd stopped")

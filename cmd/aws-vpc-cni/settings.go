@@ -1,0 +1,128 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
+)
+
+// Defaults of the values rendered into the conflist and of the host paths.
+const (
+	defaultVethPrefix          = "eni"
+	defaultMTU                 = 9001
+	defaultPodSGMode           = "strict"
+	defaultPluginLogFile       = "/var/log/aws-routed-eni/plugin.log"
+	defaultPluginLogLevel      = "Debug"
+	defaultHostCNIBinPath      = "/host/opt/cni/bin"
+	defaultHostCNIConfDir      = "/host/etc/cni/net.d"
+	minMTUv4, minMTUv6, maxMTU = 576, 1280, 9001
+)
+
+// envCNIVersion overrides the conflist's top-level cniVersion (this
+// project's addition; upstream always ships the template's 0.4.0).
+const envCNIVersion = "AWS_VPC_CNI_CONFLIST_CNI_VERSION"
+
+// settings is everything the entrypoint takes from the environment.
+type settings struct {
+	VethPrefix     string
+	MTU            int // pod MTU written into the conflist
+	PodSGMode      string
+	PluginLogFile  string
+	PluginLogLevel string
+	Bandwidth      bool   // ENABLE_BANDWIDTH_PLUGIN: chain "bandwidth"
+	DisablePodV6   bool   // DISABLE_POD_V6: chain "tuning" turning IPv6 off in pods
+	CNIVersion     string // "" keeps the template's
+	HostCNIBinPath string
+	HostCNIConfDir string
+}
+
+var cniVersionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+
+// loadSettings reads and validates the environment as upstream's entrypoint
+// does, reporting every problem at once. Two deliberate differences: an
+// empty value counts as unset, and the prefix-delegation check compares the
+// warm/minimum targets as numbers (upstream compares strings, so "-5" or
+// "00" pass or fail by accident).
+func loadSettings(env envutil.Lookup) (settings, error) {
+	get := func(name string) string {
+		v, _ := env(name)
+		return strings.TrimSpace(v)
+	}
+	s := settings{
+		VethPrefix:     envutil.String(env, "AWS_VPC_K8S_CNI_VETHPREFIX", defaultVethPrefix),
+		PodSGMode:      envutil.String(env, "POD_SECURITY_GROUP_ENFORCING_MODE", defaultPodSGMode),
+		PluginLogFile:  envutil.String(env, "AWS_VPC_K8S_PLUGIN_LOG_FILE", defaultPluginLogFile),
+		PluginLogLevel: envutil.String(env, "AWS_VPC_K8S_PLUGIN_LOG_LEVEL", defaultPluginLogLevel),
+		Bandwidth:      envutil.Bool(env, "ENABLE_BANDWIDTH_PLUGIN", false),
+		DisablePodV6:   envutil.Bool(env, "DISABLE_POD_V6", false),
+		CNIVersion:     get(envCNIVersion),
+		HostCNIBinPath: envutil.String(env, "HOST_CNI_BIN_PATH", defaultHostCNIBinPath),
+		HostCNIConfDir: envutil.String(env, "HOST_CNI_CONFDIR_PATH", defaultHostCNIConfDir),
+	}
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	if strings.EqualFold(s.PluginLogFile, "stdout") {
+		bad("AWS_VPC_K8S_PLUGIN_LOG_FILE cannot be stdout: the CNI plugin's stdout carries its result to the runtime")
+	}
+	switch p := s.VethPrefix; {
+	case len(p) > 4:
+		bad("AWS_VPC_K8S_CNI_VETHPREFIX %q is longer than 4 characters", p)
+	case p == "eth" || p == "lo" || p == "vlan":
+		bad("AWS_VPC_K8S_CNI_VETHPREFIX cannot be %q: it is reserved for the node's own interfaces", p)
+	}
+	if envutil.Bool(env, "ENABLE_POD_ENI", false) && s.PodSGMode != "strict" && s.PodSGMode != "standard" {
+		bad("POD_SECURITY_GROUP_ENFORCING_MODE %q must be strict or standard", s.PodSGMode)
+	}
+	if v := get("IP_COOLDOWN_PERIOD"); v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 0 {
+			bad("IP_COOLDOWN_PERIOD %q must be a whole number of seconds >= 0", v)
+		}
+	}
+
+	minMTU := minMTUv4
+	if envutil.Bool(env, "ENABLE_IPv6", false) {
+		minMTU = minMTUv6
+	}
+	mtu := func(name string) (int, bool) {
+		v := get(name)
+		if v == "" {
+			return 0, false
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < minMTU || n > maxMTU {
+			bad("%s %q must be an integer between %d and %d", name, v, minMTU, maxMTU)
+			return 0, false
+		}
+		return n, true
+	}
+	s.MTU = defaultMTU
+	eniMTU, eniOK := mtu("AWS_VPC_ENI_MTU")
+	podMTU, podOK := mtu("POD_MTU")
+	switch {
+	case podOK:
+		s.MTU = podMTU
+	case eniOK:
+		s.MTU = eniMTU
+	}
+
+	if envutil.Bool(env, "ENABLE_PREFIX_DELEGATION", false) {
+		positive := false
+		for _, name := range []string{"WARM_IP_TARGET", "WARM_PREFIX_TARGET", "MINIMUM_IP_TARGET"} {
+			if n, err := strconv.Atoi(get(name)); err == nil && n > 0 {
+				positive = true
+			}
+		}
+		if !positive {
+			bad("ENABLE_PREFIX_DELEGATION=true needs at least one of WARM_IP_TARGET, WARM_PREFIX_TARGET, MINIMUM_IP_TARGET set above 0")
+		}
+	}
+	if s.CNIVersion != "" && !cniVersionRE.MatchString(s.CNIVersion) {
+		bad("%s %q must be a CNI spec version such as 1.1.0", envCNIVersion, s.CNIVersion)
+	}
+	return s, errors.Join(errs...)
+}

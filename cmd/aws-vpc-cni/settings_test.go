@@ -1,0 +1,124 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadSettingsDefaults(t *testing.T) {
+	s, err := loadSettings(envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, settings{
+		VethPrefix: "eni", MTU: 9001, PodSGMode: "strict",
+		PluginLogFile: "/var/log/aws-routed-eni/plugin.log", PluginLogLevel: "Debug",
+		HostCNIBinPath: "/host/opt/cni/bin", HostCNIConfDir: "/host/etc/cni/net.d",
+	}, s)
+}
+
+func TestLoadSettingsValues(t *testing.T) {
+	s, err := loadSettings(envOf(map[string]string{
+		"AWS_VPC_K8S_CNI_VETHPREFIX":        "abcd",
+		"POD_SECURITY_GROUP_ENFORCING_MODE": "standard",
+		"ENABLE_POD_ENI":                    "true",
+		"AWS_VPC_K8S_PLUGIN_LOG_FILE":       "/var/log/p.log",
+		"AWS_VPC_K8S_PLUGIN_LOG_LEVEL":      "Info",
+		"ENABLE_BANDWIDTH_PLUGIN":           "true",
+		"DISABLE_POD_V6":                    "1",
+		"AWS_VPC_CNI_CONFLIST_CNI_VERSION":  "1.1.0",
+		"HOST_CNI_BIN_PATH":                 "/b",
+		"HOST_CNI_CONFDIR_PATH":             "/c",
+		"IP_COOLDOWN_PERIOD":                "0",
+		"ENABLE_PREFIX_DELEGATION":          "true",
+		"WARM_PREFIX_TARGET":                "1",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, settings{
+		VethPrefix: "abcd", MTU: 9001, PodSGMode: "standard", PluginLogFile: "/var/log/p.log", PluginLogLevel: "Info",
+		Bandwidth: true, DisablePodV6: true, CNIVersion: "1.1.0", HostCNIBinPath: "/b", HostCNIConfDir: "/c",
+	}, s)
+}
+
+func TestMTUPrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want int
+	}{
+		{"default", nil, 9001},
+		{"eni mtu", map[string]string{"AWS_VPC_ENI_MTU": "1500"}, 1500},
+		{"pod mtu wins", map[string]string{"AWS_VPC_ENI_MTU": "1500", "POD_MTU": "1400"}, 1400},
+		{"pod mtu alone", map[string]string{"POD_MTU": "8000"}, 8000},
+		{"empty pod mtu falls back", map[string]string{"AWS_VPC_ENI_MTU": "1500", "POD_MTU": ""}, 1500},
+		{"bounds", map[string]string{"AWS_VPC_ENI_MTU": "576", "POD_MTU": "9001"}, 9001},
+		{"ipv6 minimum", map[string]string{"ENABLE_IPv6": "true", "POD_MTU": "1280"}, 1280},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := loadSettings(envOf(tc.env))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, s.MTU)
+		})
+	}
+}
+
+func TestLoadSettingsRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		msg  string
+	}{
+		{"plugin log to stdout", map[string]string{"AWS_VPC_K8S_PLUGIN_LOG_FILE": "stdout"}, "AWS_VPC_K8S_PLUGIN_LOG_FILE"},
+		{"plugin log to STDOUT", map[string]string{"AWS_VPC_K8S_PLUGIN_LOG_FILE": "STDOUT"}, "AWS_VPC_K8S_PLUGIN_LOG_FILE"},
+		{"veth prefix too long", map[string]string{"AWS_VPC_K8S_CNI_VETHPREFIX": "abcde"}, "longer than 4"},
+		{"veth prefix eth", map[string]string{"AWS_VPC_K8S_CNI_VETHPREFIX": "eth"}, "reserved"},
+		{"veth prefix lo", map[string]string{"AWS_VPC_K8S_CNI_VETHPREFIX": "lo"}, "reserved"},
+		{"veth prefix vlan", map[string]string{"AWS_VPC_K8S_CNI_VETHPREFIX": "vlan"}, "reserved"},
+		{"sgp mode", map[string]string{"ENABLE_POD_ENI": "true", "POD_SECURITY_GROUP_ENFORCING_MODE": "loose"}, "POD_SECURITY_GROUP_ENFORCING_MODE"},
+		{"cooldown negative", map[string]string{"IP_COOLDOWN_PERIOD": "-1"}, "IP_COOLDOWN_PERIOD"},
+		{"cooldown not a number", map[string]string{"IP_COOLDOWN_PERIOD": "30s"}, "IP_COOLDOWN_PERIOD"},
+		{"eni mtu low", map[string]string{"AWS_VPC_ENI_MTU": "575"}, "AWS_VPC_ENI_MTU"},
+		{"eni mtu high", map[string]string{"AWS_VPC_ENI_MTU": "9002"}, "AWS_VPC_ENI_MTU"},
+		{"eni mtu garbage", map[string]string{"AWS_VPC_ENI_MTU": "jumbo"}, "AWS_VPC_ENI_MTU"},
+		{"pod mtu low", map[string]string{"POD_MTU": "100"}, "POD_MTU"},
+		{"pod mtu high", map[string]string{"POD_MTU": "65535"}, "POD_MTU"},
+		{"pod mtu v6 minimum", map[string]string{"ENABLE_IPv6": "true", "POD_MTU": "1279"}, "between 1280 and 9001"},
+		{"pd without targets", map[string]string{"ENABLE_PREFIX_DELEGATION": "true"}, "ENABLE_PREFIX_DELEGATION"},
+		{"pd with zero targets", map[string]string{"ENABLE_PREFIX_DELEGATION": "true",
+			"WARM_IP_TARGET": "0", "WARM_PREFIX_TARGET": "0", "MINIMUM_IP_TARGET": "0"}, "ENABLE_PREFIX_DELEGATION"},
+		// Upstream compares strings: "-5" <= "0" happens to agree, but
+		// "00" or " 1" do not; numbers are compared here.
+		{"pd with negative target", map[string]string{"ENABLE_PREFIX_DELEGATION": "true", "WARM_IP_TARGET": "-5"}, "ENABLE_PREFIX_DELEGATION"},
+		{"pd with garbage target", map[string]string{"ENABLE_PREFIX_DELEGATION": "true", "WARM_PREFIX_TARGET": "many"}, "ENABLE_PREFIX_DELEGATION"},
+		{"cni version", map[string]string{"AWS_VPC_CNI_CONFLIST_CNI_VERSION": "v1"}, "AWS_VPC_CNI_CONFLIST_CNI_VERSION"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadSettings(envOf(tc.env))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.msg)
+		})
+	}
+}
+
+func TestPrefixDelegationTargetsComparedAsNumbers(t *testing.T) {
+	for _, v := range []string{"1", "10", "016", " 2 "} {
+		for _, name := range []string{"WARM_IP_TARGET", "WARM_PREFIX_TARGET", "MINIMUM_IP_TARGET"} {
+			_, err := loadSettings(envOf(map[string]string{"ENABLE_PREFIX_DELEGATION": "true", name: v}))
+			assert.NoError(t, err, "%s=%q", name, v)
+		}
+	}
+}
+
+func TestLoadSettingsReportsEveryProblem(t *testing.T) {
+	_, err := loadSettings(envOf(map[string]string{
+		"AWS_VPC_K8S_CNI_VETHPREFIX": "toolong", "POD_MTU": "1", "IP_COOLDOWN_PERIOD": "x",
+	}))
+	require.Error(t, err)
+	for _, s := range []string{"AWS_VPC_K8S_CNI_VETHPREFIX", "POD_MTU", "IP_COOLDOWN_PERIOD"} {
+		assert.Contains(t, err.Error(), s)
+	}
+}

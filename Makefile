@@ -3,8 +3,10 @@ GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/aws/amazon-vpc-cni-k8s/pkg/version.Version=$(VERSION)
 BUILD_DIR := build
-BINARIES  := aws-k8s-agent sim-node aws-vpc-cni aws-vpc-cni-init grpc-health-probe
+BINARIES  := aws-k8s-agent aws-cni aws-vpc-cni aws-vpc-cni-init grpc-health-probe sim-node ec2-simulator
 PKG_aws-k8s-agent := ./cmd/aws-k8s-agent
+PKG_aws-cni           := ./cmd/routed-eni-cni-plugin
+PKG_ec2-simulator     := ./cmd/tools/ec2-simulator
 PKG_aws-vpc-cni       := ./cmd/aws-vpc-cni
 PKG_aws-vpc-cni-init  := ./cmd/aws-vpc-cni-init
 PKG_grpc-health-probe := ./cmd/grpc-health-probe

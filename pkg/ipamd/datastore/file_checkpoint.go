@@ -121,7 +121,7 @@ func (f *FileCheckpointer) Close() error {
 	name := f.next.Name()
 	err := f.next.Close()
 	f.next = nil
-	if rerr := os.Remove(name); err == nil {
+	if rerr := os.Remove(name); err == nil && !errors.Is(rerr, fs.ErrNotExist) {
 		err = rerr
 	}
 	return err

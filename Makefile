@@ -92,3 +92,15 @@ image: build
 image-test: image
 	$(GO) test -race -count=1 $(IMAGE_PKGS)
 	$(GO) run ./cmd/tools/build-image -check $(IMAGE_OUT) -arch $(IMAGE_ARCH) -optional '$(IMAGE_OPTIONAL)'
+
+## e2e: end-to-end tests on a real containerd + runc with the real agent and
+## aws-cni against the EC2 simulator (root; skipped otherwise; see test/e2e).
+.PHONY: e2e soak
+e2e:
+	$(GO) test -count=1 -v ./test/e2e/
+
+## soak: TestSoak for DURATION (churn, lost DELs, ipamd kills; a check after
+## every 30 s window), e.g. make soak DURATION=10m.
+DURATION ?= 10m
+soak:
+	E2E_SOAK_DURATION=$(DURATION) $(GO) test -count=1 -v -timeout 0 -run '^TestSoak$$' ./test/e2e/

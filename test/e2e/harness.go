@@ -1,0 +1,616 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/aws/amazon-vpc-cni-k8s/test/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
+)
+
+// The simulated VPC: the node's subnet and its VPC router (the upstream
+// namespace's address).
+const (
+	vpcCIDR    = "10.0.0.0/16"
+	nodeSubnet = "10.0.0.0/20"
+	podGateway = "169.254.1.1" // the pods' default gateway (aws-cni)
+	podNS      = "e2e"         // namespace of the test pods
+)
+
+// Options shape one node.
+type Options struct {
+	InstanceType string // default m5.large
+	// Env is laid over the agent's default environment (see defaultEnv);
+	// an empty value removes the variable.
+	Env map[string]string
+	// MaxPods > 0 serves a node object with that pod capacity (the
+	// agent's max pods) from a fake API server.
+	MaxPods int
+	// NoAgentPod leaves out the host-network "aws-node" sandbox every real
+	// node runs (the pod-IP reconciler treats an empty sandbox list as
+	// doubt and skips its pass).
+	NoAgentPod bool
+}
+
+// Node is one simulated EC2 node with a real runtime and the real agent.
+type Node struct {
+	T     testing.TB
+	Dir   string
+	Art   *Artifacts
+	Net   *NodeNet
+	Sim   *ec2sim.Sim
+	Kube  *FakeKube // nil unless Options.MaxPods > 0
+	CD    *Containerd
+	CRI   *CRI
+	IPAMD *IPAMD
+	// CreateLatency is RunPodSandbox until the IP is known
+	// (PodSandboxStatus), over successful creates.
+	CreateLatency Latencies
+
+	mu  sync.Mutex
+	ids map[string]bool // every sandbox ID ever seen
+	seq int
+}
+
+// Pod is a live pod sandbox with its network.
+type Pod struct {
+	Name, UID, ID string
+	IP            netip.Addr
+	Netns         string
+	Created       time.Time
+	CreateTook    time.Duration // RunPodSandbox until the IP was known
+}
+
+// Ref is namespace/name, as the agent records pods.
+func (p *Pod) Ref() string { return podNS + "/" + p.Name }
+
+// NewNode builds a node (skipping t when the environment cannot) and
+// registers its teardown.
+func NewNode(t testing.TB, o Options) *Node {
+	t.Helper()
+	RequireEnvironment(t)
+	art := BuildArtifacts(t)
+	if o.InstanceType == "" {
+		o.InstanceType = "m5.large"
+	}
+	dir, err := os.MkdirTemp("", "e2e-") // short: unix socket paths live here
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{T: t, Dir: dir, Art: art, ids: map[string]bool{}}
+	t.Cleanup(func() {
+		if m := MountsUnder(dir); len(m) > 0 {
+			t.Errorf("e2e: mounts left under %s, not removing it: %v", dir, m)
+			return
+		}
+		if os.Getenv("E2E_KEEP") != "" {
+			t.Logf("e2e: keeping %s (ipamd.log, plugin.log, containerd.log)", dir)
+			return
+		}
+		if t.Failed() {
+			t.Logf("e2e: removing %s; set E2E_KEEP=1 to keep its logs", dir)
+		}
+		_ = os.RemoveAll(dir)
+	})
+
+	n.Sim, err = ec2sim.New(ec2sim.Config{InstanceType: o.InstanceType, VPCCIDR: vpcCIDR,
+		Subnets: []ec2sim.SubnetConfig{{CIDR: nodeSubnet}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	primaryIP := n.Sim.ENIs()[0].PrimaryIP
+	n.Net = NewNodeNet(t, primaryIP, netip.MustParsePrefix(nodeSubnet))
+	// Everything below is undone by teardown, which must run before the
+	// namespaces go (cleanups run last-registered first).
+	t.Cleanup(n.teardown)
+	if err := n.Net.Node.Do(func(ns.NetNS) error { return n.Sim.Start() }); err != nil {
+		t.Fatalf("ec2sim in the node namespace: %v", err)
+	}
+	env := n.defaultEnv()
+	if o.MaxPods > 0 {
+		l, err := ListenIn(n.Net.Node, "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "ip-" + strings.ReplaceAll(primaryIP.String(), ".", "-") + ".us-west-2.compute.internal"
+		n.Kube = StartFakeKube(l, name, o.MaxPods)
+		kc := filepath.Join(dir, "kubeconfig")
+		if err := n.Kube.WriteKubeconfig(kc); err != nil {
+			t.Fatal(err)
+		}
+		env["KUBECONFIG"], env["MY_NODE_NAME"], env["MY_POD_NAME"] = kc, name, "aws-node-e2e"
+	}
+	for k, v := range o.Env {
+		if v == "" {
+			delete(env, k)
+		} else {
+			env[k] = v
+		}
+	}
+
+	n.IPAMD = &IPAMD{Bin: art.Agent, Node: n.Net.Node, Dir: dir, RunDir: filepath.Join(dir, "run"), Env: env,
+		Sock: filepath.Join(dir, "ipamd.sock"), Intro: filepath.Join(dir, "introspect.sock"),
+		Metrics: filepath.Join(dir, "metrics.sock"), Store: env["AWS_VPC_K8S_CNI_BACKING_STORE"],
+		LogFile: env["AWS_VPC_K8S_CNI_LOG_FILE"], Output: filepath.Join(dir, "ipamd.out")}
+
+	confDir := filepath.Join(dir, "net.d")
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := RenderConflist(filepath.Join(art.RepoRoot, "misc", "10-aws.conflist"), art.Portmap,
+		n.IPAMD.Sock, n.IPAMD.QueueDir(), filepath.Join(dir, "plugin.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(confDir, "10-aws.conflist"), conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.CD, err = StartContainerd(n.Net.Node, dir, art.CNIBin, confDir, art.PauseTar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env["CRI_RUNTIME_ENDPOINT"] = "unix://" + n.CD.Sock
+	if n.CRI, err = DialCRI(n.CD.Sock); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.IPAMD.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !o.NoAgentPod {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		id, err := n.CRI.RunPodSandbox(ctx, PodSpec{Name: "aws-node-e2e", Namespace: "kube-system", UID: newUID(),
+			HostNetwork: true, CgroupParent: n.CD.CgroupParent})
+		if err != nil {
+			t.Fatalf("host-network aws-node sandbox: %v", err)
+		}
+		n.noteID(id)
+	}
+	return n
+}
+
+// defaultEnv is the agent's environment before Options.Env.
+func (n *Node) defaultEnv() map[string]string {
+	d := n.Dir
+	return map[string]string{
+		"ENABLE_IPv4":                           "true",
+		"AWS_VPC_K8S_CNI_BACKING_STORE":         filepath.Join(d, "ipam.json"),
+		"AWS_VPC_K8S_CNI_LOG_FILE":              filepath.Join(d, "ipamd.log"),
+		"AWS_VPC_K8S_CNI_LOGLEVEL":              "info",
+		"INTROSPECTION_BIND_ADDRESS":            "unix:" + filepath.Join(d, "introspect.sock"),
+		"AWS_ENDPOINT_URL_EC2":                  n.Sim.EC2Endpoint(),
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT":     n.Sim.IMDSEndpoint(),
+		"AWS_ACCESS_KEY_ID":                     "AKIDE2ESIMULATOR",
+		"AWS_SECRET_ACCESS_KEY":                 "e2e-simulator",
+		"AWS_REGION":                            n.Sim.Region(),
+		"IP_COOLDOWN_PERIOD":                    "0",
+		"POD_IP_RECONCILE_MODE":                 "enforce",
+		"POD_IP_RECONCILE_INTERVAL":             "2s",
+		"POD_IP_RECONCILE_GRACE_PERIOD":         "6s",
+		"POD_IP_RECONCILE_MAX_RELEASE_PER_PASS": "100%",
+	}
+}
+
+func newUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func (n *Node) noteID(id string) {
+	n.mu.Lock()
+	n.ids[id] = true
+	n.mu.Unlock()
+}
+
+// NextName returns a fresh pod name with the prefix.
+func (n *Node) NextName(prefix string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.seq++
+	return fmt.Sprintf("%s-%d", prefix, n.seq)
+}
+
+// RunPod creates a pod sandbox and reads its IP and network namespace.
+func (n *Node) RunPod(ctx context.Context, name string) (*Pod, error) {
+	uid := newUID()
+	start := time.Now()
+	id, err := n.CRI.RunPodSandbox(ctx, PodSpec{Name: name, Namespace: podNS, UID: uid, CgroupParent: n.CD.CgroupParent})
+	if err != nil {
+		return nil, err
+	}
+	n.noteID(id)
+	si, err := n.CRI.PodSandboxStatus(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("status of %s: %w", name, err)
+	}
+	took := time.Since(start)
+	if !si.IP.IsValid() {
+		return nil, fmt.Errorf("pod %s (%s) has no IP", name, id)
+	}
+	n.CreateLatency.Add(took)
+	p := &Pod{Name: name, UID: uid, ID: id, IP: si.IP, Netns: si.Netns, Created: start, CreateTook: took}
+	return p, nil
+}
+
+// MustRunPod is RunPod failing t on error.
+func (n *Node) MustRunPod(t testing.TB, name string) *Pod {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := n.RunPod(ctx, name)
+	if err != nil {
+		t.Fatalf("RunPodSandbox %s: %v", name, err)
+	}
+	return p
+}
+
+// DeletePod stops and removes the sandbox (the two CNI DELs).
+func (n *Node) DeletePod(ctx context.Context, p *Pod) error {
+	if err := n.CRI.StopPodSandbox(ctx, p.ID); err != nil {
+		return fmt.Errorf("StopPodSandbox %s: %w", p.Name, err)
+	}
+	if err := n.CRI.RemovePodSandbox(ctx, p.ID); err != nil {
+		return fmt.Errorf("RemovePodSandbox %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// MustDeletePod is DeletePod failing t on error.
+func (n *Node) MustDeletePod(t testing.TB, p *Pod) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := n.DeletePod(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ParallelRun creates count pods with the given number of workers.
+func (n *Node) ParallelRun(t testing.TB, prefix string, count, workers int) []*Pod {
+	t.Helper()
+	names := make(chan string, count)
+	for i := 0; i < count; i++ {
+		names <- n.NextName(prefix)
+	}
+	close(names)
+	var mu sync.Mutex
+	var out []*Pod
+	var errs []error
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range names {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				p, err := n.RunPod(ctx, name)
+				cancel()
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", name, err))
+				} else {
+					out = append(out, p)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("RunPodSandbox failed for %d of %d pods: %v", len(errs), count, errors.Join(errs...))
+	}
+	slices.SortFunc(out, func(a, b *Pod) int { return a.Created.Compare(b.Created) })
+	return out
+}
+
+// ParallelDelete deletes the pods with the given number of workers.
+func (n *Node) ParallelDelete(t testing.TB, pods []*Pod, workers int) {
+	t.Helper()
+	ch := make(chan *Pod, len(pods))
+	for _, p := range pods {
+		ch <- p
+	}
+	close(ch)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range ch {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				if err := n.DeletePod(ctx, p); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("deleting %d pods: %v", len(pods), errors.Join(errs...))
+	}
+}
+
+// CheckPodNetwork verifies, inside the pod's namespace, that eth0 carries
+// the pod's IP as a /32 and the default route goes via 169.254.1.1.
+func (n *Node) CheckPodNetwork(p *Pod) error {
+	h, err := netnsutil.HandleAt(p.Netns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	l, err := h.LinkByName("eth0")
+	if err != nil {
+		return fmt.Errorf("pod %s: eth0: %w", p.Name, err)
+	}
+	addrs, err := h.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return err
+	}
+	var have []string
+	ok := false
+	for _, a := range addrs {
+		have = append(have, a.IPNet.String())
+		ones, _ := a.Mask.Size()
+		if ip, _ := netip.AddrFromSlice(a.IP.To4()); ip == p.IP && ones == 32 {
+			ok = true
+		}
+	}
+	if !ok {
+		return fmt.Errorf("pod %s: eth0 has %v, want %s/32", p.Name, have, p.IP)
+	}
+	routes, err := h.RouteList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return err
+	}
+	for _, r := range routes {
+		if (r.Dst == nil || r.Dst.IP.IsUnspecified()) && r.Gw.String() == podGateway && r.LinkIndex == l.Attrs().Index {
+			return nil
+		}
+	}
+	return fmt.Errorf("pod %s: no default route via %s on eth0 (routes: %v)", p.Name, podGateway, routes)
+}
+
+// Ping sends an ICMP echo from one pod's namespace to another pod's IP.
+func (n *Node) Ping(from, to *Pod) error {
+	nsh, err := ns.GetNS(from.Netns)
+	if err != nil {
+		return err
+	}
+	defer nsh.Close()
+	return netnsutil.Ping(nsh, to.IP.AsSlice(), 3*time.Second)
+}
+
+// EC2PodIPs are the secondary IPv4 addresses EC2 says the instance's
+// attached ENIs carry (the pool as AWS sees it).
+func (n *Node) EC2PodIPs() map[netip.Addr]string {
+	out := map[netip.Addr]string{}
+	for _, e := range n.Sim.ENIs() {
+		if !e.Attached || e.DeviceIndex < 0 {
+			continue
+		}
+		for _, ip := range e.SecondaryIPs {
+			out[ip] = e.ID
+		}
+	}
+	return out
+}
+
+// EC2Calls is the number of EC2 requests the simulator answered.
+func (n *Node) EC2Calls() int {
+	total := 0
+	for _, c := range n.Sim.Calls() {
+		total += c
+	}
+	return total
+}
+
+// State is the node seen from every side at one moment.
+type State struct {
+	Sandboxes    map[string]SandboxInfo // listed pod sandboxes (not host network) by ID
+	Checkpoint   map[string]netip.Addr  // container ID -> IP, from the agent's checkpoint
+	Assigned     map[netip.Addr]AssignedIP
+	TotalIPs     int
+	EC2          map[netip.Addr]string
+	Leaked       []string // allocations whose sandbox the runtime does not list
+	Lost         []string // ready sandboxes whose IP the agent does not hold for them
+	Duplicates   []string // an IP held twice, by two sandboxes or two allocations
+	NotInEC2     []string // assigned IPs EC2 does not show on the instance
+	Inconsistent []string // checkpoint and introspection disagree
+}
+
+// Problems lists every inconsistency (leaks included).
+func (s State) Problems() []string {
+	var out []string
+	for _, l := range [][]string{s.Leaked, s.Lost, s.Duplicates, s.NotInEC2, s.Inconsistent} {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// Observe reads the runtime, the agent (checkpoint and introspection) and
+// EC2 and cross-checks them. The agent must be running.
+func (n *Node) Observe(ctx context.Context) (State, error) {
+	st := State{Sandboxes: map[string]SandboxInfo{}, Checkpoint: map[string]netip.Addr{}}
+	items, err := n.CRI.ListPodSandbox(ctx)
+	if err != nil {
+		return st, err
+	}
+	listed := map[string]bool{}
+	for _, it := range items {
+		listed[it.Id] = true
+		n.noteID(it.Id)
+		if it.GetMetadata().GetNamespace() != podNS {
+			continue
+		}
+		si, err := n.CRI.PodSandboxStatus(ctx, it.Id)
+		if err != nil {
+			return st, err
+		}
+		st.Sandboxes[it.Id] = si
+	}
+	entries, err := n.IPAMD.Checkpoint()
+	if err != nil {
+		return st, err
+	}
+	if st.Assigned, st.TotalIPs, err = n.IPAMD.Assigned(); err != nil {
+		return st, err
+	}
+	st.EC2 = n.EC2PodIPs()
+	owner := map[netip.Addr]string{}
+	for _, e := range entries {
+		if prev, dup := owner[e.IP]; dup {
+			st.Duplicates = append(st.Duplicates, fmt.Sprintf("%s held by allocations %s and %s", e.IP, short(prev), short(e.Key.ContainerID)))
+		}
+		owner[e.IP] = e.Key.ContainerID
+		st.Checkpoint[e.Key.ContainerID] = e.IP
+		if !listed[e.Key.ContainerID] {
+			st.Leaked = append(st.Leaked, fmt.Sprintf("%s held for %s/%s (container %s) that the runtime does not list",
+				e.IP, e.Metadata.K8SPodNamespace, e.Metadata.K8SPodName, short(e.Key.ContainerID)))
+		}
+		a, ok := st.Assigned[e.IP]
+		if !ok || a.Pod != e.Metadata.K8SPodNamespace+"/"+e.Metadata.K8SPodName {
+			st.Inconsistent = append(st.Inconsistent, fmt.Sprintf("checkpoint has %s for %s/%s, introspection %+v",
+				e.IP, e.Metadata.K8SPodNamespace, e.Metadata.K8SPodName, a))
+		}
+	}
+	if len(entries) != len(st.Assigned) {
+		st.Inconsistent = append(st.Inconsistent, fmt.Sprintf("checkpoint has %d allocations, introspection %d", len(entries), len(st.Assigned)))
+	}
+	for ip := range st.Assigned {
+		if _, ok := st.EC2[ip]; !ok {
+			st.NotInEC2 = append(st.NotInEC2, ip.String()+" is assigned but not on the instance's ENIs in EC2")
+		}
+	}
+	byIP := map[netip.Addr]string{}
+	for id, si := range st.Sandboxes {
+		if si.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			continue
+		}
+		if other, dup := byIP[si.IP]; dup {
+			st.Duplicates = append(st.Duplicates, fmt.Sprintf("%s is the IP of sandboxes %s and %s", si.IP, short(other), short(id)))
+		}
+		byIP[si.IP] = id
+		if got, ok := st.Checkpoint[id]; !ok || got != si.IP {
+			st.Lost = append(st.Lost, fmt.Sprintf("sandbox %s has %s but the agent holds %v for it", short(id), si.IP, got))
+		}
+	}
+	slices.Sort(st.Leaked)
+	return st, nil
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// WaitFor polls cond every 100 ms until it returns true or d passes; it
+// returns how long it took and whether cond held.
+func WaitFor(d time.Duration, cond func() bool) (time.Duration, bool) {
+	start := time.Now()
+	for {
+		if cond() {
+			return time.Since(start), true
+		}
+		if time.Since(start) > d {
+			return time.Since(start), false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// teardown removes every sandbox, stops the agent and containerd, and
+// cleans what they leave behind.
+func (n *Node) teardown() {
+	t := n.T
+	if n.CRI != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		items, err := n.CRI.ListPodSandbox(ctx)
+		if err != nil {
+			t.Errorf("e2e teardown: list sandboxes: %v", err)
+		}
+		var wg sync.WaitGroup
+		ch := make(chan string, len(items))
+		for _, it := range items {
+			n.noteID(it.Id)
+			ch <- it.Id
+		}
+		close(ch)
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for id := range ch {
+					if err := n.CRI.StopPodSandbox(ctx, id); err != nil {
+						t.Errorf("e2e teardown: stop %s: %v", short(id), err)
+					}
+					if err := n.CRI.RemovePodSandbox(ctx, id); err != nil {
+						t.Errorf("e2e teardown: remove %s: %v", short(id), err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		cancel()
+		n.CRI.Close()
+	}
+	if n.IPAMD != nil {
+		if err := n.IPAMD.Stop(); err != nil {
+			t.Errorf("e2e teardown: %v", err)
+		}
+	}
+	if t.Failed() {
+		for _, f := range []string{"ipamd.log", "ipamd.out", "plugin.log", "containerd.log"} {
+			tail(t, filepath.Join(n.Dir, f), 25)
+		}
+	}
+	if n.CD != nil {
+		n.CD.Stop()
+		n.mu.Lock()
+		ids := slices.Collect(maps.Keys(n.ids))
+		n.mu.Unlock()
+		for _, err := range n.CD.Cleanup(ids) {
+			t.Errorf("e2e teardown: %v", err)
+		}
+	}
+	if n.Kube != nil {
+		n.Kube.Close()
+	}
+	if n.Sim != nil {
+		_ = n.Sim.Close()
+	}
+}
+
+func tail(t testing.TB, path string, lines int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	t.Logf("--- last %d lines of %s ---\n%s", len(ls), path, strings.Join(ls, "\n"))
+}

@@ -1,0 +1,356 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+)
+
+// IPAMD runs the real aws-k8s-agent binary as a subprocess in the node's
+// network namespace.
+//
+// The agent has no setting for its DEL-queue directory (it always reads
+// /var/run/aws-node/del-queue). So that the tests never write there, each
+// run gets a private mount namespace in which the node's RunDir is
+// bind-mounted over /run: the agent's /var/run/aws-node/del-queue is then
+// RunDir/aws-node/del-queue, the directory the plugin's netconf names
+// (delQueueDir). The mount lives and dies with the agent's mount namespace;
+// the host never sees it.
+type IPAMD struct {
+	Bin     string
+	Node    ns.NetNS
+	Dir     string
+	RunDir  string            // bind-mounted over /run for the agent
+	Env     map[string]string // the agent's whole environment (besides PATH, HOME)
+	Sock    string            // gRPC socket the plugin dials
+	Intro   string            // introspection socket
+	Metrics string
+	Store   string // checkpoint file
+	LogFile string
+	Output  string // the agent's stdout/stderr
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	http *http.Client
+}
+
+// QueueDir is the DEL queue as seen from the test (host) side.
+func (p *IPAMD) QueueDir() string { return filepath.Join(p.RunDir, "aws-node", "del-queue") }
+
+// Start launches the agent and waits until it serves introspection (which
+// it does only after the checkpoint is restored, the DEL queue replayed
+// and the gRPC socket is listening).
+func (p *IPAMD) Start() error {
+	p.mu.Lock()
+	if p.cmd != nil && !p.exited() {
+		p.mu.Unlock()
+		return errors.New("ipamd already running")
+	}
+	if p.http == nil {
+		p.http = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", p.Intro)
+			}}}
+	}
+	if err := os.MkdirAll(p.QueueDir(), 0o700); err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	args := []string{"--net=" + p.Node.Path(), "--", "unshare", "--mount", "--propagation", "private", "--",
+		"/bin/sh", "-c", `mount --bind "$0" /run && exec "$@"`, p.RunDir,
+		p.Bin, "-socket", p.Sock, "-metrics-address", "unix:" + p.Metrics, "-manage-host-network=false"}
+	cmd := exec.Command("nsenter", args...)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + p.Dir}
+	for k, v := range p.Env {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	cmd.Env = env
+	out, err := os.OpenFile(p.Output, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	err = cmd.Start()
+	out.Close()
+	if err != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("start ipamd: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	p.cmd, p.done = cmd, done
+	p.mu.Unlock()
+
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		if _, err := p.ENIs(); err == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("ipamd exited during start; see %s and %s", p.Output, p.LogFile)
+		case <-time.After(25 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ipamd not serving after 45s; see %s", p.LogFile)
+		}
+	}
+}
+
+func (p *IPAMD) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Running reports whether the agent process is alive.
+func (p *IPAMD) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil && !p.exited()
+}
+
+// PID is the agent's process ID (nsenter, unshare and sh all exec).
+func (p *IPAMD) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Stop sends SIGTERM and waits for the exit (SIGKILL after 20 s).
+func (p *IPAMD) Stop() error { return p.signal(syscall.SIGTERM, 20*time.Second) }
+
+// Kill sends SIGKILL and waits for the exit.
+func (p *IPAMD) Kill() error { return p.signal(syscall.SIGKILL, 10*time.Second) }
+
+func (p *IPAMD) signal(sig syscall.Signal, wait time.Duration) error {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(wait):
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("ipamd did not exit within %s of %v; killed", wait, sig)
+	}
+}
+
+// Restart stops (SIGTERM) and starts the agent.
+func (p *IPAMD) Restart() error {
+	if err := p.Stop(); err != nil {
+		return err
+	}
+	return p.Start()
+}
+
+// RSSKiB is the agent's resident set (VmRSS) in KiB.
+func (p *IPAMD) RSSKiB() (int, error) {
+	pid := p.PID()
+	if pid == 0 {
+		return 0, errors.New("ipamd not running")
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		}
+	}
+	return 0, errors.New("no VmRSS in status")
+}
+
+func (p *IPAMD) get(path string, v any) error {
+	if p.http == nil {
+		return errors.New("ipamd never started")
+	}
+	resp, err := p.http.Get("http://ipamd" + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// ENIs reads /v1/enis (network card 0).
+func (p *IPAMD) ENIs() (datastore.ENIInfos, error) {
+	var m map[string]datastore.ENIInfos
+	if err := p.get("/v1/enis", &m); err != nil {
+		return datastore.ENIInfos{}, err
+	}
+	return m["0"], nil
+}
+
+// ReconcilerStatus is the part of /v1/reconciler the tests read.
+type ReconcilerStatus struct {
+	Mode     string
+	Interval string
+	Grace    string
+	Totals   struct{ Passes, Skipped, Reclaimed, WouldReclaim, Readopted int }
+	LastPass struct {
+		Start                                                    time.Time
+		Triggered                                                bool
+		Skipped                                                  string
+		Sandboxes, Allocations, Candidates, Confirmed, Reclaimed int
+	}
+	Candidates []struct {
+		IP, ContainerID, Pod string
+		PassesAbsent         int
+	}
+}
+
+// Reconciler reads /v1/reconciler.
+func (p *IPAMD) Reconciler() (ReconcilerStatus, error) {
+	var st ReconcilerStatus
+	return st, p.get("/v1/reconciler", &st)
+}
+
+// AssignedIP is one assigned address as introspection shows it (the
+// container ID is blanked there, as upstream does; the pod name is not).
+type AssignedIP struct {
+	IP            netip.Addr
+	ENI           string
+	Pod           string // namespace/name
+	NetworkName   string
+	AssignedSince time.Time
+}
+
+// Assigned lists the assigned addresses from introspection, and the total
+// pool size.
+func (p *IPAMD) Assigned() (map[netip.Addr]AssignedIP, int, error) {
+	infos, err := p.ENIs()
+	if err != nil {
+		return nil, 0, err
+	}
+	out := map[netip.Addr]AssignedIP{}
+	for id, e := range infos.ENIs {
+		for _, c := range e.AvailableIPv4Cidrs {
+			for _, a := range c.IPAddresses {
+				if a.IPAMKey.IsZero() {
+					continue // cooling (a released address has no key)
+				}
+				ip, err := netip.ParseAddr(a.Address)
+				if err != nil {
+					return nil, 0, err
+				}
+				if _, dup := out[ip]; dup {
+					return nil, 0, fmt.Errorf("introspection lists %s twice", ip)
+				}
+				out[ip] = AssignedIP{IP: ip, ENI: id, Pod: a.IPAMMetadata.K8SPodNamespace + "/" + a.IPAMMetadata.K8SPodName,
+					NetworkName: a.IPAMKey.NetworkName, AssignedSince: a.AssignedTime}
+			}
+		}
+	}
+	if len(out) != infos.AssignedIPs {
+		return out, infos.TotalIPs, fmt.Errorf("introspection: %d addresses carry a key but AssignedIPs=%d", len(out), infos.AssignedIPs)
+	}
+	return out, infos.TotalIPs, nil
+}
+
+// Checkpoint reads the agent's checkpoint file: container ID -> address.
+// It is written before every ADD or DEL answer, so it is the agent's view
+// with container IDs.
+func (p *IPAMD) Checkpoint() ([]datastore.CheckpointEntry, error) {
+	b, err := os.ReadFile(p.Store)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return datastore.DecodeCheckpoint(b)
+}
+
+// Queue lists the DEL queue entries waiting for the agent.
+func (p *IPAMD) Queue() []delqueue.Entry {
+	e, _ := delqueue.List(p.QueueDir())
+	return e
+}
+
+// DropQueue deletes every queued DEL (a node losing /var/run, or a
+// runtime that never called DEL): only the reconciler can then reclaim.
+func (p *IPAMD) DropQueue() (int, error) {
+	ents, err := os.ReadDir(p.QueueDir())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		if err := os.Remove(filepath.Join(p.QueueDir(), e.Name())); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// LogLines returns the agent's JSON log lines whose msg contains substr,
+// with their time.
+func (p *IPAMD) LogLines(substr string) ([]time.Time, error) {
+	f, err := os.Open(p.LogFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []time.Time
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		var l struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+		}
+		if json.Unmarshal(s.Bytes(), &l) == nil && strings.Contains(l.Msg, substr) {
+			out = append(out, l.Time)
+		}
+	}
+	return out, s.Err()
+}

@@ -51,11 +51,11 @@ generate-rpc:
 clean:
 	rm -rf $(BUILD_DIR)
 
-## generate-limits: regenerate pkg/vpc/limits_generated.go from
+## generate-limits: regenerate pkg/vpc/zz_generated_limits.go from
 ## misc/instance-limits.tsv; the generated file is committed.
 .PHONY: generate-limits
 generate-limits:
-	$(GO) run ./scripts/gen-limits -in misc/instance-limits.tsv -out pkg/vpc/limits_generated.go
+	$(GO) run ./scripts/gen-limits -in misc/instance-limits.tsv -out pkg/vpc/zz_generated_limits.go
 
 ## generate-config: render charts/aws-vpc-cni into config/master/aws-k8s-cni.yaml
 ## (scripts/generate-config, Helm library); the rendered file is committed.

@@ -3,11 +3,11 @@
 // holds, its network cards, hypervisor and whether it is bare metal.
 //
 // The limits come from a table generated from misc/instance-limits.tsv (see
-// limits_generated.go and `make generate-limits`). The package does no I/O
+// zz_generated_limits.go and `make generate-limits`). The package does no I/O
 // except reading the max-pods file a caller points it at (MaxPodsFromFile).
 package vpc
 
-//go:generate go run ../../scripts/gen-limits -in ../../misc/instance-limits.tsv -out limits_generated.go
+//go:generate go run ../../scripts/gen-limits -in ../../misc/instance-limits.tsv -out zz_generated_limits.go
 
 // NetworkCard is one network card of an instance type and the number of ENIs
 // that can be attached to it.

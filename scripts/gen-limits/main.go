@@ -1,5 +1,5 @@
 // Command gen-limits turns the instance networking limits table
-// (misc/instance-limits.tsv) into the Go source pkg/vpc/limits_generated.go.
+// (misc/instance-limits.tsv) into the Go source pkg/vpc/zz_generated_limits.go.
 //
 // Input format: one instance type per line, seven tab-separated columns:
 //
@@ -13,7 +13,7 @@
 //
 // Usage:
 //
-//	go run ./scripts/gen-limits -in misc/instance-limits.tsv -out pkg/vpc/limits_generated.go
+//	go run ./scripts/gen-limits -in misc/instance-limits.tsv -out pkg/vpc/zz_generated_limits.go
 package main
 
 import (
@@ -67,7 +67,7 @@ func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gen-limits", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	in := fs.String("in", "misc/instance-limits.tsv", "input TSV of instance networking limits")
-	out := fs.String("out", "pkg/vpc/limits_generated.go", "generated Go file to write")
+	out := fs.String("out", "pkg/vpc/zz_generated_limits.go", "generated Go file to write")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 
 const (
 	repoTSV       = "../../misc/instance-limits.tsv"
-	repoGenerated = "../../pkg/vpc/limits_generated.go"
+	repoGenerated = "../../pkg/vpc/zz_generated_limits.go"
 )
 
 // The checked-in generated file must be exactly what the generator produces
@@ -32,7 +32,7 @@ func TestGeneratedFileUpToDate(t *testing.T) {
 
 // Running the command end to end (flags, file write) yields the same bytes.
 func TestRunWritesFile(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "limits_generated.go")
+	out := filepath.Join(t.TempDir(), "zz_generated_limits.go")
 	var stderr bytes.Buffer
 	require.NoError(t, run([]string{"-in", repoTSV, "-out", out}, &stderr))
 	got, err := os.ReadFile(out)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
@@ -72,6 +73,7 @@ type reconciler struct {
 	last       PassReport
 	lastPass   time.Time
 	totals     ReconcileTotals
+	published  atomic.Pointer[ReconcilerStatus]
 }
 
 // ReconcileTotals count what the reconciler did since start.
@@ -182,15 +184,22 @@ type CandidateStatus struct {
 	PassesAbsent                int
 }
 
-// Status reports the last pass and the current candidates.
+// Status reports the last pass and the candidates it left. It never waits
+// for a pass in progress: each pass publishes its result when it ends.
 func (r *reconciler) Status() ReconcilerStatus {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	if st := r.published.Load(); st != nil {
+		return *st
+	}
+	return ReconcilerStatus{Mode: r.cfg.Mode, Interval: r.cfg.Interval.String(), Grace: r.cfg.Grace.String(), Candidates: []CandidateStatus{}}
+}
+
+// publishLocked snapshots the status for Status. Requires r.mu.
+func (r *reconciler) publishLocked() {
 	st := ReconcilerStatus{Mode: r.cfg.Mode, Interval: r.cfg.Interval.String(), Grace: r.cfg.Grace.String(), LastPass: r.last, Totals: r.totals,
 		Candidates: []CandidateStatus{}}
 	for _, c := range r.candidates {
 		st.Candidates = append(st.Candidates, CandidateStatus{IP: c.alloc.IP.String(), ContainerID: c.alloc.Key.ContainerID,
 			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.passes})
 	}
-	return st
+	r.published.Store(&st)
 }

@@ -64,5 +64,6 @@ func (r *reconciler) collectGarbage(ctx context.Context, network string, valid m
 		r.events.Normal(ctx, "PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
 			"CNI GC released %s held by %s (container %s): the runtime no longer has it", a.IP, podRef(a.Metadata), a.Key.ContainerID))
 	}
+	r.publishLocked()
 	return released, deferred
 }

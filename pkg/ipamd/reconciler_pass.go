@@ -50,6 +50,7 @@ func (r *reconciler) Pass(ctx context.Context, triggered bool) PassReport {
 		r.totals.Readopted += rep.Readopted
 		r.last = rep
 		r.lastPass = r.now()
+		r.publishLocked()
 	}()
 
 	sandboxes, ok := r.list(ctx, &rep)

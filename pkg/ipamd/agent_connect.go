@@ -40,6 +40,7 @@ func (a *Agent) connectK8s(ctx context.Context) {
 // connectRuntime sets up the pod-IP reconciler on the container runtime.
 func (a *Agent) connectRuntime() {
 	rc := a.opts.Config.Reconciler
+	reconcilerRunning.Set(0)
 	if rc.Mode == ReconcileOff {
 		return
 	}
@@ -58,6 +59,7 @@ func (a *Agent) connectRuntime() {
 		src = c
 	}
 	a.recon = newReconciler(rc, src, a.store, a.events, a.log)
+	reconcilerRunning.Set(1)
 	if a.pool != nil {
 		hook := a.opts.OnLeak
 		a.pool.onLeak = func(d warmpool.Decision, s datastore.Stats) {

@@ -29,6 +29,10 @@ var (
 		Help:    "Duration of reconciler passes",
 		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10},
 	})
+	reconcilerRunning = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "awscni_ipamd_pod_ip_reconciler_running",
+		Help: "1 when the pod-IP reconciler runs; 0 when it is off or no container runtime socket could be used",
+	})
 	reconcileLastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "awscni_ipamd_pod_ip_reconcile_last_success_timestamp_seconds",
 		Help: "Unix time of the last reconciler pass that completed",
@@ -45,7 +49,7 @@ const (
 
 func registerReconcilerMetrics() {
 	prometheus.MustRegister(reconcileCandidates, reconcileReclaimed, reconcileWouldReclaim, reconcileReadopted,
-		reconcileSkipped, reconcilePassSeconds, reconcileLastSuccess)
+		reconcileSkipped, reconcilePassSeconds, reconcileLastSuccess, reconcilerRunning)
 	for _, r := range []string{skipCRIError, skipCRITimeout, skipEmptyList, skipMassHeld} {
 		reconcileSkipped.WithLabelValues(r)
 	}

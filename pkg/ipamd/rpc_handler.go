@@ -29,9 +29,6 @@ type rpcHandler struct {
 	cfg     Config
 	// vpcCIDRs returns the VPC IPv4 CIDRs for replies (nil until known).
 	vpcCIDRs func() []string
-	// onChange is called after every successful ADD or DEL so the pool
-	// manager can react; it must not block.
-	onChange func()
 	log      *slog.Logger
 }
 
@@ -89,7 +86,6 @@ func (h *rpcHandler) AddNetwork(_ context.Context, in *rpc.AddNetworkRequest) (*
 	if !h.cfg.ExternalSNAT && h.vpcCIDRs != nil {
 		reply.VPCv4CIDRs = append(append([]string(nil), h.vpcCIDRs()...), h.cfg.ExcludeSNATCIDRs...)
 	}
-	h.changed()
 	return reply, nil
 }
 
@@ -122,7 +118,6 @@ func (h *rpcHandler) DelNetwork(_ context.Context, in *rpc.DelNetworkRequest) (*
 		return nil, status.Errorf(codes.Unavailable, "release %s: %v", key, err)
 	}
 	h.log.Debug("DelNetwork released", "key", key.String(), "ip", alloc.IP.String(), "reason", in.Reason)
-	h.changed()
 	return &rpc.DelNetworkReply{
 		Success:              true,
 		IPAllocationMetadata: []*rpc.IPAllocationMetadata{allocationMetadata(alloc)},
@@ -136,12 +131,6 @@ func (h *rpcHandler) GetNetworkPolicyConfigs(context.Context, *emptypb.Empty) (*
 		NetworkPolicyMode: h.cfg.NetworkPolicyMode,
 		MultiNICEnabled:   h.cfg.EnableMultiNIC,
 	}, nil
-}
-
-func (h *rpcHandler) changed() {
-	if h.onChange != nil {
-		h.onChange()
-	}
 }
 
 func allocationMetadata(a datastore.Allocation) *rpc.IPAllocationMetadata {

@@ -183,13 +183,6 @@ func (d *Driver) setAlive(id string, alive bool) {
 	}
 }
 
-// Alive reports whether the pod with this container ID is running.
-func (d *Driver) Alive(id string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.alive[id]
-}
-
 // Gone reports whether the pod with this container ID ended without its DEL
 // reaching ipamd: an allocation under that ID is a leak.
 func (d *Driver) Gone(id string) bool {

@@ -177,14 +177,6 @@ func (p *IPAMD) signal(sig syscall.Signal, wait time.Duration) error {
 	}
 }
 
-// Restart stops (SIGTERM) and starts the agent.
-func (p *IPAMD) Restart() error {
-	if err := p.Stop(); err != nil {
-		return err
-	}
-	return p.Start()
-}
-
 // RSSKiB is the agent's resident set (VmRSS) in KiB.
 func (p *IPAMD) RSSKiB() (int, error) {
 	pid := p.PID()

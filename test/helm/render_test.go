@@ -202,15 +202,6 @@ func container(t *testing.T, cs []corev1.Container, name string) *corev1.Contain
 	return nil
 }
 
-func hasContainer(cs []corev1.Container, name string) bool {
-	for _, c := range cs {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 func (r *rendered) awsNode(t *testing.T) *corev1.Container {
 	t.Helper()
 	return container(t, r.daemonSet.Spec.Template.Spec.Containers, "aws-node")

@@ -120,9 +120,10 @@ func (d *DataStore) Find(key IPAMKey) (Allocation, bool) {
 // IsUnknownPod reports whether err means the key held no address.
 func IsUnknownPod(err error) bool { return errors.Is(err, ErrUnknownPod) }
 
-// Adopt assigns a specific free address to key: for an address a running
-// pod is known to hold although the datastore lost track of it (re-adoption
-// by the pod-IP reconciler, or rebuilding after a lost checkpoint). It fails
+// Adopt assigns a specific free or pending address to key: for an address a
+// running pod is known to hold although the datastore lost track of it
+// (re-adoption by the pod-IP reconciler, rebuilding after a lost
+// checkpoint, or a pending address found in use). It fails
 // with ErrNotInPool for an address on none of the ENIs, ErrIPBusy when the
 // address is assigned or cooling, and ErrKeyExists when key holds another
 // address. Durable on return, like Assign.
@@ -146,10 +147,11 @@ func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Alloca
 	}
 	now := d.now()
 	d.expireLocked(now)
-	if a.state != stateFree {
+	if a.state != stateFree && a.state != statePending {
 		d.mu.Unlock()
 		return Allocation{}, ErrIPBusy
 	}
+	wasPending, seq, joined := a.state == statePending, a.joinSeq, a.joinedAt
 	d.assignLocked(a, key, meta, now)
 	alloc := a.allocation()
 	b := d.commit.joinLocked()
@@ -158,6 +160,12 @@ func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Alloca
 		d.mu.Lock()
 		if d.byIP[a.ip] == a && a.state == stateAssigned && a.key == key && a.assignedAt.Equal(now) {
 			d.releaseLocked(a, now, false)
+			if wasPending {
+				// Back to pending: it was never verified free.
+				d.addUsed(a.cidr, 1)
+				d.count[a.cidr.kind].pending++
+				a.state, a.joinSeq, a.joinedAt = statePending, seq, joined
+			}
 			d.commit.joinLocked()
 		}
 		d.mu.Unlock()
@@ -167,7 +175,7 @@ func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Alloca
 }
 
 // Holds reports whether ip is one of the store's addresses, and whether it
-// is free (neither assigned nor cooling).
+// is free (neither assigned, cooling nor pending).
 func (d *DataStore) Holds(ip netip.Addr) (inPool, free bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

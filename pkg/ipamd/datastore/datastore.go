@@ -24,6 +24,11 @@ type Config struct {
 	Logger       *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// VerifyNewAddresses holds every address that joins the pool (AddCIDR)
+	// as pending: not assignable until Verify or AdoptPending settles it
+	// against the container runtime, so an address a live sandbox still
+	// uses is never handed to another pod. Off, addresses are free at once.
+	VerifyNewAddresses bool
 }
 
 // DataStore is safe for concurrent use. One mutex guards everything; it is
@@ -41,12 +46,14 @@ type DataStore struct {
 	cooling *list.List // *addr in release order (= expiry order)
 	count   [numKinds]counters
 	prefix  struct{ total, free int }
+	verify  bool
+	joinSeq uint64
 
 	commit *committer // nil when there is no checkpointer
 	closed bool
 }
 
-type counters struct{ total, assigned, cooling int }
+type counters struct{ total, assigned, cooling, pending int }
 
 // New returns an empty DataStore. Call Close to flush and stop it.
 func New(cfg Config) *DataStore {
@@ -58,6 +65,7 @@ func New(cfg Config) *DataStore {
 		byIP:    map[netip.Addr]*addr{},
 		byKey:   map[IPAMKey]*addr{},
 		cooling: list.New(),
+		verify:  cfg.VerifyNewAddresses,
 	}
 	if cfg.PrefixDelegation {
 		d.mode = kindPrefix
@@ -113,8 +121,11 @@ func (d *DataStore) addUsed(c *cidr, delta int) {
 }
 
 func (d *DataStore) assignLocked(a *addr, key IPAMKey, meta IPAMMetadata, at time.Time) {
-	if a.state == stateCooling {
+	switch a.state {
+	case stateCooling:
 		d.endCooldownLocked(a)
+	case statePending:
+		d.settlePendingLocked(a)
 	}
 	a.state = stateAssigned
 	a.key = key

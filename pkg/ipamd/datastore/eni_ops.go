@@ -43,6 +43,9 @@ func (d *DataStore) AddCIDR(eniID string, p netip.Prefix) error {
 		d.prefix.total++
 		d.prefix.free++
 	}
+	if d.verify {
+		d.holdPendingLocked(c)
+	}
 	d.reindex(c)
 	return nil
 }
@@ -124,6 +127,8 @@ func (d *DataStore) dropCIDRLocked(c *cidr) []Allocation {
 			d.releaseLocked(a, d.now(), false)
 		case stateCooling:
 			d.endCooldownLocked(a)
+		case statePending:
+			d.settlePendingLocked(a)
 		}
 		delete(d.byIP, a.ip)
 	}

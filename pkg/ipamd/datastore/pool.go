@@ -12,6 +12,9 @@ const (
 	stateFree addrState = iota
 	stateAssigned
 	stateCooling
+	// statePending: joined the pool but not yet checked against the
+	// runtime's sandboxes; neither assignable nor free (see pending.go).
+	statePending
 )
 
 // kind separates the two sorts of CIDR; a datastore hands out only the kind
@@ -56,6 +59,10 @@ type addr struct {
 	assignedAt   time.Time
 	unassignedAt time.Time
 	coolElem     *list.Element
+	// joinSeq and joinedAt identify the pending period of an address (set
+	// when it joins the pool unverified).
+	joinSeq  uint64
+	joinedAt time.Time
 	// encoded is the checkpoint JSON of the current assignment (nil when
 	// free or when there is no checkpointer); a fresh slice per assignment
 	// because a checkpoint write may still be reading the previous one.

@@ -62,12 +62,16 @@ type Allocation struct {
 // AssignedIPs and CooldownIPs count only CIDRs of the datastore's mode
 // (prefixes in prefix-delegation mode, secondary IPs otherwise), as upstream.
 type Stats struct {
-	ENIs          int
-	TotalIPs      int
-	AssignedIPs   int
-	CooldownIPs   int
+	ENIs        int
+	TotalIPs    int
+	AssignedIPs int
+	CooldownIPs int
+	// PendingIPs are addresses that joined the pool and await the check
+	// against the runtime's sandboxes (Config.VerifyNewAddresses); like
+	// cooling ones they are counted as available but cannot be assigned yet.
+	PendingIPs    int
 	TotalPrefixes int
-	// FreePrefixes counts prefixes none of whose addresses is assigned or cooling.
+	// FreePrefixes counts prefixes none of whose addresses is assigned, cooling or pending.
 	FreePrefixes int
 }
 

@@ -17,6 +17,7 @@ func (d *DataStore) Stats() Stats {
 		TotalIPs:      c.total,
 		AssignedIPs:   c.assigned,
 		CooldownIPs:   c.cooling,
+		PendingIPs:    c.pending,
 		TotalPrefixes: d.prefix.total,
 		FreePrefixes:  d.prefix.free,
 	}
@@ -130,7 +131,7 @@ func (d *DataStore) ENIInfos() ENIInfos {
 			}
 			for i := range c.addrs {
 				a := &c.addrs[i]
-				if a.state == stateFree {
+				if a.state == stateFree || a.state == statePending {
 					continue
 				}
 				cv.IPAddresses[a.ip.String()] = &AddressView{

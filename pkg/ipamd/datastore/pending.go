@@ -1,0 +1,98 @@
+package datastore
+
+import (
+	"net/netip"
+	"sort"
+	"time"
+)
+
+// Pending addresses. With Config.VerifyNewAddresses every address that joins
+// the pool (at start, when EC2 grants more, or when the ENI reconcile finds
+// some) is pending until the pod-IP reconciler has compared it with the IPs
+// of the runtime's current sandboxes: a live sandbox may still use it (a
+// lost checkpoint, an ENI whose setup failed at start, an address removed by
+// force and granted again). A pending address is never handed out: it is
+// either verified (free) or adopted by the sandbox that uses it.
+
+// Pending is one address waiting for that check.
+type Pending struct {
+	IP    netip.Addr
+	ENIID string
+	// Seq identifies this pending period: Verify ignores an entry whose
+	// address left the pool and joined again since it was listed.
+	Seq   uint64
+	Since time.Time
+}
+
+// holdPendingLocked marks every address of a newly added CIDR pending.
+func (d *DataStore) holdPendingLocked(c *cidr) {
+	now := d.now()
+	for i := range c.addrs {
+		a := &c.addrs[i]
+		d.joinSeq++
+		a.state, a.joinSeq, a.joinedAt = statePending, d.joinSeq, now
+	}
+	d.count[c.kind].pending += len(c.addrs)
+	d.addUsed(c, len(c.addrs))
+}
+
+// settlePendingLocked ends a's pending state, leaving it free.
+func (d *DataStore) settlePendingLocked(a *addr) {
+	a.state = stateFree
+	a.joinSeq, a.joinedAt = 0, time.Time{}
+	d.count[a.cidr.kind].pending--
+	d.addUsed(a.cidr, -1)
+}
+
+// PendingAddresses lists the addresses awaiting verification, oldest first.
+func (d *DataStore) PendingAddresses() []Pending {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []Pending
+	if d.count[kindSecondary].pending+d.count[kindPrefix].pending == 0 {
+		return out
+	}
+	for _, a := range d.byIP {
+		if a.state == statePending {
+			out = append(out, Pending{IP: a.ip, ENIID: a.cidr.eni.info.ID, Seq: a.joinSeq, Since: a.joinedAt})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out
+}
+
+// Verify makes the listed pending addresses free (assignable), skipping any
+// that is no longer in the same pending period. It returns how many it
+// freed. Nothing is persisted: pending and free addresses are both absent
+// from the checkpoint.
+func (d *DataStore) Verify(ps []Pending) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, p := range ps {
+		a, ok := d.byIP[p.IP]
+		if !ok || a.state != statePending || a.joinSeq != p.Seq {
+			continue
+		}
+		d.settlePendingLocked(a)
+		n++
+	}
+	return n
+}
+
+// SetVerifyNewAddresses turns the pending state on or off for addresses
+// that join from now on. Turning it off also frees every pending address:
+// the caller has no way left to check them (the reconciler is off).
+func (d *DataStore) SetVerifyNewAddresses(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.verify = on
+	if on {
+		return
+	}
+	for _, a := range d.byIP {
+		if a.state == statePending {
+			d.settlePendingLocked(a)
+		}
+	}
+}

@@ -1,7 +1,7 @@
 package warmpool
 
 // Decide picks the sizing unit for c, computes how far the pool is from
-// its targets, and applies the max-pods clamp last.
+// its targets, and then applies two growth limits: max pods, then capacity.
 //
 // Unit selection:
 //   - PrefixDelegation: UnitPrefix, from PrefixTargetState; with no prefix
@@ -14,17 +14,26 @@ package warmpool
 //     WarmENITarget is unset and nothing is available. ENIs are never
 //     released here (Over is 0).
 //
-// The max-pods clamp (MaxPods > 0 only): with room = MaxPods - TotalIPs,
-// room <= 0 sets Short to 0 and AtMaxPods; otherwise Short is capped at
-// room (UnitIP) or ceil(room/16) (UnitPrefix), and a UnitENI request is
-// left as is. LeakSuspected is AssignedIPs > MaxPods, or AtMaxPods with no
-// address available.
+// Each limit L (MaxPods, then MaxAddresses) applies only when L > 0. With
+// room = L - TotalIPs, room <= 0 sets Short to 0 and the matching flag
+// (AtMaxPods, AtCapacity); otherwise Short is capped at room (UnitIP) or
+// ceil(room/16) (UnitPrefix), and a UnitENI request is left as is. Over is
+// never touched: a full node may still give addresses back.
+//
+// LeakSuspected is AssignedIPs > MaxPods (MaxPods known), or either limit
+// reached with no address available: the pool cannot grow and the next pod
+// would fail, so the caller should check for leaked addresses now. The
+// second part needs only one known limit, so it also fires on a node whose
+// max pods is unknown but whose ENI capacity is.
 //
 // Short and Over are never both > 0.
 func Decide(s Stats, c Config) Decision {
 	s, c = normStats(s), normConfig(c)
 	d := decideUnclamped(s, c)
-	clampMaxPods(&d, s, c)
+	d.AtMaxPods = clampToLimit(&d, s.TotalIPs, c.MaxPods)
+	d.AtCapacity = clampToLimit(&d, s.TotalIPs, c.MaxAddresses)
+	d.LeakSuspected = (c.MaxPods > 0 && s.AssignedIPs > c.MaxPods) ||
+		((d.AtMaxPods || d.AtCapacity) && available(s) == 0)
 	if d.Short > 0 {
 		// The state functions already guarantee this; keep the invariant
 		// local so a future edit cannot break it silently. Short wins for
@@ -53,22 +62,26 @@ func decideUnclamped(s Stats, c Config) Decision {
 	return Decision{Unit: UnitENI, Short: boolToInt(short)}
 }
 
-// clampMaxPods applies the max-pods limit to d in place.
-func clampMaxPods(d *Decision, s Stats, c Config) {
-	if c.MaxPods == 0 {
-		return
+// clampToLimit caps d.Short so the pool does not grow past limit
+// addresses, and reports whether it already holds at least limit. A limit
+// of 0 is unknown: d is left alone. A prefix request may overshoot the
+// limit by up to 15 addresses, since a prefix cannot be split; an ENI
+// request is not capped at all, since an ENI cannot be attached partially.
+func clampToLimit(d *Decision, total, limit int) (atLimit bool) {
+	if limit == 0 {
+		return false
 	}
-	room := c.MaxPods - s.TotalIPs // both >= 0: no overflow
+	room := limit - total // both >= 0: no overflow
 	switch {
 	case room <= 0:
 		d.Short = 0
-		d.AtMaxPods = true
+		return true
 	case d.Unit == UnitIP:
 		d.Short = min(d.Short, room)
 	case d.Unit == UnitPrefix:
 		d.Short = min(d.Short, ceilDiv(room, AddressesPerPrefix))
 	}
-	d.LeakSuspected = s.AssignedIPs > c.MaxPods || (d.AtMaxPods && available(s) == 0)
+	return false
 }
 
 func boolToInt(b bool) int {

@@ -5,9 +5,15 @@ import (
 	"testing"
 )
 
-// eniMode, ipMode and pdMode build the configs most edge cases start from.
+// eniMode builds the config most ENI-mode edge cases start from.
 func eniMode(warmENI, maxPods, ipsPerENI int) Config {
 	return Config{WarmENITarget: warmENI, MaxPods: maxPods, IPsPerENI: ipsPerENI}
+}
+
+// withCapacity returns c with MaxAddresses set to n.
+func withCapacity(c Config, n int) Config {
+	c.MaxAddresses = n
+	return c
 }
 
 func TestDecideEdgeCases(t *testing.T) {
@@ -31,7 +37,7 @@ func TestDecideEdgeCases(t *testing.T) {
 		{"negative stats behave like a fresh node", Stats{-5, -3, -1, -2, -4}, eniMode(1, 29, 9), Decision{Unit: UnitENI, Short: 1}},
 		{"negative targets are unset", Stats{TotalIPs: 9, AssignedIPs: 5}, Config{WarmENITarget: -1, WarmIPTarget: -5, MinimumIPTarget: -10, WarmPrefixTarget: -1, MaxPods: 29, IPsPerENI: 9}, Decision{Unit: UnitENI}},
 		{"negative max pods is unknown", Stats{TotalIPs: 64, AssignedIPs: 64, TotalPrefixes: 4}, Config{PrefixDelegation: true, WarmPrefixTarget: 1, MaxPods: -62}, Decision{Unit: UnitPrefix, Short: 1}},
-		{"MinInt everywhere", Stats{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt}, Config{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, true}, Decision{Unit: UnitPrefix, Short: 1}},
+		{"MinInt everywhere", Stats{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt}, Config{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, true}, Decision{Unit: UnitPrefix, Short: 1}},
 		// IPsPerENI unknown (0 or negative) with WARM_ENI_TARGET set: the spec's
 		// "available < IPsPerENI*WarmENITarget" can never hold, so no ENI is asked for.
 		{"negative IPsPerENI never triggers ENI growth", Stats{TotalIPs: 9, AssignedIPs: 9}, eniMode(1, 0, -9), Decision{Unit: UnitENI}},
@@ -62,6 +68,29 @@ func TestDecideEdgeCases(t *testing.T) {
 		{"max pods == total, still over target", Stats{TotalIPs: 29, AssignedIPs: 3}, Config{WarmIPTarget: 5, MaxPods: 29}, Decision{Unit: UnitIP, Over: 21, AtMaxPods: true}},
 		{"PD max pods == total, free prefix above target", Stats{TotalIPs: 48, AssignedIPs: 2, TotalPrefixes: 3, FreePrefixes: 2}, Config{PrefixDelegation: true, WarmPrefixTarget: 1, MaxPods: 48}, Decision{Unit: UnitPrefix, Over: 1, AtMaxPods: true}},
 		{"assigned above max pods, still over target", Stats{TotalIPs: 40, AssignedIPs: 31}, Config{WarmIPTarget: 1, MaxPods: 30}, Decision{Unit: UnitIP, Over: 8, AtMaxPods: true, LeakSuspected: true}},
+
+		// Capacity (MaxAddresses) clamp.
+		{"capacity tighter than max pods", Stats{TotalIPs: 20, AssignedIPs: 19}, Config{WarmIPTarget: 10, MaxPods: 110, MaxAddresses: 24}, Decision{Unit: UnitIP, Short: 4}},
+		{"max pods tighter than capacity", Stats{TotalIPs: 20, AssignedIPs: 19}, Config{WarmIPTarget: 10, MaxPods: 22, MaxAddresses: 24}, Decision{Unit: UnitIP, Short: 2}},
+		{"capacity 4 < 9 IPs per ENI: ENI request is not clamped", Stats{}, withCapacity(eniMode(1, 0, 9), 4), Decision{Unit: UnitENI, Short: 1}},
+		{"capacity 4 < 9 IPs per ENI: after attach", Stats{TotalIPs: 9, AssignedIPs: 4}, withCapacity(eniMode(1, 0, 9), 4), Decision{Unit: UnitENI, AtCapacity: true}},
+		{"capacity 1 < one prefix: one prefix still allowed", Stats{}, Config{PrefixDelegation: true, WarmPrefixTarget: 2, MaxAddresses: 1}, Decision{Unit: UnitPrefix, Short: 1}},
+		{"PD capacity 40, warm-prefix 3: capped at ceil(room/16)", Stats{TotalIPs: 16, AssignedIPs: 16, TotalPrefixes: 1}, Config{PrefixDelegation: true, WarmPrefixTarget: 3, MaxAddresses: 40}, Decision{Unit: UnitPrefix, Short: 2}},
+		{"capacity full, max pods unknown: leak fires without max pods", Stats{TotalIPs: 27, AssignedIPs: 27}, withCapacity(eniMode(1, 0, 9), 27), Decision{Unit: UnitENI, AtCapacity: true, LeakSuspected: true}},
+		{"capacity and max pods both reached", Stats{TotalIPs: 29, AssignedIPs: 29}, withCapacity(eniMode(1, 29, 9), 27), Decision{Unit: UnitENI, AtMaxPods: true, AtCapacity: true, LeakSuspected: true}},
+		{"total above capacity, still over target", Stats{TotalIPs: 40, AssignedIPs: 10}, Config{WarmIPTarget: 5, MaxAddresses: 30}, Decision{Unit: UnitIP, Over: 25, AtCapacity: true}},
+		{"negative capacity is unknown", Stats{TotalIPs: 64, AssignedIPs: 64, TotalPrefixes: 4}, Config{PrefixDelegation: true, WarmPrefixTarget: 1, MaxAddresses: -64}, Decision{Unit: UnitPrefix, Short: 1}},
+		{"MinInt capacity is unknown", Stats{TotalIPs: 27, AssignedIPs: 27}, withCapacity(eniMode(1, 0, 9), math.MinInt), Decision{Unit: UnitENI, Short: 1}},
+
+		// Overflow-ish capacity: room = MaxAddresses - TotalIPs never wraps.
+		{"MaxInt capacity, fresh node", Stats{}, Config{WarmIPTarget: 5, MaxAddresses: big}, Decision{Unit: UnitIP, Short: 5}},
+		{"MaxInt warm-ip clamped by MaxInt capacity", Stats{TotalIPs: 10, AssignedIPs: 7}, Config{WarmIPTarget: big, MaxAddresses: big}, Decision{Unit: UnitIP, Short: big - 10}},
+		{"PD MaxInt warm-prefix clamped by MaxInt capacity", Stats{TotalIPs: 16, AssignedIPs: 1, TotalPrefixes: 1}, Config{PrefixDelegation: true, WarmPrefixTarget: big, MaxAddresses: big}, Decision{Unit: UnitPrefix, Short: (big-16)/16 + 1}},
+		{"MaxInt total, capacity 1", Stats{TotalIPs: big}, Config{WarmIPTarget: 5, MaxAddresses: 1}, Decision{Unit: UnitIP, Over: big - 5, AtCapacity: true}},
+		{"MaxInt total and capacity", Stats{TotalIPs: big, AssignedIPs: big}, Config{WarmIPTarget: 5, MaxAddresses: big}, Decision{Unit: UnitIP, AtCapacity: true, LeakSuspected: true}},
+		{"MaxInt total, max pods and capacity", Stats{TotalIPs: big, AssignedIPs: big}, Config{WarmIPTarget: 5, MaxPods: big, MaxAddresses: big}, Decision{Unit: UnitIP, AtMaxPods: true, AtCapacity: true, LeakSuspected: true}},
+		{"MaxInt capacity one below total", Stats{TotalIPs: big, AssignedIPs: big - 1}, withCapacity(eniMode(1, 0, 9), big-1), Decision{Unit: UnitENI, AtCapacity: true}},
+		{"MaxInt everywhere", Stats{big, big, big, big, big}, Config{big, big, big, big, big, big, big, true}, Decision{Unit: UnitPrefix, AtMaxPods: true, AtCapacity: true, LeakSuspected: true}},
 
 		// Inconsistent stats.
 		{"assigned above total counts as nothing available", Stats{TotalIPs: 5, AssignedIPs: 9}, Config{WarmIPTarget: 2}, Decision{Unit: UnitIP, Short: 2}},
@@ -129,8 +158,8 @@ func TestStateFunctionsIgnorePrefixDelegation(t *testing.T) {
 }
 
 func TestDecisionString(t *testing.T) {
-	d := Decision{Unit: UnitPrefix, Short: 0, Over: 2, AtMaxPods: true}
-	want := "unit=prefix short=0 over=2 atMaxPods=true leakSuspected=false"
+	d := Decision{Unit: UnitPrefix, Short: 0, Over: 2, AtMaxPods: true, AtCapacity: true}
+	want := "unit=prefix short=0 over=2 atMaxPods=true atCapacity=true leakSuspected=false"
 	if got := d.String(); got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}

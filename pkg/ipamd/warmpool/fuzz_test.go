@@ -6,29 +6,34 @@ import (
 )
 
 // FuzzDecide feeds arbitrary ints to Decide and both state functions and
-// checks they never panic, never return negative counts and never ask to
-// grow and shrink at once.
+// checks they never panic, never return negative counts, never ask to
+// grow and shrink at once and never grow past a known limit.
 func FuzzDecide(f *testing.F) {
 	seeds := []struct {
 		s Stats
 		c Config
 	}{
-		{Stats{9, 5, 0, 0, 0}, Config{1, 0, 0, 0, 29, 9, false}},
-		{Stats{27, 26, 0, 0, 0}, Config{0, 5, 0, 0, 29, 9, false}},
-		{Stats{64, 64, 0, 4, 0}, Config{0, 0, 0, 1, 62, 0, true}},
-		{Stats{16, 2, 0, 1, 0}, Config{0, 2, 40, 0, 110, 0, true}},
-		{Stats{32, 32, 0, 2, 2}, Config{0, 0, 0, 1, 0, 0, true}},
-		{Stats{math.MaxInt, math.MinInt, -1, math.MaxInt, math.MaxInt}, Config{math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, true}},
+		{Stats{9, 5, 0, 0, 0}, Config{1, 0, 0, 0, 29, 0, 9, false}},
+		{Stats{27, 26, 0, 0, 0}, Config{0, 5, 0, 0, 29, 0, 9, false}},
+		{Stats{64, 64, 0, 4, 0}, Config{0, 0, 0, 1, 62, 0, 0, true}},
+		{Stats{16, 2, 0, 1, 0}, Config{0, 2, 40, 0, 110, 0, 0, true}},
+		{Stats{32, 32, 0, 2, 2}, Config{0, 0, 0, 1, 0, 0, 0, true}},
+		{Stats{27, 27, 0, 0, 0}, Config{1, 0, 0, 0, 29, 27, 9, false}},
+		{Stats{25, 23, 0, 0, 0}, Config{0, 5, 0, 0, 29, 27, 9, false}},
+		{Stats{32, 32, 0, 2, 0}, Config{0, 0, 0, 1, 110, 32, 0, true}},
+		{Stats{math.MaxInt, math.MinInt, -1, math.MaxInt, math.MaxInt}, Config{math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, true}},
+		{Stats{math.MaxInt - 1, 3, 0, 0, 0}, Config{0, math.MaxInt, 0, 0, 0, math.MaxInt, 0, false}},
 	}
 	for _, sd := range seeds {
 		s, c := sd.s, sd.c
 		f.Add(s.TotalIPs, s.AssignedIPs, s.CooldownIPs, s.TotalPrefixes, s.FreePrefixes,
-			c.WarmENITarget, c.WarmIPTarget, c.MinimumIPTarget, c.WarmPrefixTarget, c.MaxPods, c.IPsPerENI, c.PrefixDelegation)
+			c.WarmENITarget, c.WarmIPTarget, c.MinimumIPTarget, c.WarmPrefixTarget, c.MaxPods, c.MaxAddresses,
+			c.IPsPerENI, c.PrefixDelegation)
 	}
 	f.Fuzz(func(t *testing.T, total, assigned, cooldown, totalPfx, freePfx,
-		warmENI, warmIP, minIP, warmPfx, maxPods, ipsPerENI int, pd bool) {
+		warmENI, warmIP, minIP, warmPfx, maxPods, maxAddrs, ipsPerENI int, pd bool) {
 		s := Stats{total, assigned, cooldown, totalPfx, freePfx}
-		c := Config{warmENI, warmIP, minIP, warmPfx, maxPods, ipsPerENI, pd}
+		c := Config{warmENI, warmIP, minIP, warmPfx, maxPods, maxAddrs, ipsPerENI, pd}
 		checkInvariants(t, s, c, Decide(s, c))
 	})
 }

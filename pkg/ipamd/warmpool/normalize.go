@@ -12,14 +12,15 @@ func normStats(s Stats) Stats {
 	return s
 }
 
-// normConfig maps every unset (<= 0) target, an unknown MaxPods and a
-// negative IPsPerENI to 0.
+// normConfig maps every unset (<= 0) target, an unknown (<= 0) MaxPods or
+// MaxAddresses and a negative IPsPerENI to 0.
 func normConfig(c Config) Config {
 	c.WarmENITarget = nonNeg(c.WarmENITarget)
 	c.WarmIPTarget = nonNeg(c.WarmIPTarget)
 	c.MinimumIPTarget = nonNeg(c.MinimumIPTarget)
 	c.WarmPrefixTarget = nonNeg(c.WarmPrefixTarget)
 	c.MaxPods = nonNeg(c.MaxPods)
+	c.MaxAddresses = nonNeg(c.MaxAddresses)
 	c.IPsPerENI = nonNeg(c.IPsPerENI)
 	return c
 }

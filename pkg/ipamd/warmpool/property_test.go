@@ -46,10 +46,21 @@ func genConsistent(r *rand.Rand) (Stats, Config) {
 		s.TotalIPs = r.IntN(251)
 	}
 	s.AssignedIPs = r.IntN(s.TotalIPs + 1)
+	if r.IntN(8) == 0 {
+		s.AssignedIPs = s.TotalIPs // a full pool, where the leak rule lives
+	}
 	s.CooldownIPs = r.IntN(s.TotalIPs - s.AssignedIPs + 1)
 	if c.PrefixDelegation {
 		maxFree := min(s.TotalPrefixes, (s.TotalIPs-s.AssignedIPs-s.CooldownIPs)/AddressesPerPrefix)
 		s.FreePrefixes = r.IntN(maxFree + 1)
+	}
+	switch r.IntN(4) {
+	case 0:
+		// Anywhere, including below TotalIPs (MAX_ENI lowered after attach).
+		c.MaxAddresses = 1 + r.IntN(350)
+	case 1:
+		// Near the pool's size, where the clamp bites.
+		c.MaxAddresses = max(1, s.TotalIPs+r.IntN(24)-4)
 	}
 	return s, c
 }
@@ -75,7 +86,7 @@ func wildInt(r *rand.Rand) int {
 // genWild returns arbitrary, usually inconsistent, inputs.
 func genWild(r *rand.Rand) (Stats, Config) {
 	s := Stats{wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r)}
-	c := Config{wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), r.IntN(2) == 0}
+	c := Config{wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), r.IntN(2) == 0}
 	return s, c
 }
 
@@ -89,12 +100,7 @@ func checkInvariants(t *testing.T, s Stats, c Config, d Decision) {
 	if d.Short > 0 && d.Over > 0 {
 		t.Fatalf("both short and over: {%v} for %+v %+v", d, s, c)
 	}
-	if d.AtMaxPods && d.Short != 0 {
-		t.Fatalf("short at max pods: {%v} for %+v %+v", d, s, c)
-	}
-	if c.MaxPods <= 0 && (d.AtMaxPods || d.LeakSuspected) {
-		t.Fatalf("max-pods flags with unknown max pods: {%v} for %+v %+v", d, s, c)
-	}
+	checkLimits(t, s, c, d)
 	wantUnit := UnitENI
 	switch {
 	case c.PrefixDelegation:
@@ -116,6 +122,49 @@ func checkInvariants(t *testing.T, s Stats, c Config, d Decision) {
 		if short < 0 || over < 0 || (short > 0 && over > 0) {
 			t.Fatalf("%s = (%d, %d) for %+v %+v", name, short, over, s, c)
 		}
+	}
+}
+
+// checkLimits asserts the max-pods and capacity properties on the
+// normalised inputs (negative counts are 0, limits <= 0 unknown):
+//   - AtMaxPods iff MaxPods > 0 and TotalIPs >= MaxPods; AtCapacity iff
+//     MaxAddresses > 0 and TotalIPs >= MaxAddresses;
+//   - Short is 0 when either limit is reached;
+//   - growth never passes a known limit: TotalIPs + Short <= limit for ip,
+//     and for prefix no more than ceil(room/16) prefixes, i.e. less than one
+//     prefix past the limit. Both are checked as Short <= f(room), which
+//     cannot overflow, instead of summing;
+//   - LeakSuspected is exactly (MaxPods > 0 and AssignedIPs > MaxPods) or
+//     (a limit reached and nothing available), so it never fires with both
+//     limits unknown.
+func checkLimits(t *testing.T, s Stats, c Config, d Decision) {
+	t.Helper()
+	total, assigned := nonNeg(s.TotalIPs), nonNeg(s.AssignedIPs)
+	maxPods, maxAddrs := nonNeg(c.MaxPods), nonNeg(c.MaxAddresses)
+	atMax := maxPods > 0 && total >= maxPods
+	atCap := maxAddrs > 0 && total >= maxAddrs
+	if d.AtMaxPods != atMax || d.AtCapacity != atCap {
+		t.Fatalf("atMaxPods=%t atCapacity=%t, want %t %t: {%v} for %+v %+v",
+			d.AtMaxPods, d.AtCapacity, atMax, atCap, d, s, c)
+	}
+	if (atMax || atCap) && d.Short != 0 {
+		t.Fatalf("short at a limit: {%v} for %+v %+v", d, s, c)
+	}
+	for _, limit := range []int{maxPods, maxAddrs} {
+		if limit == 0 || total >= limit {
+			continue
+		}
+		room := limit - total
+		switch {
+		case d.Unit == UnitIP && d.Short > room:
+			t.Fatalf("grows %d IPs past limit %d: {%v} for %+v %+v", d.Short-room, limit, d, s, c)
+		case d.Unit == UnitPrefix && d.Short > ceilDiv(room, AddressesPerPrefix):
+			t.Fatalf("grows a whole prefix past limit %d: {%v} for %+v %+v", limit, d, s, c)
+		}
+	}
+	leak := (maxPods > 0 && assigned > maxPods) || ((atMax || atCap) && total <= assigned)
+	if d.LeakSuspected != leak {
+		t.Fatalf("leakSuspected=%t, want %t: {%v} for %+v %+v", d.LeakSuspected, leak, d, s, c)
 	}
 }
 
@@ -170,9 +219,10 @@ func shrink(s Stats, d Decision) Stats {
 //
 // Precondition: the stats are consistent (genConsistent's invariants);
 // nothing else. In particular the property also holds
-//   - when MaxPods is the limit: a clamped Short grows TotalIPs to at least
-//     MaxPods (room IPs, or ceil(room/16) prefixes), so the next Decide is
-//     AtMaxPods with Short 0;
+//   - when MaxPods or MaxAddresses is the limit: a clamped Short grows
+//     TotalIPs to at least that limit (room IPs, or ceil(room/16) prefixes),
+//     so the next Decide is AtMaxPods or AtCapacity with Short 0; and the
+//     clamp only cut a Short the targets still want, so Over stays 0;
 //   - for "PD no targets": Short is 1 only when nothing is available, and
 //     one prefix makes 16 addresses available;
 //   - for WARM_PREFIX_TARGET, fragmented pools included: Short > 0 means
@@ -200,16 +250,22 @@ func TestPropertyGrowthSettles(t *testing.T) {
 			t.Fatalf("after growing by {%v}: {%v}\nstats %+v -> %+v\nconfig %+v", d, d2, s, s2, c)
 		}
 	}
-	requireKinds(t, checked, "ip", "ip clamped by max pods", "prefix by ip targets",
-		"prefix by warm-prefix", "prefix, no targets", "prefix clamped by max pods")
+	requireKinds(t, checked, "ip", "ip clamped by max pods", "ip clamped by capacity",
+		"prefix by ip targets", "prefix by warm-prefix", "prefix, no targets",
+		"prefix clamped by max pods", "prefix clamped by capacity")
 }
 
 // growthKind names the branch that produced a growth decision, so the test
-// can show every branch named in its precondition was exercised.
+// can show every branch named in its precondition was exercised. A Short
+// cut equally by both limits counts as clamped by max pods.
 func growthKind(s Stats, c Config, d Decision) string {
-	unclamped := c
-	unclamped.MaxPods = 0
+	unclamped, noCapacity := c, c
+	unclamped.MaxPods, unclamped.MaxAddresses = 0, 0
+	noCapacity.MaxAddresses = 0
 	if Decide(s, unclamped).Short != d.Short {
+		if Decide(s, noCapacity).Short != d.Short {
+			return string(d.Unit) + " clamped by capacity"
+		}
 		return string(d.Unit) + " clamped by max pods"
 	}
 	switch {
@@ -237,8 +293,8 @@ func requireKinds(t *testing.T, checked map[string]int, kinds ...string) {
 
 // Property (c): releasing Over once leaves the pool needing neither growth
 // (no release/allocate churn) nor a further release. Precondition: the stats
-// are consistent; MaxPods plays no part because it only ever lowers Short,
-// and releasing only adds room.
+// are consistent; MaxPods and MaxAddresses play no part because they only
+// ever lower Short, and releasing only adds room.
 func TestPropertyReleaseSettles(t *testing.T) {
 	r := newRand()
 	checked := map[string]int{}
@@ -292,4 +348,38 @@ func TestPropertyENIGrowthConverges(t *testing.T) {
 		t.Fatalf("only %d ENI-mode cases generated", checked)
 	}
 	t.Logf("checked %d ENI-mode cases", checked)
+}
+
+// The limit properties (checkLimits) hold for every generated input via
+// TestPropertyInvariants and FuzzDecide; this test makes sure the
+// consistent generator actually reaches each situation they talk about, so
+// they are not vacuously true.
+func TestPropertyLimitsExercised(t *testing.T) {
+	r := newRand()
+	checked := map[string]int{}
+	for range propertyIterations {
+		s, c := genConsistent(r)
+		d := Decide(s, c)
+		checkLimits(t, s, c, d)
+		unclamped := c
+		unclamped.MaxPods, unclamped.MaxAddresses = 0, 0
+		u := Decide(s, unclamped)
+		switch {
+		case d.AtCapacity && u.Short > 0:
+			checked["growth stopped at capacity"]++
+		case !d.AtCapacity && c.MaxAddresses > 0 && d.Short > 0 && d.Short < u.Short:
+			checked["growth capped below capacity"]++
+		}
+		if d.AtCapacity && d.LeakSuspected && c.MaxPods == 0 {
+			checked["leak at capacity, max pods unknown"]++
+		}
+		if d.AtCapacity && !d.AtMaxPods && d.LeakSuspected {
+			checked["leak at capacity below max pods"]++
+		}
+		if d.AtCapacity && d.Over > 0 {
+			checked["release at capacity"]++
+		}
+	}
+	requireKinds(t, checked, "growth stopped at capacity", "growth capped below capacity",
+		"leak at capacity, max pods unknown", "leak at capacity below max pods", "release at capacity")
 }

@@ -26,6 +26,7 @@ type Config struct {
 	MinimumIPTarget  int  // MINIMUM_IP_TARGET
 	WarmPrefixTarget int  // WARM_PREFIX_TARGET
 	MaxPods          int  // 0 = unknown: no clamp
+	MaxAddresses     int  // most addresses the node can hold in the current mode: instance ENI and per-ENI limits, MAX_ENI; 0 = unknown
 	IPsPerENI        int  // secondary IPs a new ENI brings
 	PrefixDelegation bool // ENABLE_PREFIX_DELEGATION
 }
@@ -51,14 +52,18 @@ type Decision struct {
 	// AtMaxPods is set when MaxPods is known and the node already holds
 	// at least MaxPods addresses; Short is then 0.
 	AtMaxPods bool
+	// AtCapacity is set when MaxAddresses is known and the node already
+	// holds at least MaxAddresses addresses; Short is then 0.
+	AtCapacity bool
 	// LeakSuspected is set when more addresses are assigned than pods can
-	// exist, or when the node is at max pods with nothing available. The
-	// caller should run the pod-IP reconciler now rather than wait.
+	// exist, or when the node is at max pods or at capacity with nothing
+	// available. The caller should run the pod-IP reconciler now rather
+	// than wait.
 	LeakSuspected bool
 }
 
 // String renders d for logs.
 func (d Decision) String() string {
-	return fmt.Sprintf("unit=%s short=%d over=%d atMaxPods=%t leakSuspected=%t",
-		d.Unit, d.Short, d.Over, d.AtMaxPods, d.LeakSuspected)
+	return fmt.Sprintf("unit=%s short=%d over=%d atMaxPods=%t atCapacity=%t leakSuspected=%t",
+		d.Unit, d.Short, d.Over, d.AtMaxPods, d.AtCapacity, d.LeakSuspected)
 }

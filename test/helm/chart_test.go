@@ -14,9 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
+// The runtimes' socket directories (what the chart mounts) and sockets.
 const (
-	containerdSocket = "/run/containerd/containerd.sock"
-	crioSocket       = "/var/run/crio/crio.sock"
+	containerdDir    = "/run/containerd"
+	containerdSocket = containerdDir + "/containerd.sock"
+	crioDir          = "/var/run/crio"
+	crioSocket       = crioDir + "/crio.sock"
 )
 
 // defaultEnv is the aws-node environment of the default values: the
@@ -71,6 +74,16 @@ func withEnv(changes map[string]string) map[string]string {
 	return m
 }
 
+// withEmpty is env with name set to the empty string (withEnv deletes).
+func withEmpty(env map[string]string, name string) map[string]string {
+	m := map[string]string{}
+	for k, v := range env {
+		m[k] = v
+	}
+	m[name] = ""
+	return m
+}
+
 var probeCommand = []string{
 	"/app/grpc-health-probe",
 	"-addr=unix:///var/run/aws-node/ipamd.sock",
@@ -86,7 +99,7 @@ const (
 
 // want says what every rendering must look like for one values file.
 type want struct {
-	criSocket string // mounted runtime socket; "" = none
+	criDir    string // mounted runtime socket directory; "" = none
 	nodeAgent bool
 	podsPatch bool
 	extraEnv  int
@@ -103,7 +116,7 @@ type chartCase struct {
 var chartCases = []chartCase{
 	{
 		name: "defaults",
-		want: want{criSocket: containerdSocket, nodeAgent: true, env: defaultEnv},
+		want: want{criDir: containerdDir, nodeAgent: true, env: defaultEnv},
 		check: func(t *testing.T, r *rendered) {
 			ds := r.daemonSet
 			if got, want := ds.Spec.Selector.MatchLabels, map[string]string{
@@ -158,6 +171,11 @@ var chartCases = []chartCase{
 			if len(r.eniConfigs)+len(r.podMonitors) != 0 {
 				t.Errorf("ENIConfigs or PodMonitors rendered by default")
 			}
+			for _, d := range r.docs {
+				if strings.Contains(d.Content, "type: Socket") {
+					t.Errorf("%s names a Socket hostPath type: the runtime's directory is mounted, never its socket", d.Source)
+				}
+			}
 			if volume(ds, "cni-config") != nil || r.configMaps["aws-node"] != nil {
 				t.Errorf("cni-config rendered by default")
 			}
@@ -169,7 +187,7 @@ var chartCases = []chartCase{
 	{
 		name: "prefix delegation",
 		file: "prefix-delegation.yaml",
-		want: want{criSocket: containerdSocket, nodeAgent: true, env: withEnv(map[string]string{
+		want: want{criDir: containerdDir, nodeAgent: true, env: withEnv(map[string]string{
 			"ENABLE_PREFIX_DELEGATION": "true",
 			"WARM_PREFIX_TARGET":       "2",
 			"MINIMUM_IP_TARGET":        "16",
@@ -185,7 +203,7 @@ var chartCases = []chartCase{
 	{
 		name: "custom networking",
 		file: "custom-networking.yaml",
-		want: want{criSocket: containerdSocket, nodeAgent: true, env: withEnv(map[string]string{
+		want: want{criDir: containerdDir, nodeAgent: true, env: withEnv(map[string]string{
 			"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true",
 			"AWS_VPC_K8S_CNI_EXTERNALSNAT":       "true",
 			"ENI_CONFIG_LABEL_DEF":               "topology.kubernetes.io/zone",
@@ -217,7 +235,7 @@ var chartCases = []chartCase{
 	{
 		name: "CRI-O socket",
 		file: "crio.yaml",
-		want: want{criSocket: crioSocket, nodeAgent: true, env: withEnv(map[string]string{
+		want: want{criDir: crioDir, nodeAgent: true, env: withEnv(map[string]string{
 			"CRI_RUNTIME_ENDPOINT": "unix://" + crioSocket,
 		})},
 		check: func(t *testing.T, r *rendered) {
@@ -229,6 +247,7 @@ var chartCases = []chartCase{
 		},
 	},
 	{
+		// criSocket.enabled=false alone: no endpoint and mode off.
 		name: "reconciler off",
 		file: "reconciler-off.yaml",
 		want: want{nodeAgent: true, env: withEnv(map[string]string{
@@ -239,7 +258,7 @@ var chartCases = []chartCase{
 	{
 		name: "reconciler report",
 		file: "reconciler-report.yaml",
-		want: want{criSocket: containerdSocket, nodeAgent: true, env: withEnv(map[string]string{
+		want: want{criDir: containerdDir, nodeAgent: true, env: withEnv(map[string]string{
 			"POD_IP_RECONCILE_MODE":                 "report",
 			"POD_IP_RECONCILE_INTERVAL":             "2m",
 			"POD_IP_RECONCILE_GRACE_PERIOD":         "10m",
@@ -249,14 +268,14 @@ var chartCases = []chartCase{
 	{
 		name: "CNI 1.1.0 conflist",
 		file: "cni-1.1.yaml",
-		want: want{criSocket: containerdSocket, nodeAgent: true, env: withEnv(map[string]string{
+		want: want{criDir: containerdDir, nodeAgent: true, env: withEnv(map[string]string{
 			"AWS_VPC_CNI_CONFLIST_CNI_VERSION": "1.1.0",
 		})},
 	},
 	{
 		name: "no node agent",
 		file: "no-node-agent.yaml",
-		want: want{criSocket: containerdSocket, podsPatch: true, env: withEnv(map[string]string{
+		want: want{criDir: containerdDir, podsPatch: true, env: withEnv(map[string]string{
 			"NETWORK_POLICY_ENFORCING_MODE": "",
 			"ANNOTATE_POD_IP":               "true",
 		})},
@@ -270,7 +289,7 @@ var chartCases = []chartCase{
 		name: "own conflist",
 		file: "cni-config.yaml",
 		// cniVersion is set in the file but must not reach the env.
-		want: want{criSocket: containerdSocket, nodeAgent: true, env: defaultEnv},
+		want: want{criDir: containerdDir, nodeAgent: true, env: defaultEnv},
 		check: func(t *testing.T, r *rendered) {
 			cm := r.configMaps["aws-node"]
 			if cm == nil {
@@ -298,7 +317,7 @@ var chartCases = []chartCase{
 	{
 		name: "operations",
 		file: "operations.yaml",
-		want: want{criSocket: containerdSocket, nodeAgent: true, extraEnv: 1, env: withEnv(map[string]string{
+		want: want{criDir: containerdDir, nodeAgent: true, extraEnv: 1, env: withEnv(map[string]string{
 			"ANNOTATE_POD_IP": "false",
 		})},
 		check: func(t *testing.T, r *rendered) {
@@ -535,12 +554,28 @@ func checkAWSNode(t *testing.T, r *rendered, w want) {
 			t.Errorf("aws-node mount %s: %s, want %s read-write", m.name, describe(got), m.path)
 		}
 	}
-	cri := mount(c, "cri-socket")
+	// The runtime's socket directory, read-only at the same path, never the
+	// socket file (a runtime restart replaces the file); the endpoint lies
+	// inside it. Without it, no endpoint and the reconciler off.
+	cri := mount(c, "cri-socket-dir")
 	switch {
-	case w.criSocket == "" && cri != nil:
-		t.Errorf("runtime socket mounted though disabled: %s", describe(cri))
-	case w.criSocket != "" && (cri == nil || cri.MountPath != w.criSocket || !cri.ReadOnly || cri.SubPath != ""):
-		t.Errorf("runtime socket mount %s, want %s read-only", describe(cri), w.criSocket)
+	case w.criDir == "" && cri != nil:
+		t.Errorf("runtime socket directory mounted though disabled: %s", describe(cri))
+	case w.criDir != "" && (cri == nil || cri.MountPath != w.criDir || !cri.ReadOnly || cri.SubPath != ""):
+		t.Errorf("runtime socket directory mount %s, want %s read-only", describe(cri), w.criDir)
+	}
+	if mount(c, "cri-socket") != nil {
+		t.Errorf("the runtime socket file is still mounted (volume cri-socket)")
+	}
+	vals := envValues(c)
+	endpoint, hasEndpoint := vals["CRI_RUNTIME_ENDPOINT"]
+	switch {
+	case w.criDir == "" && hasEndpoint:
+		t.Errorf("CRI_RUNTIME_ENDPOINT %q without a mounted runtime", endpoint)
+	case w.criDir == "" && vals["POD_IP_RECONCILE_MODE"] != "off":
+		t.Errorf("POD_IP_RECONCILE_MODE %q without a mounted runtime, want off", vals["POD_IP_RECONCILE_MODE"])
+	case w.criDir != "" && endpoint != "" && !strings.HasPrefix(strings.TrimPrefix(endpoint, "unix://"), w.criDir+"/"):
+		t.Errorf("CRI_RUNTIME_ENDPOINT %q is not inside the mounted %s", endpoint, w.criDir)
 	}
 }
 
@@ -549,7 +584,6 @@ func checkVolumes(t *testing.T, r *rendered, w want) {
 	spec := ds.Spec.Template.Spec
 	dirOrCreate := corev1.HostPathDirectoryOrCreate
 	fileOrCreate := corev1.HostPathFileOrCreate
-	socket := corev1.HostPathSocket
 	hostPaths := []struct {
 		name string
 		path string
@@ -568,14 +602,20 @@ func checkVolumes(t *testing.T, r *rendered, w want) {
 			typ  *corev1.HostPathType
 		}{"bpf-pin-path", "/sys/fs/bpf", nil})
 	}
-	if w.criSocket != "" {
+	if w.criDir != "" {
+		// DirectoryOrCreate: a node without this runtime still runs aws-node.
 		hostPaths = append(hostPaths, struct {
 			name string
 			path string
 			typ  *corev1.HostPathType
-		}{"cri-socket", w.criSocket, &socket})
-	} else if v := volume(ds, "cri-socket"); v != nil {
-		t.Errorf("cri-socket volume though disabled: %s", describe(v))
+		}{"cri-socket-dir", w.criDir, &dirOrCreate})
+	} else if v := volume(ds, "cri-socket-dir"); v != nil {
+		t.Errorf("cri-socket-dir volume though disabled: %s", describe(v))
+	}
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil && v.HostPath.Type != nil && *v.HostPath.Type == corev1.HostPathSocket {
+			t.Errorf("volume %s mounts a socket file (type Socket): %s", v.Name, describe(v))
+		}
 	}
 	for _, hp := range hostPaths {
 		v := volume(ds, hp.name)
@@ -610,7 +650,7 @@ func checkVolumes(t *testing.T, r *rendered, w want) {
 				t.Errorf("node agent mount %s: %s, want %s", m.name, describe(got), m.path)
 			}
 		}
-		if mount(agent, "cri-socket") != nil {
+		if mount(agent, "cri-socket-dir") != nil {
 			t.Errorf("node agent must not see the runtime socket")
 		}
 	}
@@ -824,14 +864,81 @@ func TestChartRejects(t *testing.T) {
 			want: `cniVersion "latest"`,
 		},
 		{
-			name: "endpoint and mounted socket differ",
-			vals: map[string]interface{}{"criSocket": map[string]interface{}{"hostPath": crioSocket}},
-			want: "does not name the mounted socket",
+			name: "reconciler enforcing without the runtime",
+			vals: map[string]interface{}{
+				"criSocket": map[string]interface{}{"enabled": false},
+				"env":       map[string]interface{}{"POD_IP_RECONCILE_MODE": "enforce"},
+			},
+			want: "env.POD_IP_RECONCILE_MODE=enforce needs the container runtime socket, but criSocket.enabled is false",
 		},
 		{
-			name: "relative socket path",
-			vals: map[string]interface{}{"criSocket": map[string]interface{}{"hostPath": "run/containerd/containerd.sock"}},
-			want: "criSocket.hostPath must be an absolute path",
+			name: "reconciler reporting without the runtime",
+			vals: map[string]interface{}{
+				"criSocket": map[string]interface{}{"enabled": false},
+				"env":       map[string]interface{}{"POD_IP_RECONCILE_MODE": "Report"},
+			},
+			want: "env.POD_IP_RECONCILE_MODE=report needs the container runtime socket, but criSocket.enabled is false",
+		},
+		{
+			name: "endpoint outside the mounted directory",
+			vals: map[string]interface{}{
+				"criSocket": map[string]interface{}{"hostDir": crioDir, "socket": "crio.sock"},
+				"env":       map[string]interface{}{"CRI_RUNTIME_ENDPOINT": "unix://" + containerdSocket},
+			},
+			want: `env.CRI_RUNTIME_ENDPOINT "unix:///run/containerd/containerd.sock" is outside the mounted socket directory "/var/run/crio"`,
+		},
+		{
+			name: "bare endpoint path outside the mounted directory",
+			vals: map[string]interface{}{"env": map[string]interface{}{"CRI_RUNTIME_ENDPOINT": "/run/containerd-other/containerd.sock"}},
+			want: "is outside the mounted socket directory",
+		},
+		{
+			name: "unix: endpoint outside the mounted directory",
+			vals: map[string]interface{}{"env": map[string]interface{}{"CRI_RUNTIME_ENDPOINT": "unix:/run/k3s/containerd/containerd.sock"}},
+			want: "is outside the mounted socket directory",
+		},
+		{
+			name: "socket path too long for Linux",
+			vals: map[string]interface{}{"criSocket": map[string]interface{}{"hostDir": "/run/" + strings.Repeat("d", 100)}},
+			want: "the socket path is longer than the 107 bytes Linux allows",
+		},
+		{
+			name: "relative socket directory",
+			vals: map[string]interface{}{"criSocket": map[string]interface{}{"hostDir": "run/containerd"}},
+			want: `criSocket.hostDir "run/containerd", criSocket.socket "containerd.sock": the socket directory "run/containerd" must be an absolute, clean path`,
+		},
+		{
+			name: "socket directory too shallow",
+			vals: map[string]interface{}{"criSocket": map[string]interface{}{"hostDir": "/run"}},
+			want: "at least two levels deep",
+		},
+		{
+			name: "socket directory over aws-node's run dir",
+			vals: map[string]interface{}{"criSocket": map[string]interface{}{"hostDir": "/var/run", "socket": "dockershim.sock"}},
+			want: `the socket directory "/var/run" overlaps aws-node's own mount /var/run/aws-node`,
+		},
+		{
+			name: "socket directory under aws-node's run dir, through /run",
+			vals: map[string]interface{}{"criSocket": map[string]interface{}{"hostDir": "/run/aws-node/cri"}},
+			want: "overlaps aws-node's own mount /var/run/aws-node",
+		},
+		{
+			name: "socket is a path",
+			vals: map[string]interface{}{"criSocket": map[string]interface{}{"socket": "containerd/containerd.sock"}},
+			want: "the socket must be a file name inside the directory",
+		},
+		{
+			// A socket straight under /run would mount all of /run.
+			name: "old hostPath whose directory is too broad",
+			vals: map[string]interface{}{"criSocket": map[string]interface{}{"hostPath": "/run/cri-dockerd.sock"}},
+			want: `criSocket.hostPath "/run/cri-dockerd.sock": the socket directory "/run" must be`,
+		},
+		{
+			name: "extraEnv repeats a rendered variable",
+			vals: map[string]interface{}{"extraEnv": []interface{}{
+				map[string]interface{}{"name": "CRI_RUNTIME_ENDPOINT", "value": "unix:///run/containerd/containerd.sock"},
+			}},
+			want: "extraEnv CRI_RUNTIME_ENDPOINT: the chart already sets it",
 		},
 		{
 			name: "ENIConfig without subnet",
@@ -852,18 +959,74 @@ func TestChartRejects(t *testing.T) {
 	}
 }
 
-// The CRI endpoint may be left to the probe (empty) with the socket mounted
-// anywhere; the env var is then still rendered empty.
-func TestEmptyCRIEndpointIsAllowed(t *testing.T) {
-	r := renderObjects(t, map[string]interface{}{
-		"criSocket": map[string]interface{}{"hostPath": crioSocket},
-		"env":       map[string]interface{}{"CRI_RUNTIME_ENDPOINT": ""},
-	})
-	env := envValues(r.awsNode(t))
-	if v, ok := env["CRI_RUNTIME_ENDPOINT"]; !ok || v != "" {
-		t.Errorf("CRI_RUNTIME_ENDPOINT %q (present %v), want empty", v, ok)
-	}
-	if m := mount(r.awsNode(t), "cri-socket"); m == nil || m.MountPath != crioSocket {
-		t.Errorf("socket mount %s", describe(m))
+// The runtime socket: the directory that holds it is mounted, the endpoint
+// is rendered from it unless env sets one, and chart 1.23.1-leakfix.0's
+// criSocket.hostPath (a socket file) still works.
+func TestCRISocket(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vals map[string]interface{}
+		want want
+	}{
+		{
+			name: "another containerd directory",
+			vals: map[string]interface{}{"criSocket": map[string]interface{}{"hostDir": "/run/k3s/containerd"}},
+			want: want{criDir: "/run/k3s/containerd", nodeAgent: true, env: withEnv(map[string]string{
+				"CRI_RUNTIME_ENDPOINT": "unix:///run/k3s/containerd/containerd.sock",
+			})},
+		},
+		{
+			name: "endpoint set in env wins",
+			vals: map[string]interface{}{"env": map[string]interface{}{"CRI_RUNTIME_ENDPOINT": "unix:///run/containerd/cri.sock"}},
+			want: want{criDir: containerdDir, nodeAgent: true, env: withEnv(map[string]string{
+				"CRI_RUNTIME_ENDPOINT": "unix:///run/containerd/cri.sock",
+			})},
+		},
+		{
+			// Rendered empty, not replaced: ipamd then probes the usual sockets.
+			name: "endpoint left to the probe",
+			vals: map[string]interface{}{"env": map[string]interface{}{"CRI_RUNTIME_ENDPOINT": ""}},
+			want: want{criDir: containerdDir, nodeAgent: true, env: withEmpty(defaultEnv, "CRI_RUNTIME_ENDPOINT")},
+		},
+		{
+			name: "report mode with the runtime",
+			vals: map[string]interface{}{"env": map[string]interface{}{"POD_IP_RECONCILE_MODE": "report"}},
+			want: want{criDir: containerdDir, nodeAgent: true, env: withEnv(map[string]string{"POD_IP_RECONCILE_MODE": "report"})},
+		},
+		{
+			// An endpoint is meaningless without the mount, and off is what
+			// the user asked for anyway.
+			name: "disabled, with an endpoint and mode off",
+			vals: map[string]interface{}{
+				"criSocket": map[string]interface{}{"enabled": false},
+				"env":       map[string]interface{}{"POD_IP_RECONCILE_MODE": "off", "CRI_RUNTIME_ENDPOINT": "unix://" + containerdSocket},
+			},
+			want: want{nodeAgent: true, env: withEnv(map[string]string{"POD_IP_RECONCILE_MODE": "off", "CRI_RUNTIME_ENDPOINT": ""})},
+		},
+		{
+			name: "old hostPath of a CRI-O node",
+			vals: map[string]interface{}{
+				"criSocket": map[string]interface{}{"hostPath": crioSocket},
+				"env":       map[string]interface{}{"CRI_RUNTIME_ENDPOINT": "unix://" + crioSocket},
+			},
+			want: want{criDir: crioDir, nodeAgent: true, env: withEnv(map[string]string{"CRI_RUNTIME_ENDPOINT": "unix://" + crioSocket})},
+		},
+		{
+			// helm upgrade --reuse-values keeps the old release's values,
+			// defaults included, and drops the new chart's: no hostDir or
+			// socket, the old hostPath and endpoint.
+			name: "values of a 1.23.1-leakfix.0 release",
+			vals: map[string]interface{}{
+				"criSocket": map[string]interface{}{"enabled": true, "hostPath": containerdSocket, "hostDir": nil, "socket": nil},
+				"env":       map[string]interface{}{"CRI_RUNTIME_ENDPOINT": "unix://" + containerdSocket, "POD_IP_RECONCILE_MODE": "enforce"},
+			},
+			want: want{criDir: containerdDir, nodeAgent: true, env: defaultEnv},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := renderObjects(t, tc.vals)
+			checkCommon(t, r, tc.want, tc.vals)
+		})
 	}
 }

@@ -118,7 +118,7 @@ func TestConfigMasterContent(t *testing.T) {
 	if got := r.daemonSet.Spec.Selector.MatchLabels; len(got) != 1 || got["k8s-app"] != "aws-node" {
 		t.Errorf("config/master selector %v, want only k8s-app: aws-node", got)
 	}
-	checkCommon(t, r, want{criSocket: containerdSocket, nodeAgent: true, env: defaultEnv}, nil)
+	checkCommon(t, r, want{criDir: containerdDir, nodeAgent: true, env: defaultEnv}, nil)
 	var kinds []string
 	for k := range r.kinds {
 		kinds = append(kinds, k)

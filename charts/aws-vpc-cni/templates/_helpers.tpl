@@ -97,10 +97,37 @@ True ("true") when a value reads as true the way ipamd parses booleans
 {{- end -}}
 
 {{/*
+The runtime socket the pod-IP reconciler talks to, as JSON: {"dir", "socket",
+"from"} with criSocket.enabled, {} without. "dir" is mounted, never the
+socket file: containerd and CRI-O delete and recreate their socket when they
+restart, and a bind mount of the file would keep pointing at the old one.
+criSocket.hostPath, the socket file of chart 1.23.1-leakfix.0, still works
+(--reuse-values carries it over): it is split into directory and file name
+and wins over hostDir and socket. "from" names the value(s) for messages.
+*/}}
+{{- define "aws-vpc-cni.criSocket" -}}
+{{- $c := get .Values "criSocket" | default dict -}}
+{{- if not (get $c "enabled") -}}
+{}
+{{- else if get $c "hostPath" -}}
+{{- $p := toString (get $c "hostPath") -}}
+{{- dict "dir" (dir $p) "socket" (base $p) "from" (printf "criSocket.hostPath %q" $p) | toJson -}}
+{{- else -}}
+{{- $d := toString (get $c "hostDir") -}}
+{{- $f := toString (get $c "socket") -}}
+{{- dict "dir" $d "socket" $f "from" (printf "criSocket.hostDir %q, criSocket.socket %q" $d $f) | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 Environment of the aws-node container from env, as a YAML list sorted by
 name: NETWORK_POLICY_ENFORCING_MODE dropped without the node agent,
 AWS_VPC_CNI_CONFLIST_CNI_VERSION added from cniVersion unless cniConfig
-supplies the whole conflist. Null values are dropped by Helm before this.
+supplies the whole conflist, and the reconciler's runtime settings:
+CRI_RUNTIME_ENDPOINT (unix://<dir>/<socket>) unless env sets it, and
+POD_IP_RECONCILE_MODE enforce unless env sets it. Without criSocket there
+is no endpoint and the mode is off (validate refuses enforce and report).
+Null values are dropped by Helm before this.
 */}}
 {{- define "aws-vpc-cni.env" -}}
 {{- $env := deepCopy (.Values.env | default dict) -}}
@@ -110,6 +137,18 @@ supplies the whole conflist. Null values are dropped by Helm before this.
 {{- $customConflist := and .Values.cniConfig.enabled .Values.cniConfig.fileContents -}}
 {{- if and .Values.cniVersion (not $customConflist) -}}
 {{- $_ := set $env "AWS_VPC_CNI_CONFLIST_CNI_VERSION" (toString .Values.cniVersion) -}}
+{{- end -}}
+{{- $cri := include "aws-vpc-cni.criSocket" . | fromJson -}}
+{{- if get $cri "dir" -}}
+{{- if not (hasKey $env "CRI_RUNTIME_ENDPOINT") -}}
+{{- $_ := set $env "CRI_RUNTIME_ENDPOINT" (printf "unix://%s/%s" $cri.dir $cri.socket) -}}
+{{- end -}}
+{{- if not (get $env "POD_IP_RECONCILE_MODE") -}}
+{{- $_ := set $env "POD_IP_RECONCILE_MODE" "enforce" -}}
+{{- end -}}
+{{- else -}}
+{{- $_ := unset $env "CRI_RUNTIME_ENDPOINT" -}}
+{{- $_ := set $env "POD_IP_RECONCILE_MODE" "off" -}}
 {{- end -}}
 {{- range $name := keys $env | sortAlpha }}
 {{- $v := get $env $name }}
@@ -151,13 +190,58 @@ reconciler that cannot reach the runtime.
 {{- fail "cniConfig.fileContents is not a JSON object" -}}
 {{- end -}}
 {{- end -}}
-{{- if .Values.criSocket.enabled -}}
-{{- if not (hasPrefix "/" (toString .Values.criSocket.hostPath)) -}}
-{{- fail "criSocket.hostPath must be an absolute path" -}}
+{{- include "aws-vpc-cni.validateCRISocket" . -}}
+{{- $rendered := list "MY_NODE_NAME" "MY_POD_NAME" -}}
+{{- range (include "aws-vpc-cni.env" . | fromYamlArray) -}}
+{{- $rendered = append $rendered .name -}}
 {{- end -}}
-{{- $endpoint := toString (get (.Values.env | default dict) "CRI_RUNTIME_ENDPOINT") -}}
-{{- if and (hasPrefix "unix://" $endpoint) (ne (trimPrefix "unix://" $endpoint) .Values.criSocket.hostPath) -}}
-{{- fail (printf "env.CRI_RUNTIME_ENDPOINT %q does not name the mounted socket criSocket.hostPath %q" $endpoint .Values.criSocket.hostPath) -}}
+{{- range .Values.extraEnv -}}
+{{- if has .name $rendered -}}
+{{- fail (printf "extraEnv %s: the chart already sets it (from env, criSocket or the pod's own fields); set it in env instead" .name) -}}
+{{- end -}}
+{{- $rendered = append $rendered .name -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The runtime socket directory must be a runtime's own directory: absolute,
+clean, at least two levels deep and clear of the pod's other mounts (/run
+or /var/run would hide /run/xtables.lock and /var/run/aws-node), with a
+socket path Linux can bind (107 bytes). An endpoint set in env must lie
+inside it, or the reconciler could not reach it. Without criSocket the
+reconciler cannot run, so enforce and report are refused rather than left
+to fail on every node.
+*/}}
+{{- define "aws-vpc-cni.validateCRISocket" -}}
+{{- $cri := include "aws-vpc-cni.criSocket" . | fromJson -}}
+{{- $env := .Values.env | default dict -}}
+{{- if get $cri "from" -}}
+{{- $d := toString $cri.dir -}}
+{{- if or (not (hasPrefix "/" $d)) (ne $d (clean $d)) (lt (len (splitList "/" (trimPrefix "/" $d))) 2) -}}
+{{- fail (printf "%s: the socket directory %q must be an absolute, clean path at least two levels deep, such as /run/containerd" $cri.from $d) -}}
+{{- end -}}
+{{- if or (not $cri.socket) (contains "/" $cri.socket) (has $cri.socket (list "." "..")) -}}
+{{- fail (printf "%s: the socket must be a file name inside the directory, such as containerd.sock" $cri.from) -}}
+{{- end -}}
+{{- $norm := regexReplaceAll "^/var/run(/|$)" $d "/run${1}" -}}
+{{- range $own := list "/app" "/host" "/var/run/aws-node" "/run/xtables.lock" -}}
+{{- $o := regexReplaceAll "^/var/run(/|$)" $own "/run${1}" -}}
+{{- if or (eq $norm $o) (hasPrefix (printf "%s/" $norm) $o) (hasPrefix (printf "%s/" $o) $norm) -}}
+{{- fail (printf "%s: the socket directory %q overlaps aws-node's own mount %s; use the runtime's own directory (criSocket.hostDir), such as /run/containerd" $cri.from $d $own) -}}
+{{- end -}}
+{{- end -}}
+{{- if gt (len (printf "%s/%s" $d $cri.socket)) 107 -}}
+{{- fail (printf "%s: the socket path is longer than the 107 bytes Linux allows" $cri.from) -}}
+{{- end -}}
+{{- $endpoint := toString (get $env "CRI_RUNTIME_ENDPOINT") -}}
+{{- $path := $endpoint | trimPrefix "unix://" | trimPrefix "unix:" -}}
+{{- if and (hasPrefix "/" $path) (not (hasPrefix (printf "%s/" $d) (clean $path))) -}}
+{{- fail (printf "env.CRI_RUNTIME_ENDPOINT %q is outside the mounted socket directory %q (%s): aws-node could not reach it" $endpoint $d $cri.from) -}}
+{{- end -}}
+{{- else -}}
+{{- $mode := lower (toString (get $env "POD_IP_RECONCILE_MODE")) -}}
+{{- if has $mode (list "enforce" "report") -}}
+{{- fail (printf "env.POD_IP_RECONCILE_MODE=%s needs the container runtime socket, but criSocket.enabled is false: set criSocket.enabled=true or env.POD_IP_RECONCILE_MODE=off" $mode) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

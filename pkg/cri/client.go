@@ -4,16 +4,35 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // DefaultTimeout bounds each CRI call.
 const DefaultTimeout = 5 * time.Second
+
+// reconnect is how gRPC retries a runtime socket that went away. containerd
+// and CRI-O delete and recreate their socket on restart; gRPC's default
+// backoff grows to 2 minutes, during which every call fails fast even though
+// the runtime is back. A unix socket connects at once or not at all, so
+// retrying often costs nothing and bounds the outage after a restart to
+// about MaxDelay.
+var reconnect = grpc.ConnectParams{
+	Backoff: backoff.Config{
+		BaseDelay:  200 * time.Millisecond,
+		Multiplier: 1.6,
+		Jitter:     0.2,
+		MaxDelay:   2 * time.Second,
+	},
+	MinConnectTimeout: 2 * time.Second,
+}
 
 // Sandbox is one pod sandbox as ListPodSandbox reports it.
 type Sandbox struct {
@@ -29,14 +48,16 @@ type SandboxStatus struct {
 	AdditionalIPs []string
 }
 
-// Client talks to one runtime.
+// Client talks to the runtime on one socket path.
 type Client struct {
 	conn    *grpc.ClientConn
 	rt      runtimeapi.RuntimeServiceClient
 	path    string
 	timeout time.Duration
 	log     *slog.Logger
-	version sync.Once
+	// greeted is set once the runtime's version is logged, and cleared when
+	// the runtime becomes unavailable so a reconnect is logged again.
+	greeted atomic.Bool
 }
 
 // Dial connects to the runtime socket at path. The connection is lazy: a
@@ -49,6 +70,7 @@ func Dial(path string, timeout time.Duration, log *slog.Logger) (*Client, error)
 		log = slog.New(slog.DiscardHandler)
 	}
 	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(reconnect),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
 	if err != nil {
 		return nil, fmt.Errorf("cri: dial %s: %w", path, err)
@@ -62,17 +84,27 @@ func (c *Client) Close() error { return c.conn.Close() }
 // Endpoint is the socket path.
 func (c *Client) Endpoint() string { return c.path }
 
-// handshake logs the runtime's name and version the first time it answers.
+// handshake logs the runtime's name and version the first time it answers
+// after connecting.
 func (c *Client) handshake(ctx context.Context) {
-	c.version.Do(func() {
-		v, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{Version: "v1"})
-		if err != nil {
-			c.log.Warn("CRI version handshake failed", "endpoint", c.path, "error", err)
-			return
-		}
-		c.log.Info("connected to container runtime", "endpoint", c.path, "runtime", v.RuntimeName,
-			"version", v.RuntimeVersion, "criVersion", v.RuntimeApiVersion)
-	})
+	if !c.greeted.CompareAndSwap(false, true) {
+		return
+	}
+	v, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{Version: "v1"})
+	if err != nil {
+		c.log.Warn("CRI version handshake failed", "endpoint", c.path, "error", err)
+		return
+	}
+	c.log.Info("connected to container runtime", "endpoint", c.path, "runtime", v.RuntimeName,
+		"version", v.RuntimeVersion, "criVersion", v.RuntimeApiVersion)
+}
+
+// failed wraps a call's error and notes a lost runtime.
+func (c *Client) failed(op string, err error) error {
+	if status.Code(err) == codes.Unavailable {
+		c.greeted.Store(false)
+	}
+	return fmt.Errorf("cri: %s on %s: %w", op, c.path, err)
 }
 
 // ListSandboxes lists every pod sandbox, READY and NOTREADY.
@@ -81,7 +113,7 @@ func (c *Client) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
 	defer cancel()
 	resp, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("cri: ListPodSandbox: %w", err)
+		return nil, c.failed("ListPodSandbox", err)
 	}
 	c.handshake(ctx)
 	out := make([]Sandbox, 0, len(resp.Items))
@@ -97,11 +129,11 @@ func (c *Client) SandboxStatus(ctx context.Context, id string) (SandboxStatus, e
 	defer cancel()
 	resp, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
 	if err != nil {
-		return SandboxStatus{}, fmt.Errorf("cri: PodSandboxStatus %s: %w", id, err)
+		return SandboxStatus{}, c.failed("PodSandboxStatus "+id, err)
 	}
 	st := resp.GetStatus()
 	if st == nil {
-		return SandboxStatus{}, fmt.Errorf("cri: PodSandboxStatus %s: empty status", id)
+		return SandboxStatus{}, fmt.Errorf("cri: PodSandboxStatus %s on %s: empty status", id, c.path)
 	}
 	out := SandboxStatus{Sandbox: fromSandbox(st.Id, st.Metadata, st.State, st.CreatedAt)}
 	if n := st.Network; n != nil {

@@ -2,6 +2,18 @@
 // RuntimeService (k8s.io/cri-api v1) over its unix socket: it lists pod
 // sandboxes in every state and reads one sandbox's status (its pod IP).
 //
+// It owns finding the runtime and staying connected to it:
+//
+//   - endpoint.go turns CRI_RUNTIME_ENDPOINT into a socket path and refuses
+//     forms that would fail every call;
+//   - client.go is one connection, which reconnects within seconds after
+//     the runtime deletes and recreates its socket on restart;
+//   - runtime.go and probe.go choose the socket lazily when none is
+//     configured (a runtime that starts after ipamd is picked up, and one
+//     that lists sandboxes wins over one that answers an empty list), and
+//     record whether the runtime was reachable.
+//
 // It never creates, stops or removes anything, and every call carries a
-// timeout so a hung runtime cannot stall ipamd.
+// timeout so a hung runtime cannot stall ipamd. It starts no goroutine of
+// its own beyond gRPC's connection handling, which Close ends.
 package cri

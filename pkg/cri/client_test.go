@@ -1,0 +1,43 @@
+package cri
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// A runtime restart deletes and recreates the socket. While it is gone the
+// client's calls fail (driving gRPC's reconnect backoff up); once it is back
+// a call succeeds within the short reconnect backoff, not gRPC's default of
+// up to two minutes.
+func TestClientReconnectsAfterRuntimeRestart(t *testing.T) {
+	dir := sockDir(t)
+	rt, path := serve(t, dir, "rt.sock", "a")
+	c, err := Dial(path, time.Second, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	out, err := c.ListSandboxes(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, names(out))
+
+	rt.Stop()
+	down := time.Now()
+	for time.Since(down) < 1500*time.Millisecond {
+		_, err = c.ListSandboxes(context.Background())
+		require.Error(t, err)
+		assert.Equal(t, codes.Unavailable, status.Code(err), "error: %v", err)
+		assert.Contains(t, err.Error(), path, "the error names the socket")
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	require.NoError(t, rt.Serve(path))
+	out, took := listWithin(t, c, reconnect.Backoff.MaxDelay*2)
+	assert.Equal(t, []string{"a"}, names(out))
+	t.Logf("listed again %v after the socket came back", took)
+}

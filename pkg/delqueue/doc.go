@@ -16,4 +16,10 @@
 // sees a partial entry; unreadable files are reported and left for the
 // operator. Replaying an entry is idempotent: a DEL for an unknown key is a
 // no-op success.
+//
+// The queue never loses a DEL nobody replayed: Remove deletes only the
+// entry that was read (a newer one the plugin wrote for the same interface
+// in the meantime stays queued), taking the file away under a private
+// ".taken-*" name before looking at it; List puts back any taken file a
+// crash left behind.
 package delqueue

@@ -92,12 +92,7 @@ func Write(dir string, e Entry) error {
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, fileName(e.ContainerID, e.IfName))); err != nil {
 		return fmt.Errorf("delqueue: %w", err)
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("delqueue: %w", err)
-	}
-	defer d.Close()
-	return d.Sync()
+	return syncDir(dir)
 }
 
 // Bad is a queue file that could not be read as an entry.
@@ -118,6 +113,12 @@ func List(dir string) ([]Entry, []Bad) {
 	}
 	var out []Entry
 	var bad []Bad
+	if n, rbad := recoverTaken(dir, names); n > 0 {
+		bad = append(bad, rbad...)
+		if names, err = os.ReadDir(dir); err != nil {
+			return nil, append(bad, Bad{Path: dir, Err: err})
+		}
+	}
 	for _, n := range names {
 		if !n.Type().IsRegular() || !strings.HasSuffix(n.Name(), ".json") {
 			continue
@@ -134,7 +135,20 @@ func List(dir string) ([]Entry, []Bad) {
 	return out, bad
 }
 
+// read decodes the entry at path, which must be named after its key.
 func read(path string) (Entry, error) {
+	e, err := decode(path)
+	if err != nil {
+		return Entry{}, err
+	}
+	if filepath.Base(path) != fileName(e.ContainerID, e.IfName) {
+		return Entry{}, fmt.Errorf("%w: file name does not match its content", ErrBadEntry)
+	}
+	return e, nil
+}
+
+// decode reads and validates one entry, whatever the file's name.
+func decode(path string) (Entry, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Entry{}, err
@@ -148,22 +162,7 @@ func read(path string) (Entry, error) {
 	if err := e.validate(); err != nil {
 		return Entry{}, err
 	}
-	if filepath.Base(path) != fileName(e.ContainerID, e.IfName) {
-		return Entry{}, fmt.Errorf("%w: file name does not match its content", ErrBadEntry)
-	}
 	return e, nil
-}
-
-// Remove deletes e's file once it has been replayed; a missing file is fine.
-func Remove(dir string, e Entry) error {
-	if !safeName(e.ContainerID) || !safeName(e.IfName) {
-		return ErrBadEntry
-	}
-	err := os.Remove(filepath.Join(dir, fileName(e.ContainerID, e.IfName)))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("delqueue: %w", err)
-	}
-	return nil
 }
 
 type limitedReader struct {

@@ -1,0 +1,93 @@
+package ipamd
+
+import (
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+)
+
+// replayAgent is just enough of an agent to replay a DEL queue.
+func replayAgent(t *testing.T) (*Agent, string) {
+	t.Helper()
+	store := datastore.New(datastore.Config{})
+	t.Cleanup(func() { store.Close() })
+	require.NoError(t, DevPool{ENIs: 1, PerENI: 4}.populate(store))
+	dir := filepath.Join(t.TempDir(), "delq")
+	return &Agent{opts: Options{DelQueueDir: dir}, log: slog.New(slog.DiscardHandler), store: store}, dir
+}
+
+func TestDelQueueReplayKeepsANewerDELForTheSameKey(t *testing.T) {
+	a, dir := replayAgent(t)
+	key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "c1", IfName: "eth0"}
+	first, err := a.store.Assign(key, datastore.IPAMMetadata{})
+	require.NoError(t, err)
+	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "c1", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: first.AssignedAt.Add(time.Second)}))
+
+	read, bad := delqueue.List(dir)
+	require.Empty(t, bad)
+	require.Len(t, read, 1)
+	// Between the replay's List and its Remove the plugin queues another DEL
+	// for the same interface (the pod was added again and is gone again).
+	later := first.AssignedAt.Add(time.Hour)
+	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "c1", IfName: "eth0", NetworkName: "aws-cni", Reason: "second", QueuedAt: later}))
+	a.replayDelEntry(dir, read[0])
+
+	_, held := a.store.Find(key)
+	assert.False(t, held, "the first DEL is replayed")
+	left, _ := delqueue.List(dir)
+	require.Len(t, left, 1, "the newer DEL is not removed with the one replayed")
+	assert.Equal(t, "second", left[0].Reason)
+	assert.True(t, left[0].QueuedAt.Equal(later))
+
+	// The next replay applies it.
+	second, err := a.store.Assign(key, datastore.IPAMMetadata{})
+	require.NoError(t, err)
+	require.True(t, second.AssignedAt.Before(later))
+	a.replayDelQueue()
+	_, held = a.store.Find(key)
+	assert.False(t, held, "the newer DEL is replayed next time")
+	left, _ = delqueue.List(dir)
+	assert.Empty(t, left)
+}
+
+func TestDelQueueReplayMatchesMigratedKeys(t *testing.T) {
+	a, dir := replayAgent(t)
+	// An allocation restored from a very old checkpoint, under the key those
+	// versions wrote when they migrated pods from the CRI.
+	scratch := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "scratch", IfName: "eth0"}
+	free, err := a.store.Assign(scratch, datastore.IPAMMetadata{})
+	require.NoError(t, err)
+	_, err = a.store.Release(scratch)
+	require.NoError(t, err)
+	migrated, err := a.store.Adopt(free.IP, legacyMigratedKey("old"), datastore.IPAMMetadata{})
+	require.NoError(t, err)
+	// Another migrated one, assigned after its (older) queued DEL: kept.
+	scratch.ContainerID = "scratch2"
+	free2, err := a.store.Assign(scratch, datastore.IPAMMetadata{})
+	require.NoError(t, err)
+	_, err = a.store.Release(scratch)
+	require.NoError(t, err)
+	_, err = a.store.Adopt(free2.IP, legacyMigratedKey("reused"), datastore.IPAMMetadata{})
+	require.NoError(t, err)
+
+	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "old", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: migrated.AssignedAt.Add(time.Second)}))
+	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "reused", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: migrated.AssignedAt.Add(-time.Hour)}))
+	a.replayDelQueue()
+
+	_, held := a.store.Find(legacyMigratedKey("old"))
+	assert.False(t, held, "a queued DEL releases the allocation held under the migrated key")
+	inPool, isFree := a.store.Holds(migrated.IP)
+	assert.True(t, inPool && isFree, "its address is free again")
+	_, held = a.store.Find(legacyMigratedKey("reused"))
+	assert.True(t, held, "a DEL queued before the allocation does not free it")
+	left, bad := delqueue.List(dir)
+	assert.Empty(t, left, "both entries are done")
+	assert.Empty(t, bad)
+}

@@ -96,7 +96,7 @@ func (inv *invocation) add() error {
 		RouteTable:  rawTable,
 		MTU:         conf.podMTU,
 	}
-	if err := driver.Setup(pn, log); err != nil {
+	if err := driver.Setup(pn, inv.addressLocks(), log); err != nil {
 		log.Error("pod network setup failed; giving the address back", "ip", a.IP.String(), "error", err)
 		inv.giveBack(client)
 		return fmt.Errorf("setup pod network: %w", err)

@@ -23,7 +23,10 @@ import (
 //  2. delete the pod's veth if its namespace is still there (the node end
 //     and the node route through it go with it);
 //  3. remove the address's rules, unless a live interface still routes the
-//     address (driver.ReleaseHostRouting refuses then).
+//     address (driver.ReleaseHostRouting refuses then). The check and the
+//     removal hold the address's lock (package hostlock), which an ADD
+//     holds while adding its route and rules: a new pod's ADD of the same
+//     address, running at the same time, is never half seen.
 func cmdDel(args *skel.CmdArgs) error {
 	inv, done, err := start("DEL", args, false)
 	if err != nil {
@@ -156,7 +159,7 @@ func (inv *invocation) removeContainerLink() {
 // releaseHostRouting removes the rules of ip; an address already routed to
 // another live interface is not an error.
 func (inv *invocation) releaseHostRouting(ip net.IP) error {
-	err := driver.ReleaseHostRouting(ip, inv.log)
+	err := driver.ReleaseHostRouting(ip, inv.addressLocks(), inv.log)
 	if errors.Is(err, driver.ErrAddressInUse) {
 		return nil
 	}

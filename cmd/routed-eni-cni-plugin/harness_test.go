@@ -73,6 +73,7 @@ type testNode struct {
 	upstream ns.NetNS
 	socket   string
 	queueDir string
+	lockDir  string
 	logFile  string
 	pool     ipamd.DevPool
 	env      map[string]string
@@ -112,6 +113,7 @@ func newTestNode(t testing.TB, pool ipamd.DevPool, opts ...nodeOption) *testNode
 		dir:      dir,
 		socket:   filepath.Join(dir, "ipamd.sock"),
 		queueDir: filepath.Join(dir, "del-queue"),
+		lockDir:  filepath.Join(dir, "address-locks"),
 		logFile:  filepath.Join(dir, "plugin.log"),
 		pool:     pool,
 		env: map[string]string{
@@ -239,6 +241,7 @@ func (n *testNode) netconf(cniVersion string, extra map[string]any) []byte {
 		"pluginLogLevel":     "Debug",
 		"ipamdSocket":        n.socket,
 		"delQueueDir":        n.queueDir,
+		"addressLockDir":     n.lockDir,
 	}
 	for k, v := range extra {
 		if v == nil {
@@ -283,6 +286,16 @@ func (r cniRun) String() string {
 // env entries override the CNI_* variables derived from the pod.
 func (n *testNode) exec(cmd string, p *testPod, stdin []byte, env map[string]string) cniRun {
 	n.t.Helper()
+	r, err := n.run(cmd, p, stdin, env)
+	if err != nil {
+		n.t.Fatalf("run plugin: %v", err)
+	}
+	return r
+}
+
+// run is exec for goroutines other than the test's: it reports a plugin
+// that could not be started instead of failing the test.
+func (n *testNode) run(cmd string, p *testPod, stdin []byte, env map[string]string) (cniRun, error) {
 	vars := map[string]string{
 		"CNI_COMMAND": cmd,
 		"CNI_PATH":    filepath.Dir(pluginBin),
@@ -309,11 +322,11 @@ func (n *testNode) exec(cmd string, p *testPod, stdin []byte, env map[string]str
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			n.t.Fatalf("run plugin: %v", err)
+			return cniRun{}, err
 		}
 		code = ee.ExitCode()
 	}
-	return cniRun{stdout: out.Bytes(), stderr: errb.Bytes(), exitCode: code}
+	return cniRun{stdout: out.Bytes(), stderr: errb.Bytes(), exitCode: code}, nil
 }
 
 // add runs ADD and returns the raw result JSON and its parsed form.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 
+	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/hostlock"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
@@ -32,6 +33,12 @@ func start(cmd string, args *skel.CmdArgs, requireName bool) (*invocation, func(
 	log, closeLog := openLog(conf, cmd)
 	log = log.With("containerID", args.ContainerID, "ifName", args.IfName, "pod", p.String())
 	return &invocation{args: args, conf: conf, pod: p, log: log}, closeLog, nil
+}
+
+// addressLocks are the node's per-address locks around route and rule
+// changes, shared with every other aws-cni process on the node.
+func (inv *invocation) addressLocks() *hostlock.Locker {
+	return hostlock.New(inv.conf.AddressLockDir, inv.log)
 }
 
 // delRequest is the DelNetwork request for this pod attachment.

@@ -10,6 +10,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	cniversion "github.com/containernetworking/cni/pkg/version"
 
+	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/hostlock"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 )
 
@@ -37,8 +38,8 @@ const (
 )
 
 // NetConf is the plugin's stdin configuration: the standard CNI keys, the
-// keys of upstream's conflist entry, and two keys of ours for tests and
-// unusual layouts (ipamdSocket, delQueueDir).
+// keys of upstream's conflist entry, and keys of ours for tests and
+// unusual layouts (ipamdSocket, delQueueDir, addressLockDir).
 type NetConf struct {
 	CNIVersion       string               `json:"cniVersion,omitempty"`
 	Name             string               `json:"name,omitempty"`
@@ -54,8 +55,9 @@ type NetConf struct {
 	PluginLogLevel     string        `json:"pluginLogLevel"`
 	RuntimeConfig      RuntimeConfig `json:"runtimeConfig"`
 
-	IPAMDSocket string `json:"ipamdSocket"`
-	DelQueueDir string `json:"delQueueDir"`
+	IPAMDSocket    string `json:"ipamdSocket"`
+	DelQueueDir    string `json:"delQueueDir"`
+	AddressLockDir string `json:"addressLockDir"`
 
 	// Derived values.
 	podMTU     int
@@ -105,6 +107,9 @@ func loadNetConf(data []byte) (*NetConf, *types.Error) {
 	}
 	if conf.DelQueueDir == "" {
 		conf.DelQueueDir = delqueue.DefaultDir
+	}
+	if conf.AddressLockDir == "" {
+		conf.AddressLockDir = hostlock.DefaultDir
 	}
 	if conf.PluginLogFile == "" {
 		conf.PluginLogFile = defaultLogFile

@@ -11,6 +11,9 @@
 //	rule   512:  to X lookup main
 //	rule   1536: from X lookup T                      (only when T is not main)
 //
+// Changes to the node-side state of an address are made under that
+// address's AddressLocker lock.
+//
 // Pod-side state: address X/32 on the container interface, a scope-link
 // route to the gateway 169.254.1.1, a default route through it and a
 // permanent neighbour entry gateway -> host veth MAC.
@@ -25,6 +28,16 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
+
+// AddressLocker serialises the node-side route and rule changes for one
+// pod address across plugin processes (package hostlock). Setup holds the
+// lock until the address's route and rules are in place, ReleaseHostRouting
+// from its ownership check until the rules are gone, so a late DEL of an
+// earlier pod with the address cannot strip the rules of the pod that has
+// it now.
+type AddressLocker interface {
+	Lock(ip net.IP) (unlock func(), err error)
+}
 
 // Rule priorities (upstream's numbers; policy engines and ipamd rely on them).
 const (

@@ -1,16 +1,19 @@
 package driver
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
+	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/hostlock"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
@@ -23,6 +26,11 @@ func inNode(t *testing.T, node ns.NetNS, f func() error) error {
 	var err error
 	require.NoError(t, node.Do(func(ns.NetNS) error { err = f(); return nil }))
 	return err
+}
+
+// testLocks are address locks private to the test.
+func testLocks(t *testing.T) *hostlock.Locker {
+	return hostlock.New(t.TempDir(), quiet)
 }
 
 func rulesFor(t *testing.T, node ns.NetNS, ip net.IP) (to, from []netlink.Rule) {
@@ -42,10 +50,11 @@ func rulesFor(t *testing.T, node ns.NetNS, ip net.IP) (to, from []netlink.Rule) 
 
 func TestSetupCheckAndRelease(t *testing.T) {
 	netnsutil.RequireRoot(t)
+	locks := testLocks(t)
 	node, pod := netnsutil.New(t), netnsutil.New(t)
 	ip := net.IPv4(10, 250, 1, 7).To4()
 	p := PodNetwork{HostVeth: "enitest0000001", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: ip, RouteTable: 2, MTU: 9001}
-	require.NoError(t, inNode(t, node, func() error { return Setup(p, quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return Setup(p, locks, quiet) }))
 	require.NoError(t, inNode(t, node, func() error { return Check(p) }))
 	to, from := rulesFor(t, node, ip)
 	require.Len(t, to, 1)
@@ -53,15 +62,15 @@ func TestSetupCheckAndRelease(t *testing.T) {
 	assert.Equal(t, 2, from[0].Table)
 
 	// While the veth lives, the address is in use: rules stay.
-	err := inNode(t, node, func() error { return ReleaseHostRouting(ip, quiet) })
+	err := inNode(t, node, func() error { return ReleaseHostRouting(ip, locks, quiet) })
 	require.ErrorIs(t, err, ErrAddressInUse)
 	to, _ = rulesFor(t, node, ip)
 	require.Len(t, to, 1)
 
 	require.NoError(t, inNode(t, node, func() error { return RemoveContainerLink(pod.Path(), "eth0", quiet) }))
 	require.NoError(t, inNode(t, node, func() error { return RemoveContainerLink(pod.Path(), "eth0", quiet) }), "twice")
-	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, quiet) }))
-	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, quiet) }), "twice")
+	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, locks, quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, locks, quiet) }), "twice")
 	to, from = rulesFor(t, node, ip)
 	assert.Empty(t, to)
 	assert.Empty(t, from)
@@ -72,17 +81,18 @@ func TestSetupCheckAndRelease(t *testing.T) {
 
 func TestSetupReplacesStaleState(t *testing.T) {
 	netnsutil.RequireRoot(t)
+	locks := testLocks(t)
 	node, pod := netnsutil.New(t), netnsutil.New(t)
 	ip := net.IPv4(10, 250, 0, 9).To4()
 	// A stale 1536 rule for this address into another ENI's table.
 	stale := ruleFrom(ip, 7)
 	require.NoError(t, netnsutil.Handle(t, node).RuleAdd(stale))
 	p := PodNetwork{HostVeth: "enitest0000002", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: ip, RouteTable: 254, MTU: 1500}
-	require.NoError(t, inNode(t, node, func() error { return Setup(p, quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return Setup(p, locks, quiet) }))
 	_, from := rulesFor(t, node, ip)
 	assert.Empty(t, from, "stale from-rule removed; the primary ENI needs none")
 	// Setting up again (a retried ADD) replaces the veth pair.
-	require.NoError(t, inNode(t, node, func() error { return Setup(p, quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return Setup(p, locks, quiet) }))
 	require.NoError(t, inNode(t, node, func() error { return Check(p) }))
 	hl, err := netnsutil.Handle(t, node).LinkByName(p.HostVeth)
 	require.NoError(t, err)
@@ -91,11 +101,12 @@ func TestSetupReplacesStaleState(t *testing.T) {
 
 func TestSetupFailureRollsBack(t *testing.T) {
 	netnsutil.RequireRoot(t)
+	locks := testLocks(t)
 	node, pod, other := netnsutil.New(t), netnsutil.New(t), netnsutil.New(t)
 	netnsutil.Veth(t, pod, "eth0", other, "x0") // eth0 is taken
 	ip := net.IPv4(10, 250, 1, 8).To4()
 	p := PodNetwork{HostVeth: "enitest0000003", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: ip, RouteTable: 2, MTU: 9001}
-	require.Error(t, inNode(t, node, func() error { return Setup(p, quiet) }))
+	require.Error(t, inNode(t, node, func() error { return Setup(p, locks, quiet) }))
 	names, err := netnsutil.LinkNames(node)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"lo"}, names)
@@ -113,8 +124,53 @@ func TestSetupFailureRollsBack(t *testing.T) {
 		{HostVeth: "h", ContainerIf: "eth0", IP: ip},
 		{HostVeth: "h", ContainerIf: "eth0", NetnsPath: "/nonexistent/ns", IP: ip},
 	} {
-		require.Error(t, inNode(t, node, func() error { return Setup(bad, quiet) }), "%+v", bad)
+		require.Error(t, inNode(t, node, func() error { return Setup(bad, locks, quiet) }), "%+v", bad)
 	}
+}
+
+func TestSetupAndReleaseHoldTheAddressLock(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	node, pod := netnsutil.New(t), netnsutil.New(t)
+	ip := net.IPv4(10, 250, 1, 9).To4()
+	dir := t.TempDir()
+	unlock, err := hostlock.New(dir, quiet).Lock(ip)
+	require.NoError(t, err)
+	short := &hostlock.Locker{Dir: dir, Timeout: 100 * time.Millisecond}
+	p := PodNetwork{HostVeth: "enitest0000004", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: ip, RouteTable: 2, MTU: 9001}
+
+	// Another process holds the address: neither changes anything, and
+	// both give up after the timeout.
+	err = inNode(t, node, func() error { return Setup(p, short, quiet) })
+	require.ErrorIs(t, err, hostlock.ErrTimeout)
+	names, err := netnsutil.LinkNames(node)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"lo"}, names, "nothing created without the lock")
+	require.NoError(t, netnsutil.Handle(t, node).RuleAdd(ruleTo(ip)))
+	err = inNode(t, node, func() error { return ReleaseHostRouting(ip, short, quiet) })
+	require.ErrorIs(t, err, hostlock.ErrTimeout)
+	to, _ := rulesFor(t, node, ip)
+	require.Len(t, to, 1, "rule kept while the lock is held elsewhere")
+
+	// Setup waits for the holder, then completes.
+	done := make(chan error, 1)
+	go func() {
+		var serr error
+		derr := node.Do(func(ns.NetNS) error { serr = Setup(p, hostlock.New(dir, quiet), quiet); return nil })
+		done <- errors.Join(derr, serr)
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Setup did not wait for the lock (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	unlock()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Setup did not finish after the lock was released")
+	}
+	require.NoError(t, inNode(t, node, func() error { return Check(p) }))
 }
 
 func TestTeardownBranchENI(t *testing.T) {

@@ -11,8 +11,9 @@ import (
 
 // Setup builds the pod's network for p. On failure everything it created
 // is removed again and the error returned; the caller gives the address
-// back to ipamd.
-func Setup(p PodNetwork, log *slog.Logger) (err error) {
+// back to ipamd. The address's lock is held from the creation of the veth
+// to the last rule (or the end of the rollback).
+func Setup(p PodNetwork, locks AddressLocker, log *slog.Logger) (err error) {
 	if err := p.validate(); err != nil {
 		return err
 	}
@@ -50,6 +51,13 @@ func Setup(p PodNetwork, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
+
+	// Released after the rollback below (defers run last-in first-out).
+	unlock, err := locks.Lock(p.IP)
+	if err != nil {
+		return fmt.Errorf("lock node state of %s: %w", p.IP, err)
+	}
+	defer unlock()
 
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = p.ContainerIf

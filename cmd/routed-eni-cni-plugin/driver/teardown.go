@@ -63,7 +63,12 @@ func RemoveContainerLink(netnsPath, ifName string, log *slog.Logger) error {
 // table route for ip/32 still exists: the address then belongs to a live
 // interface, typically a new pod that was handed the address already, and
 // the rules are that pod's. It returns ErrAddressInUse in that case.
-func ReleaseHostRouting(ip net.IP, log *slog.Logger) error {
+//
+// The check and the removal run under the address's lock, the one Setup
+// holds while adding the route and then the rules: a concurrent ADD of the
+// address either has not added its route yet (and adds its rules after
+// this removal) or has finished (and the check sees its route).
+func ReleaseHostRouting(ip net.IP, locks AddressLocker, log *slog.Logger) error {
 	if ip.To4() == nil {
 		return fmt.Errorf("pod address %v is not IPv4", ip)
 	}
@@ -72,6 +77,11 @@ func ReleaseHostRouting(ip net.IP, log *slog.Logger) error {
 		return err
 	}
 	defer host.Close()
+	unlock, err := locks.Lock(ip)
+	if err != nil {
+		return fmt.Errorf("lock node state of %s: %w", ip, err)
+	}
+	defer unlock()
 	routes, err := host.RouteListFiltered(netlink.FAMILY_V4,
 		&netlink.Route{Dst: hostPrefix(ip), Table: MainTable}, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
 	if err != nil {
@@ -85,8 +95,17 @@ func ReleaseHostRouting(ip net.IP, log *slog.Logger) error {
 		log.Info("pod address is routed to a live interface; leaving its rules", "ip", ip.String(), "link", name)
 		return ErrAddressInUse
 	}
+	if AfterOwnershipCheck != nil {
+		AfterOwnershipCheck(ip)
+	}
 	return removeRules(host, ip)
 }
+
+// AfterOwnershipCheck is a test seam: when set, ReleaseHostRouting calls it
+// with the address lock held, after finding no live route for the address
+// and before removing its rules. Tests use it to start a concurrent ADD of
+// the address in that window. The plugin never sets it.
+var AfterOwnershipCheck func(ip net.IP)
 
 // removeRules deletes the 512 rule and all 1536 rules for ip.
 func removeRules(host handle, ip net.IP) error {

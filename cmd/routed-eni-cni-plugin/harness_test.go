@@ -98,7 +98,12 @@ func withIPAMDEnv(kv ...string) nodeOption {
 
 // withFakeCRI gives ipamd a runtime (its reconciler and GC need one).
 func withFakeCRI() nodeOption {
-	return func(n *testNode) { n.cri = &fakeCRI{sandboxes: map[string]cri.Sandbox{}} }
+	// As on a real node, the runtime lists aws-node's own host-network
+	// sandbox (an empty list would not be trusted after a lost checkpoint).
+	host := cri.Sandbox{ID: "aws-node-host-network", Name: "aws-node-test", Namespace: "kube-system", Ready: true, CreatedAt: time.Now()}
+	return func(n *testNode) {
+		n.cri = &fakeCRI{sandboxes: map[string]cri.Sandbox{host.ID: host}, ips: map[string]string{host.ID: "192.0.2.10"}}
+	}
 }
 
 func newTestNode(t testing.TB, pool ipamd.DevPool, opts ...nodeOption) *testNode {

@@ -119,11 +119,15 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The runtime is resolved first: with one, every address that joins
+	// the pool waits for the check against its sandboxes.
+	runtime, verifying := a.runtimeSource()
 	a.store = datastore.New(datastore.Config{
-		PrefixDelegation: pd,
-		Cooldown:         cfg.IPCooldown,
-		Checkpointer:     timedCheckpointer{cp},
-		Logger:           log,
+		PrefixDelegation:   pd,
+		Cooldown:           cfg.IPCooldown,
+		Checkpointer:       timedCheckpointer{cp},
+		Logger:             log,
+		VerifyNewAddresses: verifying,
 	})
 	if opts.DevPool != nil {
 		err = a.fillDevPool()
@@ -131,16 +135,23 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 		err = a.initFromAWS(ctx, limits)
 	}
 	if err == nil {
-		a.connectRuntime()
+		a.connectRuntime(runtime, verifying)
 		err = a.restore(ctx)
 	}
 	if err != nil {
 		_ = a.store.Close()
+		a.closeClients()
 		return nil, err
 	}
 	a.replayDelQueue()
 	a.afterRestore(ctx)
 	a.handler = &rpcHandler{store: a.store, version: version.RPCVersion, cfg: cfg, log: log, vpcCIDRs: a.vpcCIDRs}
+	if a.pool != nil {
+		a.handler.onExhausted = a.pool.Wake
+	}
+	if a.recon != nil {
+		a.handler.reclaim = a.recon.ReclaimForAdd
+	}
 	pool.set(a.store)
 	return a, nil
 }
@@ -215,6 +226,21 @@ func (a *Agent) Run(ctx context.Context) error {
 	if cerr := a.store.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("final checkpoint flush: %w", cerr)
 	}
+	a.closeClients()
 	a.log.Info("ipamd stopped")
 	return err
+}
+
+// closeClients stops the event broadcaster and closes the runtime client
+// (when ipamd made it).
+func (a *Agent) closeClients() {
+	if a.events != nil {
+		a.events.Stop()
+	}
+	if a.opts.CRI != nil || a.recon == nil {
+		return
+	}
+	if c, ok := a.recon.cri.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
 }

@@ -2,6 +2,7 @@ package ipamd
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
@@ -37,28 +38,62 @@ func (a *Agent) connectK8s(ctx context.Context) {
 	a.opts.MaxPods = n
 }
 
-// connectRuntime sets up the pod-IP reconciler on the container runtime.
-func (a *Agent) connectRuntime() {
+// runtimeSource resolves the container runtime the pod-IP reconciler uses;
+// nil when the reconciler is off. The second result says whether addresses
+// that join the pool wait for the check against the runtime from the
+// start: true when a runtime socket exists (configured or probed), false
+// when probing found none yet (then addresses join free, as upstream, until
+// a runtime appears and answers).
+func (a *Agent) runtimeSource() (sandboxSource, bool) {
 	rc := a.opts.Config.Reconciler
 	reconcilerRunning.Set(0)
 	if rc.Mode == ReconcileOff {
+		return nil, false
+	}
+	if a.opts.CRI != nil {
+		return a.opts.CRI, true
+	}
+	rt, err := cri.NewRuntime(cri.Config{Endpoint: rc.CRIEndpoint, Timeout: rc.CRITimeout, Log: a.log})
+	if err != nil {
+		// loadReconcilerConfig already refuses a bad endpoint.
+		a.log.Error("pod-IP reconciler disabled", "error", err)
+		return nil, false
+	}
+	if rc.CRIEndpoint != "" {
+		if path, _ := cri.NormalizeEndpoint(rc.CRIEndpoint); !isSocket(path) {
+			a.log.Error("CRI_RUNTIME_ENDPOINT names no socket (yet): addresses that join the pool wait until the runtime answers; "+
+				"mount the runtime's socket directory and name its socket, or turn the reconciler off (criSocket.enabled=false)",
+				"CRI_RUNTIME_ENDPOINT", rc.CRIEndpoint)
+		}
+		return rt, true
+	}
+	if _, err := cri.ResolveEndpoint("", cri.DefaultSocketCandidates); err != nil {
+		a.log.Warn("no container runtime socket found yet: the pod-IP reconciler waits for one to appear, and addresses join the pool unchecked until it answers "+
+			"(mount the runtime socket directory and set CRI_RUNTIME_ENDPOINT)", "error", err)
+		return rt, false
+	}
+	return rt, true
+}
+
+func isSocket(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode()&os.ModeSocket != 0
+}
+
+// connectRuntime sets up the pod-IP reconciler on the container runtime
+// and wires it to the pool manager.
+func (a *Agent) connectRuntime(src sandboxSource, verifying bool) {
+	if src == nil {
 		return
 	}
-	src := a.opts.CRI
-	if src == nil {
-		path, err := cri.ResolveEndpoint(rc.CRIEndpoint, cri.DefaultSocketCandidates)
-		if err != nil {
-			a.log.Warn("pod-IP reconciler disabled: no container runtime socket (mount it and set CRI_RUNTIME_ENDPOINT)", "error", err)
-			return
-		}
-		c, err := cri.Dial(path, rc.CRITimeout, a.log)
-		if err != nil {
-			a.log.Warn("pod-IP reconciler disabled", "error", err)
-			return
-		}
-		src = c
-	}
+	rc := a.opts.Config.Reconciler
 	a.recon = newReconciler(rc, src, a.store, a.events, a.log)
+	if !verifying {
+		a.recon.onFirstList = func() {
+			a.log.Info("container runtime answered: addresses that join the pool from now on are checked against its sandboxes")
+			a.store.SetVerifyNewAddresses(true)
+		}
+	}
 	reconcilerRunning.Set(1)
 	if a.pool != nil {
 		hook := a.opts.OnLeak
@@ -68,6 +103,7 @@ func (a *Agent) connectRuntime() {
 				hook(d, s)
 			}
 		}
+		a.pool.verifyPending = func(ctx context.Context) { _, _ = a.recon.VerifyNow(ctx) }
 	}
 }
 

@@ -6,30 +6,47 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
-// restore loads the checkpoint. When it is missing or corrupt while the
-// node's ENIs carry addresses, running pods may hold some of them: the
-// allocations are rebuilt from the runtime's READY sandboxes before any ADD
-// is served, and ipamd refuses to start if that cannot be done.
+// RebuildMarkerSuffix names the file, next to the checkpoint, that says the
+// checkpoint was lost ("missing") or corrupt ("corrupt") and the node's
+// addresses are not all verified against the runtime yet. While it exists,
+// an empty sandbox list is not trusted, and after a corrupt checkpoint
+// ipamd refuses to start without a reachable runtime. The reconciler
+// removes it once every address is verified; an operator may remove it by
+// hand (then ipamd starts with the addresses it cannot check held back).
+const RebuildMarkerSuffix = ".rebuild-required"
+
+const (
+	markerMissing = "missing"
+	markerCorrupt = "corrupt"
+)
+
+// restore loads the checkpoint, then has the addresses that are not
+// restored checked against the runtime's sandboxes before any ADD is
+// served (they join the pool pending). When the checkpoint is missing or
+// corrupt while the node's ENIs carry addresses, running pods may hold
+// some of them: those are adopted, and a runtime that cannot be reached
+// keeps every address pending (after a corrupt checkpoint ipamd refuses to
+// start instead, until the runtime answers).
 func (a *Agent) restore(ctx context.Context) error {
+	path := a.opts.Config.CheckpointPath
+	marker := path + RebuildMarkerSuffix
 	start := time.Now()
-	_, statErr := os.Stat(a.opts.Config.CheckpointPath)
+	fresh := a.store.Stats().TotalIPs == 0 && len(a.store.ENISummaries()) <= 1 && a.opts.DevPool == nil
+	markerReason := readMarker(marker)
+	_, statErr := os.Stat(path)
 	missing := errors.Is(statErr, fs.ErrNotExist)
 	rep, err := a.store.Restore()
 	corrupt := errors.Is(err, datastore.ErrCheckpointCorrupt)
 	if err != nil && !corrupt {
 		a.log.Error("cannot restore the checkpoint; refusing to start so no running pod's address is handed out again",
-			"path", a.opts.Config.CheckpointPath, "error", err)
+			"path", path, "error", err)
 		return fmt.Errorf("restore checkpoint: %w", err)
-	}
-	if missing || corrupt {
-		if err := a.rebuildLost(ctx, corrupt, err); err != nil {
-			return err
-		}
 	}
 	for _, e := range rep.NotInPool {
 		a.log.Warn("checkpoint entry dropped: address is on none of the node's ENIs", "key", e.Key.String(), "ip", e.IP.String())
@@ -39,30 +56,79 @@ func (a *Agent) restore(ctx context.Context) error {
 	}
 	a.log.Info("checkpoint restored", "restored", rep.Restored, "notInPool", len(rep.NotInPool),
 		"conflicts", len(rep.Conflicts), "took", time.Since(start).String())
+	lost := !fresh && (missing || corrupt || markerReason != "")
+	if a.recon == nil {
+		return a.restoreWithoutRuntime(lost, corrupt || markerReason == markerCorrupt, marker, err)
+	}
+	if !lost {
+		a.recon.trustEmptyAtStart = true
+		if _, err := a.recon.VerifyNow(ctx); err != nil {
+			a.log.Warn("addresses not restored from the checkpoint wait until the runtime answers", "error", err)
+		}
+		return nil
+	}
+	reason := markerReason
+	switch {
+	case corrupt:
+		reason = markerCorrupt
+	case reason == "":
+		reason = markerMissing
+	}
+	if err := os.WriteFile(marker, []byte(reason+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write rebuild marker %s: %w", marker, err)
+	}
+	a.recon.trustEmptyAtStart = false
+	a.recon.markerPath = marker
+	res, verr := a.recon.VerifyNow(ctx)
+	if verr != nil && reason == markerCorrupt {
+		a.log.Error("checkpoint is corrupt and the container runtime cannot be asked which addresses running pods hold; refusing to start "+
+			"(retried at every start until the runtime answers; remove the marker to start with every address held back, "+
+			"or set POD_IP_RECONCILE_MODE=off to start as upstream does)", "marker", marker, "error", verr)
+		return fmt.Errorf("restore checkpoint: corrupt, and no runtime to rebuild from (marker %s): %w", marker, verr)
+	}
+	a.log.Warn("checkpoint lost: rebuilding allocations from the runtime's sandboxes", "reason", reason,
+		"adopted", res.Adopted, "verified", res.Verified, "waiting", res.Waiting, "waitReason", res.Reason)
 	return nil
 }
 
-// rebuildLost recovers allocations after a lost checkpoint.
-func (a *Agent) rebuildLost(ctx context.Context, corrupt bool, cause error) error {
-	if a.store.Stats().TotalIPs == 0 && len(a.store.ENISummaries()) <= 1 && a.opts.DevPool == nil {
-		return nil // a fresh node: nothing can be in use
-	}
-	if a.recon == nil {
-		if corrupt {
-			a.log.Error("checkpoint is corrupt and no container runtime is reachable to rebuild from; refusing to start",
-				"error", cause)
-			return fmt.Errorf("restore checkpoint: %w", cause)
-		}
-		a.log.Warn("no checkpoint and no container runtime to rebuild from: starting empty, as upstream does")
+// restoreWithoutRuntime decides a start with no runtime to check addresses
+// against. With the reconciler off by choice, a lost checkpoint starts as
+// upstream does, loudly. With the reconciler wanted but no runtime socket,
+// a corrupt checkpoint (now or at an earlier start) refuses to start.
+func (a *Agent) restoreWithoutRuntime(lost, corrupt bool, marker string, cause error) error {
+	if !lost {
 		return nil
 	}
-	n, err := a.recon.rebuild(ctx)
-	if err != nil {
-		a.log.Error("checkpoint lost and rebuilding from the runtime failed; refusing to start", "error", err)
-		return err
+	if a.opts.Config.Reconciler.Mode == ReconcileOff {
+		a.log.Error("CHECKPOINT LOST and the pod-IP reconciler is off (POD_IP_RECONCILE_MODE=off): "+
+			"starting with every address free, as upstream does; addresses running pods still hold may be handed to new pods",
+			"path", a.opts.Config.CheckpointPath, "corrupt", corrupt, "error", cause)
+		return nil
 	}
-	a.log.Warn("checkpoint lost: rebuilt allocations from running sandboxes", "corrupt", corrupt, "rebuilt", n)
+	if corrupt {
+		if err := os.WriteFile(marker, []byte(markerCorrupt+"\n"), 0o600); err != nil {
+			return fmt.Errorf("write rebuild marker %s: %w", marker, err)
+		}
+		a.log.Error("checkpoint is corrupt and no container runtime is reachable to rebuild from; refusing to start "+
+			"(set CRI_RUNTIME_ENDPOINT and mount the runtime socket, or POD_IP_RECONCILE_MODE=off to start as upstream does)",
+			"marker", marker, "error", cause)
+		return fmt.Errorf("restore checkpoint: corrupt, and no runtime to rebuild from (marker %s): %w", marker, cause)
+	}
+	a.log.Warn("no checkpoint and no container runtime to rebuild from: starting empty, as upstream does")
 	return nil
+}
+
+// readMarker returns the reason recorded in the rebuild marker, "" when
+// there is none.
+func readMarker(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if r := strings.TrimSpace(string(b)); r == markerCorrupt {
+		return r
+	}
+	return markerMissing
 }
 
 func (a *Agent) fillDevPool() error {

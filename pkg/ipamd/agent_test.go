@@ -307,13 +307,32 @@ func TestCorruptCheckpointRefusesToStart(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ipam.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"version":"vpc-cni-ipam/1","allocations":[{`), 0o600))
-	_, err := NewAgent(context.Background(), Options{Config: testConfig(dir), SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &DevPool{ENIs: 1, PerENI: 1}})
+	cfg := testConfig(dir)
+	cfg.Reconciler.Mode = ReconcileEnforce
+	cfg.Reconciler.CRIEndpoint = "unix://" + filepath.Join(dir, "no-runtime.sock")
+	cfg.Reconciler.CRITimeout = 200 * time.Millisecond
+	start := func() error {
+		_, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &DevPool{ENIs: 1, PerENI: 1}})
+		return err
+	}
+	err := start()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "corrupt")
 	matches, _ := filepath.Glob(path + ".corrupt-*")
 	assert.Len(t, matches, 1, "the bad file is kept aside")
 	_, err = os.Stat(filepath.Join(dir, "s.sock"))
 	assert.True(t, os.IsNotExist(err), "nothing is served")
+
+	// The bad file is gone now, but the refusal persists through the marker.
+	err = start()
+	require.Error(t, err, "a restart must not start empty while the runtime still cannot be asked")
+	assert.Contains(t, err.Error(), RebuildMarkerSuffix)
+
+	// With the reconciler off by choice, ipamd starts as upstream does.
+	cfg.Reconciler.Mode = ReconcileOff
+	a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &DevPool{ENIs: 1, PerENI: 1}})
+	require.NoError(t, err)
+	require.NoError(t, a.Store().Close())
 }
 
 func TestIntrospection(t *testing.T) {

@@ -54,7 +54,8 @@ func TestDelQueueReplayedAtStart(t *testing.T) {
 
 func TestGarbageCollectAndPoolStatus(t *testing.T) {
 	rt, client := startFakeCRI(t)
-	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 300 * time.Millisecond, MaxReleasePerPass: 10}
+	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 300 * time.Millisecond, MaxReleasePerPass: 10,
+		ConfirmDelay: 100 * time.Millisecond}
 	n := startNodeOpts(t, t.TempDir(), DevPool{ENIs: 1, PerENI: 10}, func(o *Options) { o.Config.Reconciler = rc; o.CRI = client })
 	conn := n.dial(t)
 	defer conn.Close()
@@ -78,10 +79,19 @@ func TestGarbageCollectAndPoolStatus(t *testing.T) {
 	assert.EqualValues(t, 5, st.AssignedIPs)
 	assert.EqualValues(t, 5, st.AvailableIPs)
 
-	reply, err := m.GarbageCollect(context.Background(), &rpc.GarbageCollectRequest{
+	gc := &rpc.GarbageCollectRequest{
 		NetworkName:      "aws-cni",
 		ValidAttachments: []*rpc.Attachment{{ContainerID: "valid", IfName: "eth0"}},
-	})
+	}
+	reply, err := m.GarbageCollect(context.Background(), gc)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, reply.Released, "a first sighting never frees: it is confirmed a confirm delay later")
+	assert.EqualValues(t, 4, reply.Deferred)
+	reply, err = m.GarbageCollect(context.Background(), gc)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, reply.Released, "a second GC within the confirm delay frees nothing either")
+	time.Sleep(rc.ConfirmDelay + 20*time.Millisecond)
+	reply, err = m.GarbageCollect(context.Background(), gc)
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, reply.Released, "only the old allocation the runtime no longer has")
 	assert.EqualValues(t, 3, reply.Deferred, "young ones and one still listed")

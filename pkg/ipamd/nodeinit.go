@@ -92,11 +92,15 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	slots := max(limits.ipv4PerENI-1, 0)
 	eniMax.Set(float64(maxENIs))
 	ipMax.Set(float64(maxENIs * slots))
+	maxAddresses := maxENIs * slots
+	if a.store.PrefixDelegation() {
+		maxAddresses *= warmpool.AddressesPerPrefix
+	}
 	pc := poolConfig{
 		targets: warmpool.Config{
 			WarmENITarget: cfg.WarmENITarget, WarmIPTarget: cfg.WarmIPTarget,
 			MinimumIPTarget: cfg.MinimumIPTarget, WarmPrefixTarget: cfg.WarmPrefixTarget,
-			MaxPods: a.maxPods(id.InstanceType), IPsPerENI: slots, PrefixDelegation: a.store.PrefixDelegation(),
+			MaxPods: a.maxPods(id.InstanceType), MaxAddresses: maxAddresses, IPsPerENI: slots, PrefixDelegation: a.store.PrefixDelegation(),
 		},
 		maxENIs:           maxENIs,
 		slotsPerENI:       slots,
@@ -116,7 +120,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	a.pool.teardownENI = a.teardownENI
 	a.pool.events = a.events
 	a.log.Info("node initialised", "instance", id.InstanceID, "type", id.InstanceType, "enis", len(a.store.ENISummaries()),
-		"maxENIs", maxENIs, "slotsPerENI", slots, "maxPods", pc.targets.MaxPods, "prefixDelegation", a.store.PrefixDelegation())
+		"maxENIs", maxENIs, "slotsPerENI", slots, "maxPods", pc.targets.MaxPods, "maxAddresses", maxAddresses, "prefixDelegation", a.store.PrefixDelegation())
 	return nil
 }
 

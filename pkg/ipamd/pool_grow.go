@@ -66,6 +66,9 @@ func (p *poolManager) assignTo(ctx context.Context, eniID string, n int, prefixe
 func (p *poolManager) attachENI(ctx context.Context, n int, prefixes bool) {
 	if len(p.store.ENISummaries()) >= p.cfg.maxENIs {
 		p.log.Debug("pool short but the node has all the ENIs it may use", "maxENIs", p.cfg.maxENIs)
+		if s := p.store.Stats(); s.AvailableIPs() <= 0 {
+			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.targets), s, "pool has all the ENIs it may use and no address is available")
+		}
 		return
 	}
 	opts := awsutils.AllocOptions{IPs: n}
@@ -103,8 +106,16 @@ func (p *poolManager) addENI(ctx context.Context, e awsutils.ENI) error {
 	return addENIToStore(p.store, e)
 }
 
-// growFailed classifies an EC2 failure during growth.
+// growFailed classifies an EC2 failure during growth. A failure growth
+// cannot get past (subnet exhausted, address or ENI limit) while nothing is
+// available is a suspected leak: the reconciler is the only way to free
+// addresses then.
 func (p *poolManager) growFailed(ctx context.Context, eniID string, err error) {
+	if errors.Is(err, awsutils.ErrSubnetExhausted) || errors.Is(err, awsutils.ErrAddressLimit) || errors.Is(err, awsutils.ErrENILimit) {
+		if s := p.store.Stats(); s.AvailableIPs() <= 0 {
+			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.targets), s, "pool cannot grow ("+err.Error()+") and no address is available")
+		}
+	}
 	switch {
 	case errors.Is(err, awsutils.ErrSubnetExhausted):
 		p.subnetCooldownUntil = p.now().Add(p.cfg.subnetCooldown)

@@ -71,6 +71,12 @@ type poolManager struct {
 	teardownENI func(ctx context.Context, primaryIP netip.Addr)
 	onLeak      LeakHook
 	events      nodeEventPoster
+	// verifyPending checks addresses that joined the pool against the
+	// runtime (the pod-IP reconciler); nil when addresses join free.
+	verifyPending func(ctx context.Context)
+	// wake asks for a step now (an ADD found no address); buffered, so
+	// wake-ups coalesce.
+	wake chan struct{}
 
 	subnetCooldownUntil time.Time
 	lastDecrease        time.Time
@@ -81,7 +87,8 @@ type poolManager struct {
 
 func newPoolManager(cfg poolConfig, aws awsAPI, store *datastore.DataStore, log *slog.Logger) *poolManager {
 	defaultPoolTimings(&cfg)
-	return &poolManager{cfg: cfg, aws: aws, store: store, log: log, now: time.Now, released: map[netip.Prefix]time.Time{}}
+	return &poolManager{cfg: cfg, aws: aws, store: store, log: log, now: time.Now, released: map[netip.Prefix]time.Time{},
+		wake: make(chan struct{}, 1)}
 }
 
 // run steps the pool every interval and reconciles ENIs every
@@ -95,12 +102,31 @@ func (p *poolManager) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-p.wake:
 		}
 		p.step(ctx)
 		if p.now().Sub(lastReconcile) >= p.cfg.reconcileInterval {
 			p.reconcileENIs(ctx)
 			lastReconcile = p.now()
+			p.settlePending(ctx)
 		}
+	}
+}
+
+// Wake asks for a pool step now (an ADD found no address). It never
+// blocks; wake-ups that arrive while one is queued merge into it.
+func (p *poolManager) Wake() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// settlePending has addresses that joined the pool checked at once rather
+// than at the reconciler's next pass.
+func (p *poolManager) settlePending(ctx context.Context) {
+	if p.verifyPending != nil && p.store.Stats().PendingIPs > 0 {
+		p.verifyPending(ctx)
 	}
 }
 
@@ -117,6 +143,7 @@ func (p *poolManager) step(ctx context.Context) warmpool.Decision {
 	switch {
 	case d.Short > 0:
 		p.grow(ctx, d)
+		p.settlePending(ctx)
 	case d.Over > 0:
 		p.shrink(ctx, d)
 	}
@@ -127,23 +154,34 @@ func (p *poolManager) step(ctx context.Context) warmpool.Decision {
 // observe exports the decision and raises the leak signal.
 func (p *poolManager) observe(d warmpool.Decision, s datastore.Stats) {
 	poolAtMaxPods.Set(boolGauge(d.AtMaxPods))
-	poolLeakSuspected.Set(boolGauge(d.AtMaxPods && d.LeakSuspected))
-	if !(d.AtMaxPods && d.LeakSuspected) {
+	poolLeakSuspected.Set(boolGauge(d.LeakSuspected))
+	if !d.LeakSuspected {
 		return
 	}
+	why := "pool at max pods"
+	if d.AtCapacity && !d.AtMaxPods {
+		why = "pool at the instance's address capacity"
+	}
+	p.suspectLeak(d, s, why)
+}
+
+// suspectLeak tells the pod-IP reconciler to run now (rate-limited): the
+// pool cannot grow and nothing is available, or more addresses are
+// assigned than pods can exist.
+func (p *poolManager) suspectLeak(d warmpool.Decision, s datastore.Stats, why string) {
 	now := p.now()
 	if now.Sub(p.lastLeakHook) < p.cfg.leakHookInterval {
 		return
 	}
 	p.lastLeakHook = now
 	leakTriggers.Inc()
-	p.log.Warn("pool is at max pods and holds more allocations than pods can exist: asking the pod-IP reconciler to run now",
-		"maxPods", p.cfg.targets.MaxPods, "totalIPs", s.TotalIPs, "assignedIPs", s.AssignedIPs,
-		"cooldownIPs", s.CooldownIPs, "decision", d.String())
+	p.log.Warn(why+": suspected leaked pod IPs, asking the pod-IP reconciler to run now",
+		"maxPods", p.cfg.targets.MaxPods, "maxAddresses", p.cfg.targets.MaxAddresses, "totalIPs", s.TotalIPs,
+		"assignedIPs", s.AssignedIPs, "cooldownIPs", s.CooldownIPs, "pendingIPs", s.PendingIPs, "decision", d.String())
 	if p.events != nil {
 		p.events.Warning(context.Background(), "PodIPLeakSuspected", "ReconcilePodIPs", fmt.Sprintf(
-			"pool at max pods (%d) with %d of %d addresses assigned: suspected leaked pod IPs, pod-IP reconciler triggered",
-			p.cfg.targets.MaxPods, s.AssignedIPs, s.TotalIPs))
+			"%s with %d of %d addresses assigned: suspected leaked pod IPs, pod-IP reconciler triggered",
+			why, s.AssignedIPs, s.TotalIPs))
 	}
 	if p.onLeak != nil {
 		p.onLeak(d, s)

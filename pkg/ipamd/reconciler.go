@@ -28,7 +28,7 @@ import (
 //     half of all allocations is held until that verdict repeats on three
 //     passes in a row.
 
-// sandboxSource is the runtime as the reconciler sees it (*cri.Client).
+// sandboxSource is the runtime as the reconciler sees it (*cri.Runtime).
 type sandboxSource interface {
 	ListSandboxes(ctx context.Context) ([]cri.Sandbox, error)
 	SandboxStatus(ctx context.Context, id string) (cri.SandboxStatus, error)
@@ -38,9 +38,13 @@ type sandboxSource interface {
 type reconcileStore interface {
 	Allocations() []datastore.Allocation
 	ReleaseIfUnchanged(datastore.IPAMKey, time.Time) (datastore.Allocation, error)
+	ReclaimIfUnchanged(datastore.IPAMKey, time.Time) (datastore.Allocation, error)
 	Adopt(netip.Addr, datastore.IPAMKey, datastore.IPAMMetadata) (datastore.Allocation, error)
 	Holds(netip.Addr) (inPool, free bool)
+	PendingAddresses() []datastore.Pending
+	Verify([]datastore.Pending) int
 	Stats() datastore.Stats
+	Cooldown() time.Duration
 }
 
 // eventPoster posts node events (k8sapi.NodeEvents).
@@ -51,9 +55,10 @@ type eventPoster interface {
 
 type candidate struct {
 	alloc     datastore.Allocation
-	firstSeen time.Time // first pass that saw the sandbox absent
+	firstSeen time.Time // first pass (or CNI GC) that saw the sandbox absent
 	lastSeen  time.Time
-	passes    int // consecutive passes that saw it absent
+	passes    int  // consecutive sightings of its absence
+	reported  bool // report mode: counted and announced once
 }
 
 type reconciler struct {
@@ -69,11 +74,25 @@ type reconciler struct {
 	mu         sync.Mutex // guards what introspection reads, and serialises passes
 	candidates map[datastore.IPAMKey]*candidate
 	massStreak int
-	notOurs    map[string]bool // READY sandboxes whose IP is not in the pool
-	last       PassReport
-	lastPass   time.Time
-	totals     ReconcileTotals
-	published  atomic.Pointer[ReconcilerStatus]
+	sandboxIPs map[string]sandboxAddrs // listed sandboxes' IPs, learnt once each
+	// budget is what may still be released until the next pass starts; CNI
+	// GC draws from the same budget, so frequent GC calls cannot exceed it.
+	budget int
+	// startedAt and trustEmptyAtStart decide whether an empty sandbox list
+	// may verify pending addresses (see emptyListTrusted).
+	startedAt         time.Time
+	trustEmptyAtStart bool
+	markerPath        string // rebuild marker removed once nothing waits
+	// onFirstList runs once, at the first successful list (turns
+	// verification on when no runtime existed at start).
+	onFirstList func()
+	verify      verifyResult
+	lastList    time.Time // last successful ListPodSandbox
+	reachable   bool
+	last        PassReport
+	lastPass    time.Time
+	totals      ReconcileTotals
+	published   atomic.Pointer[ReconcilerStatus]
 }
 
 // ReconcileTotals count what the reconciler did since start.
@@ -89,8 +108,13 @@ func newReconciler(cfg ReconcilerConfig, src sandboxSource, store reconcileStore
 	if events == nil {
 		events = noEvents{}
 	}
-	return &reconciler{cfg: cfg, cri: src, store: store, events: events, log: log, now: time.Now,
-		trigger: make(chan struct{}, 1), candidates: map[datastore.IPAMKey]*candidate{}, notOurs: map[string]bool{}}
+	r := &reconciler{cfg: cfg, cri: src, store: store, events: events, log: log, now: time.Now,
+		trigger: make(chan struct{}, 1), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{},
+		trustEmptyAtStart: true}
+	r.startedAt = r.now()
+	r.verify.Reason = waitNotStarted
+	r.budget = r.maxRelease() // CNI GC may come before the first pass
+	return r
 }
 
 // Trigger asks for a pass now, with the short confirm delay (the max-pods
@@ -175,6 +199,17 @@ type ReconcilerStatus struct {
 	Totals     ReconcileTotals
 	LastPass   PassReport
 	Candidates []CandidateStatus
+	// Leaked counts candidates confirmed leaked that are still allocated
+	// (report mode, or over the release cap).
+	Leaked int
+	// PendingAddresses is how many addresses that joined the pool wait for
+	// the check against the runtime, and PendingReason why.
+	PendingAddresses int
+	PendingReason    string `json:",omitempty"`
+	// Runtime says whether the last CRI call reached the runtime and when
+	// the last sandbox list succeeded.
+	RuntimeReachable   bool
+	LastSuccessfulList time.Time
 }
 
 // CandidateStatus is one allocation awaiting confirmation.
@@ -182,6 +217,7 @@ type CandidateStatus struct {
 	IP, ContainerID, Pod        string
 	AssignedAt, FirstSeenAbsent time.Time
 	PassesAbsent                int
+	Confirmed                   bool
 }
 
 // Status reports the last pass and the candidates it left. It never waits
@@ -196,10 +232,26 @@ func (r *reconciler) Status() ReconcilerStatus {
 // publishLocked snapshots the status for Status. Requires r.mu.
 func (r *reconciler) publishLocked() {
 	st := ReconcilerStatus{Mode: r.cfg.Mode, Interval: r.cfg.Interval.String(), Grace: r.cfg.Grace.String(), LastPass: r.last, Totals: r.totals,
-		Candidates: []CandidateStatus{}}
-	for _, c := range r.candidates {
-		st.Candidates = append(st.Candidates, CandidateStatus{IP: c.alloc.IP.String(), ContainerID: c.alloc.Key.ContainerID,
-			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.passes})
+		Candidates: []CandidateStatus{}, PendingAddresses: r.verify.Waiting, RuntimeReachable: r.reachable, LastSuccessfulList: r.lastList}
+	if r.verify.Waiting > 0 {
+		st.PendingReason = r.verify.Reason
 	}
+	now := r.now()
+	for _, c := range r.candidates {
+		confirmed := r.confirmed(c, now, r.cfg.ConfirmDelay)
+		if confirmed {
+			st.Leaked++
+		}
+		st.Candidates = append(st.Candidates, CandidateStatus{IP: c.alloc.IP.String(), ContainerID: c.alloc.Key.ContainerID,
+			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.passes, Confirmed: confirmed})
+	}
+	reconcileCandidates.Set(float64(len(r.candidates)))
+	reconcileLeaked.Set(float64(st.Leaked))
 	r.published.Store(&st)
+}
+
+// confirmed says whether c has been seen absent on two sightings at least
+// delay apart.
+func (r *reconciler) confirmed(c *candidate, now time.Time, delay time.Duration) bool {
+	return c.passes >= 2 && now.Sub(c.firstSeen) >= delay
 }

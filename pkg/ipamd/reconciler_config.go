@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 )
 
@@ -89,10 +90,10 @@ func loadReconcilerConfig(env envutil.Lookup) (ReconcilerConfig, error) {
 		return c, fmt.Errorf("POD_IP_RECONCILE_MODE=%q: must be enforce, report or off", m)
 	}
 	var err error
-	if c.Interval, err = envDuration(env, "POD_IP_RECONCILE_INTERVAL", time.Minute); err != nil {
+	if c.Interval, err = envDuration(env, "POD_IP_RECONCILE_INTERVAL", time.Minute, MinReconcileInterval); err != nil {
 		return c, err
 	}
-	if c.Grace, err = envDuration(env, "POD_IP_RECONCILE_GRACE_PERIOD", 5*time.Minute); err != nil {
+	if c.Grace, err = envDuration(env, "POD_IP_RECONCILE_GRACE_PERIOD", 5*time.Minute, MinReconcileGrace); err != nil {
 		return c, err
 	}
 	if v := strings.TrimSpace(envutil.String(env, "POD_IP_RECONCILE_MAX_RELEASE_PER_PASS", "")); v != "" {
@@ -110,23 +111,41 @@ func loadReconcilerConfig(env envutil.Lookup) (ReconcilerConfig, error) {
 			c.MaxReleasePerPass = n
 		}
 	}
-	c.CRIEndpoint = envutil.String(env, "CRI_RUNTIME_ENDPOINT", "")
+	c.CRIEndpoint = strings.TrimSpace(envutil.String(env, "CRI_RUNTIME_ENDPOINT", ""))
+	if c.CRIEndpoint != "" {
+		if _, err := cri.NormalizeEndpoint(c.CRIEndpoint); err != nil {
+			return c, err
+		}
+	}
 	c.setDefaults()
 	return c, nil
 }
 
-// envDuration reads a Go duration ("90s", "5m") or a plain number of seconds.
-func envDuration(env envutil.Lookup, name string, def time.Duration) (time.Duration, error) {
+// Floors of the reconciler's timings: a shorter interval busy-loops on the
+// runtime, and a shorter grace could reach an allocation whose CNI ADD is
+// still running (runtimes list a sandbox only after its ADD returned).
+const (
+	MinReconcileInterval = 5 * time.Second
+	MinReconcileGrace    = 30 * time.Second
+)
+
+// envDuration reads a Go duration with its unit ("90s", "5m") of at least
+// floor. A bare number is refused: "5" could mean seconds or minutes, and
+// guessing wrong removes the in-flight ADD protection.
+func envDuration(env envutil.Lookup, name string, def, floor time.Duration) (time.Duration, error) {
 	v := strings.TrimSpace(envutil.String(env, name, ""))
 	if v == "" {
 		return def, nil
 	}
-	if n, err := strconv.Atoi(v); err == nil && n > 0 {
-		return time.Duration(n) * time.Second, nil
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return 0, fmt.Errorf("%s=%q: a duration needs a unit, e.g. %q", name, v, v+"s")
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s=%q: want a positive duration such as 1m or 90s", name, v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: want a duration such as 1m or 90s", name, v)
+	}
+	if d < floor {
+		return 0, fmt.Errorf("%s=%q: must be at least %s", name, v, floor)
 	}
 	return d, nil
 }

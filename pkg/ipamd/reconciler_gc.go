@@ -4,23 +4,26 @@ import (
 	"context"
 	"fmt"
 	"sort"
-
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
 // collectGarbage handles a CNI GC: allocations of network whose
-// (containerID, ifName) is not in valid are released if they are past the
-// grace period and the runtime's fresh sandbox list lacks them too; the
-// rest are deferred. It never releases more than the per-pass cap, and a
-// GC that would free more than half of the allocations is deferred whole
-// (the reconciler's own passes handle a truly drained node, with their
+// (containerID, ifName) is not in valid are candidates, under the same
+// rules as the reconciler's passes. One is released only if it is past the
+// grace period, its absence was already seen (by a pass or an earlier GC)
+// at least the confirm delay ago, the runtime's fresh sandbox list lacks
+// it, and the release budget shared with the passes is not spent; the rest
+// are deferred. A GC that would free more than half of the allocations is
+// deferred whole (the passes handle a truly drained node, with their
 // brake).
 func (r *reconciler) collectGarbage(ctx context.Context, network string, valid map[[2]string]bool) (released, deferred int) {
+	var evs eventBatch
+	defer evs.post(ctx, r.events)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.publishLocked()
 	allocs := r.store.Allocations()
 	now := r.now()
-	var gone []datastore.Allocation
+	var gone []*candidate
 	for _, a := range allocs {
 		if a.Key.NetworkName != network || valid[[2]string{a.Key.ContainerID, a.Key.IfName}] {
 			continue
@@ -29,7 +32,21 @@ func (r *reconciler) collectGarbage(ctx context.Context, network string, valid m
 			deferred++
 			continue
 		}
-		gone = append(gone, a)
+		c := r.candidates[a.Key]
+		if c == nil || !c.alloc.AssignedAt.Equal(a.AssignedAt) {
+			r.candidates[a.Key] = &candidate{alloc: a, firstSeen: now, lastSeen: now, passes: 1}
+			deferred++ // first sighting: confirm later
+			continue
+		}
+		if c.lastSeen.Before(now) {
+			c.passes++
+			c.lastSeen = now
+		}
+		if !r.confirmed(c, now, r.cfg.ConfirmDelay) {
+			deferred++
+			continue
+		}
+		gone = append(gone, c)
 	}
 	if len(gone) == 0 {
 		return 0, deferred
@@ -38,7 +55,7 @@ func (r *reconciler) collectGarbage(ctx context.Context, network string, valid m
 		r.log.Warn("CNI GC: not releasing", "mode", r.cfg.Mode, "wouldRelease", len(gone), "allocations", len(allocs))
 		return 0, deferred + len(gone)
 	}
-	sandboxes, err := r.cri.ListSandboxes(ctx)
+	sandboxes, err := r.listLocked(ctx)
 	if err != nil || len(sandboxes) == 0 {
 		r.log.Warn("CNI GC: runtime list unavailable or empty; deferring", "error", err)
 		return 0, deferred + len(gone)
@@ -47,23 +64,30 @@ func (r *reconciler) collectGarbage(ctx context.Context, network string, valid m
 	for _, s := range sandboxes {
 		listed[s.ID] = true
 	}
-	sort.Slice(gone, func(i, j int) bool { return gone[i].AssignedAt.Before(gone[j].AssignedAt) })
-	limit := r.maxRelease()
-	for _, a := range gone {
-		if listed[a.Key.ContainerID] || released >= limit {
+	sort.Slice(gone, func(i, j int) bool { return gone[i].alloc.AssignedAt.Before(gone[j].alloc.AssignedAt) })
+	for _, c := range gone {
+		a := c.alloc
+		if listed[a.Key.ContainerID] {
+			delete(r.candidates, a.Key)
+			deferred++
+			continue
+		}
+		if r.budget <= 0 {
 			deferred++
 			continue
 		}
 		if _, err := r.store.ReleaseIfUnchanged(a.Key, a.AssignedAt); err != nil {
+			delete(r.candidates, a.Key)
 			continue
 		}
+		delete(r.candidates, a.Key)
+		r.budget--
 		released++
 		reconcileReclaimed.Inc()
 		r.totals.Reclaimed++
 		r.log.Info("CNI GC released pod IP", "ip", a.IP.String(), "pod", podRef(a.Metadata), "containerID", a.Key.ContainerID)
-		r.events.Normal(ctx, "PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
+		evs.normal("PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
 			"CNI GC released %s held by %s (container %s): the runtime no longer has it", a.IP, podRef(a.Metadata), a.Key.ContainerID))
 	}
-	r.publishLocked()
 	return released, deferred
 }

@@ -73,6 +73,9 @@ func (r *recordingEvents) count(reason string) int {
 	return n
 }
 
+// hostSandboxID is the host-network sandbox every fake runtime lists.
+const hostSandboxID = "aws-node-host-network-sandbox"
+
 // startFakeCRI serves a fake runtime on a short socket path and returns it
 // with a real CRI client connected to it.
 func startFakeCRI(t testing.TB) (*fakecri.Runtime, *cri.Client) {
@@ -84,6 +87,10 @@ func startFakeCRI(t testing.TB) (*fakecri.Runtime, *cri.Client) {
 	sock := filepath.Join(dir, "cri.sock")
 	require.NoError(t, rt.Serve(sock))
 	t.Cleanup(rt.Stop)
+	// As on a real node, the runtime always lists aws-node's own
+	// (host-network) sandbox.
+	rt.Add(fakecri.Sandbox{ID: hostSandboxID, Name: "aws-node-test", Namespace: "kube-system", IP: "192.0.2.10",
+		State: runtimeapi.PodSandboxState_SANDBOX_READY})
 	c, err := cri.Dial(sock, 300*time.Millisecond, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })

@@ -33,6 +33,22 @@ var (
 		Name: "awscni_ipamd_pod_ip_reconciler_running",
 		Help: "1 when the pod-IP reconciler runs; 0 when it is off or no container runtime socket could be used",
 	})
+	reclaimedForAdd = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "awscni_ipamd_pod_ip_reconcile_reclaimed_for_add_total",
+		Help: "Leaked pod IPs freed by an ADD that found the pool exhausted (also counted in reclaimed_total)",
+	})
+	reconcileLeaked = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "awscni_ipamd_pod_ip_reconcile_leaked",
+		Help: "Allocations currently judged leaked (confirmed absent from the runtime) and still held: report mode, or over the release cap",
+	})
+	podIPPending = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "awscni_ipamd_pod_ip_pending_addresses",
+		Help: "Addresses that joined the pool and are not assignable until checked against the runtime's sandboxes",
+	})
+	runtimeReachable = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "awscni_ipamd_cri_runtime_reachable",
+		Help: "1 when the last call to the container runtime (CRI) succeeded",
+	})
 	reconcileLastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "awscni_ipamd_pod_ip_reconcile_last_success_timestamp_seconds",
 		Help: "Unix time of the last reconciler pass that completed",
@@ -49,7 +65,7 @@ const (
 
 func registerReconcilerMetrics() {
 	prometheus.MustRegister(reconcileCandidates, reconcileReclaimed, reconcileWouldReclaim, reconcileReadopted,
-		reconcileSkipped, reconcilePassSeconds, reconcileLastSuccess, reconcilerRunning)
+		reconcileSkipped, reconcilePassSeconds, reconcileLastSuccess, reconcilerRunning, reconcileLeaked, podIPPending, runtimeReachable, reclaimedForAdd)
 	for _, r := range []string{skipCRIError, skipCRITimeout, skipEmptyList, skipMassHeld} {
 		reconcileSkipped.WithLabelValues(r)
 	}

@@ -17,7 +17,7 @@ import (
 // PassReport is what one pass saw and did (also served on /v1/reconciler).
 type PassReport struct {
 	Start        time.Time
-	Duration     time.Duration
+	Duration     humanDuration
 	Triggered    bool
 	Mode         ReconcileMode
 	Skipped      string `json:",omitempty"`
@@ -29,16 +29,27 @@ type PassReport struct {
 	WouldReclaim int
 	Readopted    int
 	Capped       bool
+	// Pending is what the verification of addresses that joined the pool
+	// did in this pass.
+	Pending verifyResult
 }
 
-// Pass runs one reconciliation. Passes never overlap.
+// Pass runs one reconciliation. Passes never overlap; events are posted
+// after the reconciler's lock is released.
 func (r *reconciler) Pass(ctx context.Context, triggered bool) PassReport {
+	var evs eventBatch
+	rep := r.pass(ctx, triggered, &evs)
+	evs.post(ctx, r.events)
+	return rep
+}
+
+func (r *reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) PassReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rep := PassReport{Start: r.now(), Triggered: triggered, Mode: r.cfg.Mode}
 	defer func() {
-		rep.Duration = r.now().Sub(rep.Start)
-		reconcilePassSeconds.Observe(rep.Duration.Seconds())
+		rep.Duration = humanDuration(r.now().Sub(rep.Start))
+		reconcilePassSeconds.Observe(time.Duration(rep.Duration).Seconds())
 		if rep.Skipped == "" {
 			reconcileLastSuccess.Set(float64(r.now().Unix()))
 		} else {
@@ -52,11 +63,13 @@ func (r *reconciler) Pass(ctx context.Context, triggered bool) PassReport {
 		r.lastPass = r.now()
 		r.publishLocked()
 	}()
+	r.budget = r.maxRelease()
 
 	sandboxes, ok := r.list(ctx, &rep)
 	if !ok {
 		return rep
 	}
+	rep.Pending = r.verifyPendingLocked(ctx, sandboxes, evs)
 	allocs := r.store.Allocations()
 	rep.Sandboxes, rep.Allocations = len(sandboxes), len(allocs)
 	if len(sandboxes) == 0 && len(allocs) > 0 {
@@ -67,7 +80,7 @@ func (r *reconciler) Pass(ctx context.Context, triggered bool) PassReport {
 	confirmed := r.updateCandidates(sandboxes, allocs, triggered)
 	rep.Candidates, rep.Confirmed = len(r.candidates), len(confirmed)
 	if len(confirmed) > 0 {
-		if fresh, ok := r.release(ctx, confirmed, len(allocs), &rep); ok {
+		if fresh, ok := r.release(ctx, confirmed, len(allocs), &rep, evs); ok {
 			sandboxes = fresh
 		} else {
 			return rep
@@ -75,26 +88,47 @@ func (r *reconciler) Pass(ctx context.Context, triggered bool) PassReport {
 	} else {
 		r.massStreak = 0
 	}
-	r.readopt(ctx, sandboxes, allocs, &rep)
+	r.readoptLocked(ctx, sandboxes, allocs, &rep, evs)
 	rep.Candidates = len(r.candidates)
-	reconcileCandidates.Set(float64(len(r.candidates)))
-	if rep.Reclaimed+rep.Readopted+rep.WouldReclaim > 0 || rep.Candidates > 0 {
+	if rep.Reclaimed+rep.Readopted+rep.WouldReclaim > 0 || rep.Pending.Verified+rep.Pending.Adopted > 0 {
 		r.log.Info("pod-IP reconcile pass", "sandboxes", rep.Sandboxes, "allocations", rep.Allocations,
 			"candidates", rep.Candidates, "reclaimed", rep.Reclaimed, "wouldReclaim", rep.WouldReclaim,
-			"readopted", rep.Readopted, "triggered", triggered)
+			"readopted", rep.Readopted, "verified", rep.Pending.Verified, "adoptedPending", rep.Pending.Adopted,
+			"pendingWaiting", rep.Pending.Waiting, "triggered", triggered)
 	}
 	return rep
 }
 
-// list asks the runtime for every sandbox; any failure skips the pass.
-func (r *reconciler) list(ctx context.Context, rep *PassReport) ([]cri.Sandbox, bool) {
+// listLocked asks the runtime for every sandbox and records whether it
+// answered. Requires r.mu.
+func (r *reconciler) listLocked(ctx context.Context) ([]cri.Sandbox, error) {
 	sandboxes, err := r.cri.ListSandboxes(ctx)
+	r.reachable = err == nil
+	runtimeReachable.Set(boolGauge(r.reachable))
+	if err != nil {
+		return nil, err
+	}
+	r.lastList = r.now()
+	if f := r.onFirstList; f != nil {
+		r.onFirstList = nil
+		f()
+	}
+	return sandboxes, nil
+}
+
+// list is listLocked for a pass: any failure skips the pass, and pending
+// addresses keep waiting.
+func (r *reconciler) list(ctx context.Context, rep *PassReport) ([]cri.Sandbox, bool) {
+	sandboxes, err := r.listLocked(ctx)
 	if err != nil {
 		reason := skipCRIError
 		if errors.Is(err, context.DeadlineExceeded) || status.Code(errors.Unwrap(err)) == codes.DeadlineExceeded || status.Code(err) == codes.DeadlineExceeded {
 			reason = skipCRITimeout
 		}
 		r.skip(rep, reason, err.Error())
+		if n := len(r.store.PendingAddresses()); n > 0 {
+			r.noteVerifyLocked(verifyResult{Waiting: n, Reason: waitRuntime})
+		}
 		return nil, false
 	}
 	return sandboxes, true
@@ -135,7 +169,7 @@ func (r *reconciler) updateCandidates(sandboxes []cri.Sandbox, allocs []datastor
 	}
 	var confirmed []*candidate
 	for _, c := range next {
-		if c.passes >= 2 && now.Sub(c.firstSeen) >= delay {
+		if r.confirmed(c, now, delay) {
 			confirmed = append(confirmed, c)
 		}
 	}
@@ -145,29 +179,41 @@ func (r *reconciler) updateCandidates(sandboxes []cri.Sandbox, allocs []datastor
 
 // release applies the brakes, re-lists, and frees what is still absent. It
 // returns the fresh sandbox list, or false when the pass had to stop.
-func (r *reconciler) release(ctx context.Context, confirmed []*candidate, allocations int, rep *PassReport) ([]cri.Sandbox, bool) {
+func (r *reconciler) release(ctx context.Context, confirmed []*candidate, allocations int, rep *PassReport, evs *eventBatch) ([]cri.Sandbox, bool) {
 	if 2*len(confirmed) > allocations {
 		r.massStreak++
 		if r.massStreak < 3 {
-			r.events.Warning(ctx, "PodIPMassReleaseHeld", "ReconcilePodIPs", fmt.Sprintf(
+			evs.warning("PodIPMassReleaseHeld", "ReconcilePodIPs", fmt.Sprintf(
 				"%d of %d pod IP allocations have no sandbox; holding the release until this repeats on 3 passes (%d so far)",
 				len(confirmed), allocations, r.massStreak))
 			r.skip(rep, skipMassHeld, fmt.Sprintf("%d of %d allocations would go", len(confirmed), allocations))
 			return nil, false
 		}
-		r.events.Warning(ctx, "PodIPMassReleaseProceeding", "ReconcilePodIPs", fmt.Sprintf(
-			"%d of %d pod IP allocations have had no sandbox for %d passes; releasing at most %d per pass",
-			len(confirmed), allocations, r.massStreak, r.maxRelease()))
+		verb := "releasing"
+		if r.cfg.Mode == ReconcileReport {
+			verb = "report mode, would release"
+		}
+		evs.warning("PodIPMassReleaseProceeding", "ReconcilePodIPs", fmt.Sprintf(
+			"%d of %d pod IP allocations have had no sandbox for %d passes; %s at most %d per pass",
+			len(confirmed), allocations, r.massStreak, verb, r.maxRelease()))
 	} else {
 		r.massStreak = 0
 	}
-	if limit := r.maxRelease(); len(confirmed) > limit {
+	limit := r.maxRelease()
+	if r.cfg.Mode == ReconcileEnforce {
+		limit = min(limit, r.budget)
+	}
+	if len(confirmed) > limit {
 		confirmed = confirmed[:limit]
 		rep.Capped = true
 	}
 	fresh, ok := r.list(ctx, rep)
 	if !ok {
 		return nil, false
+	}
+	if limit == 0 {
+		rep.Capped = true
+		return fresh, true // CNI GC used this window's budget
 	}
 	if len(fresh) == 0 {
 		r.skip(rep, skipEmptyList, "the runtime listed no sandbox right before freeing")
@@ -185,11 +231,15 @@ func (r *reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 		}
 		age := r.now().Sub(a.AssignedAt).Round(time.Second)
 		if r.cfg.Mode == ReconcileReport {
+			if c.reported {
+				continue // counted and announced once per leaked allocation
+			}
+			c.reported = true
 			rep.WouldReclaim++
 			reconcileWouldReclaim.Inc()
 			r.log.Info("report mode: would reclaim leaked pod IP", "ip", a.IP.String(), "pod", podRef(a.Metadata),
 				"containerID", a.Key.ContainerID, "age", age.String())
-			r.events.Normal(ctx, "PodIPLeakReported", "ReconcilePodIPs", fmt.Sprintf(
+			evs.normal("PodIPLeakReported", "ReconcilePodIPs", fmt.Sprintf(
 				"would reclaim %s held by %s (container %s, age %s): its sandbox no longer exists", a.IP, podRef(a.Metadata), a.Key.ContainerID, age))
 			continue
 		}
@@ -202,11 +252,12 @@ func (r *reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 			continue
 		}
 		delete(r.candidates, a.Key)
+		r.budget--
 		rep.Reclaimed++
 		reconcileReclaimed.Inc()
 		r.log.Info("reclaimed leaked pod IP", "ip", a.IP.String(), "pod", podRef(a.Metadata),
 			"containerID", a.Key.ContainerID, "age", age.String())
-		r.events.Normal(ctx, "PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
+		evs.normal("PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
 			"reclaimed %s held by %s (container %s, age %s): its sandbox no longer exists", a.IP, podRef(a.Metadata), a.Key.ContainerID, age))
 	}
 	return fresh, true
@@ -217,4 +268,11 @@ func podRef(m datastore.IPAMMetadata) string {
 		return "unknown pod"
 	}
 	return m.K8SPodNamespace + "/" + m.K8SPodName
+}
+
+// humanDuration renders as a Go duration string ("1.2ms") in JSON.
+type humanDuration time.Duration
+
+func (d humanDuration) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Duration(d).String() + `"`), nil
 }

@@ -30,6 +30,12 @@ type rpcHandler struct {
 	// vpcCIDRs returns the VPC IPv4 CIDRs for replies (nil until known).
 	vpcCIDRs func() []string
 	log      *slog.Logger
+	// onExhausted is told when an ADD finds no address (it wakes the pool
+	// manager; coalesced there); nil when there is no pool manager.
+	onExhausted func()
+	// reclaim frees one confirmed leaked address for an ADD that found
+	// none (the pod-IP reconciler); nil when the reconciler is not running.
+	reclaim func(ctx context.Context) bool
 }
 
 // Reasons the CNI plugin sends on DEL; anything else is counted as "other"
@@ -53,7 +59,7 @@ func (h *rpcHandler) invalid(rpcName, reason string, err error) error {
 // AddNetwork gives the pod interface an address. As upstream, failures to
 // allocate are Success=false (the plugin then fails the ADD and the runtime
 // retries); a gRPC error is returned only for a refused request.
-func (h *rpcHandler) AddNetwork(_ context.Context, in *rpc.AddNetworkRequest) (*rpc.AddNetworkReply, error) {
+func (h *rpcHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) (*rpc.AddNetworkReply, error) {
 	addIPRequests.Inc()
 	if err := h.checkVersion("AddNetwork", in.ClientVersion); err != nil {
 		return nil, err
@@ -69,7 +75,11 @@ func (h *rpcHandler) AddNetwork(_ context.Context, in *rpc.AddNetworkRequest) (*
 		return reply, nil
 	}
 	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
-	alloc, err := h.store.Assign(key, datastore.IPAMMetadata{K8SPodNamespace: in.K8S_POD_NAMESPACE, K8SPodName: in.K8S_POD_NAME})
+	meta := datastore.IPAMMetadata{K8SPodNamespace: in.K8S_POD_NAMESPACE, K8SPodName: in.K8S_POD_NAME}
+	alloc, err := h.store.Assign(key, meta)
+	if errors.Is(err, datastore.ErrNoAvailableIP) {
+		alloc, err = h.assignExhausted(ctx, key, meta, err)
+	}
 	if err != nil {
 		if errors.Is(err, datastore.ErrNoAvailableIP) {
 			noAvailableIPs.Inc()
@@ -139,4 +149,17 @@ func allocationMetadata(a datastore.Allocation) *rpc.IPAllocationMetadata {
 		DeviceNumber: int32(a.DeviceNumber),
 		RouteTableId: int32(a.RouteTableID),
 	}
+}
+
+// assignExhausted handles an ADD that found no address: the pool manager is
+// woken at once, and if the reconciler holds a confirmed leak it is freed
+// for this ADD (with the reconciler's own checks) and the assign retried.
+func (h *rpcHandler) assignExhausted(ctx context.Context, key datastore.IPAMKey, meta datastore.IPAMMetadata, err error) (datastore.Allocation, error) {
+	if h.onExhausted != nil {
+		h.onExhausted()
+	}
+	if h.reclaim == nil || !h.reclaim(ctx) {
+		return datastore.Allocation{}, err
+	}
+	return h.store.Assign(key, meta)
 }

@@ -57,17 +57,27 @@ func (d *DataStore) Assign(key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 // It returns once the release is durable; if the checkpoint cannot be
 // written the address is given back to key and the error returned.
 func (d *DataStore) Release(key IPAMKey) (Allocation, error) {
-	return d.release(key, nil)
+	return d.release(key, nil, true)
 }
 
 // ReleaseIfUnchanged releases key's address only if it is still the
 // assignment made at assignedAt (ErrAllocationChanged otherwise), so a
 // decision taken on an older snapshot can never free a newer assignment.
 func (d *DataStore) ReleaseIfUnchanged(key IPAMKey, assignedAt time.Time) (Allocation, error) {
-	return d.release(key, &assignedAt)
+	return d.release(key, &assignedAt, true)
 }
 
-func (d *DataStore) release(key IPAMKey, assignedAt *time.Time) (Allocation, error) {
+// ReclaimIfUnchanged is ReleaseIfUnchanged without the cooldown: for an
+// allocation whose sandbox has been gone for longer than the cooldown
+// already (a confirmed leak reclaimed for an ADD that found no address).
+func (d *DataStore) ReclaimIfUnchanged(key IPAMKey, assignedAt time.Time) (Allocation, error) {
+	return d.release(key, &assignedAt, false)
+}
+
+// Cooldown is how long a released address rests before reuse.
+func (d *DataStore) Cooldown() time.Duration { return d.cool }
+
+func (d *DataStore) release(key IPAMKey, assignedAt *time.Time, cooldown bool) (Allocation, error) {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -87,7 +97,7 @@ func (d *DataStore) release(key IPAMKey, assignedAt *time.Time) (Allocation, err
 	}
 	alloc := a.allocation()
 	now := d.now()
-	d.releaseLocked(a, now, true)
+	d.releaseLocked(a, now, cooldown)
 	b := d.commit.joinLocked()
 	d.mu.Unlock()
 

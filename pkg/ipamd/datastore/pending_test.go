@@ -127,3 +127,19 @@ func TestTurningVerificationOffFreesPending(t *testing.T) {
 	_, err := d.Assign(key("a"), meta("a"))
 	require.NoError(t, err)
 }
+
+func TestReclaimIfUnchangedSkipsCooldown(t *testing.T) {
+	clk := newFakeClock()
+	d := New(Config{Cooldown: DefaultCooldown, Now: clk.Now})
+	defer d.Close()
+	addSecondaryENI(t, d, "eni-1", 0, "10.0.0.10", 1)
+	a, err := d.Assign(key("dead"), meta("dead"))
+	require.NoError(t, err)
+	_, err = d.ReclaimIfUnchanged(key("dead"), a.AssignedAt.Add(1))
+	require.ErrorIs(t, err, ErrAllocationChanged)
+	_, err = d.ReclaimIfUnchanged(key("dead"), a.AssignedAt)
+	require.NoError(t, err)
+	b, err := d.Assign(key("new"), meta("new"))
+	require.NoError(t, err, "a reclaimed leak is reusable at once")
+	require.Equal(t, a.IP, b.IP)
+}

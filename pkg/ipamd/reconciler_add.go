@@ -1,0 +1,73 @@
+package ipamd
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// ReclaimForAdd frees one confirmed leaked address for an ADD that found
+// the pool exhausted, so the pod starts without a failed ADD. Only a
+// candidate the passes (or CNI GC) already hold qualifies: past the grace
+// period and first seen absent at least the confirm delay ago; the fresh
+// list taken here is its second sighting. It shares the release budget
+// with the passes and is conditional on the exact assignment observed.
+// The address skips the cooldown when its sandbox has been absent for
+// longer than the cooldown already. It reports whether one was freed.
+func (r *reconciler) ReclaimForAdd(ctx context.Context) bool {
+	if r.cfg.Mode != ReconcileEnforce {
+		return false
+	}
+	var evs eventBatch
+	defer evs.post(ctx, r.events)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	var eligible []*candidate
+	for _, c := range r.candidates {
+		if now.Sub(c.alloc.AssignedAt) > r.cfg.Grace && now.Sub(c.firstSeen) >= r.cfg.ConfirmDelay {
+			eligible = append(eligible, c)
+		}
+	}
+	if len(eligible) == 0 || r.budget <= 0 {
+		return false
+	}
+	sort.Slice(eligible, func(i, j int) bool { return eligible[i].alloc.AssignedAt.Before(eligible[j].alloc.AssignedAt) })
+	sandboxes, err := r.listLocked(ctx)
+	if err != nil || len(sandboxes) == 0 {
+		return false
+	}
+	listed := make(map[string]bool, len(sandboxes))
+	for _, s := range sandboxes {
+		listed[s.ID] = true
+	}
+	cooldown := r.store.Cooldown()
+	for _, c := range eligible {
+		a := c.alloc
+		delete(r.candidates, a.Key)
+		if listed[a.Key.ContainerID] {
+			continue
+		}
+		release := r.store.ReleaseIfUnchanged
+		if now.Sub(c.firstSeen) >= cooldown {
+			release = r.store.ReclaimIfUnchanged
+		}
+		if _, err := release(a.Key, a.AssignedAt); err != nil {
+			continue
+		}
+		r.budget--
+		r.totals.Reclaimed++
+		reconcileReclaimed.Inc()
+		reclaimedForAdd.Inc()
+		age := now.Sub(a.AssignedAt).Round(time.Second)
+		r.log.Info("reclaimed leaked pod IP for an ADD that found the pool exhausted", "ip", a.IP.String(),
+			"pod", podRef(a.Metadata), "containerID", a.Key.ContainerID, "age", age.String())
+		evs.normal("PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
+			"reclaimed %s held by %s (container %s, age %s) for a new pod: its sandbox no longer exists", a.IP, podRef(a.Metadata), a.Key.ContainerID, age))
+		r.publishLocked()
+		return true
+	}
+	r.publishLocked()
+	return false
+}

@@ -1,0 +1,203 @@
+package ipamd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+)
+
+// Verification of addresses that join the pool. Every address that joins
+// (at start, from EC2, from the ENI reconcile) is pending in the datastore
+// until it has been compared with the IPs of every sandbox the runtime
+// lists now: an address a sandbox uses is adopted by that sandbox (READY)
+// or kept pending (NOTREADY, or report mode); the others become free. Any
+// doubt keeps them pending: a runtime error, sandbox statuses not all
+// known, or an empty list that cannot be trusted.
+
+// maxStatusCallsPerLearn bounds PodSandboxStatus calls per verification or
+// pass; what is left is asked on the next one (the answers are cached for
+// the sandbox's life, since a sandbox keeps its IP).
+const maxStatusCallsPerLearn = 256
+
+// Why pending addresses still wait.
+const (
+	waitRuntime    = "runtime unreachable"
+	waitEmptyList  = "empty sandbox list not trusted"
+	waitStatuses   = "sandbox statuses incomplete"
+	waitInUse      = "in use by a sandbox"
+	waitNotStarted = "not checked yet"
+)
+
+// learnSandboxIPs asks the runtime for the IPs of listed sandboxes it does
+// not know yet and forgets sandboxes no longer listed. It reports whether
+// every listed sandbox's IPs are now known.
+func (r *reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbox) bool {
+	listed := make(map[string]bool, len(sandboxes))
+	complete, calls := true, 0
+	for _, s := range sandboxes {
+		listed[s.ID] = true
+		if _, ok := r.sandboxIPs[s.ID]; ok {
+			continue
+		}
+		if calls >= maxStatusCallsPerLearn {
+			complete = false
+			continue
+		}
+		calls++
+		st, err := r.cri.SandboxStatus(ctx, s.ID)
+		if err != nil {
+			r.log.Debug("sandbox status failed", "sandbox", s.ID, "error", err)
+			complete = false
+			continue
+		}
+		var ips []netip.Addr
+		for _, v := range append([]string{st.IP}, st.AdditionalIPs...) {
+			if ip, err := netip.ParseAddr(v); err == nil {
+				ips = append(ips, ip)
+			}
+		}
+		r.sandboxIPs[s.ID] = sandboxAddrs{ips: ips, name: st.Name, namespace: st.Namespace}
+	}
+	for id := range r.sandboxIPs {
+		if !listed[id] {
+			delete(r.sandboxIPs, id)
+		}
+	}
+	return complete
+}
+
+// sandboxAddrs is what PodSandboxStatus said about one sandbox.
+type sandboxAddrs struct {
+	ips             []netip.Addr
+	name, namespace string
+}
+
+// emptyListTrusted says whether an empty sandbox list may verify pending
+// addresses: never while an address is allocated (its sandbox would be
+// listed), and otherwise only when the start was clean (intact checkpoint
+// or a fresh node) or the grace period has passed since start.
+func (r *reconciler) emptyListTrusted() bool {
+	if len(r.store.Allocations()) > 0 {
+		return false
+	}
+	return r.trustEmptyAtStart || r.now().Sub(r.startedAt) >= r.cfg.Grace
+}
+
+// verifyResult is what one verification did.
+type verifyResult struct {
+	Verified, Adopted, Waiting int
+	Reason                     string `json:",omitempty"`
+}
+
+// verifyPendingLocked settles the datastore's pending addresses against
+// sandboxes (a successful, current list). Requires r.mu.
+func (r *reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sandbox, evs *eventBatch) verifyResult {
+	pending := r.store.PendingAddresses()
+	res := verifyResult{Waiting: len(pending)}
+	defer func() { r.noteVerifyLocked(res) }()
+	if len(pending) == 0 {
+		return res
+	}
+	if len(sandboxes) == 0 && !r.emptyListTrusted() {
+		res.Reason = waitEmptyList
+		return res
+	}
+	if !r.learnSandboxIPs(ctx, sandboxes) {
+		res.Reason = waitStatuses
+		return res
+	}
+	users := map[netip.Addr]cri.Sandbox{}
+	for _, s := range sandboxes {
+		for _, ip := range r.sandboxIPs[s.ID].ips {
+			users[ip] = s
+		}
+	}
+	var free []datastore.Pending
+	for _, p := range pending {
+		s, used := users[p.IP]
+		if !used {
+			free = append(free, p)
+			continue
+		}
+		if s.Ready && r.cfg.Mode == ReconcileEnforce && r.adopt(ctx, s, p.IP, evs) {
+			res.Adopted++
+			continue
+		}
+		r.log.Warn("address joining the pool is in use by a sandbox; kept out of the pool", "ip", p.IP.String(),
+			"sandbox", s.ID, "pod", s.Namespace+"/"+s.Name, "ready", s.Ready, "mode", r.cfg.Mode)
+		res.Reason = waitInUse
+	}
+	res.Verified = r.store.Verify(free)
+	res.Waiting = len(pending) - res.Verified - res.Adopted
+	if res.Verified+res.Adopted > 0 {
+		r.log.Info("verified addresses that joined the pool against the runtime's sandboxes",
+			"verified", res.Verified, "adopted", res.Adopted, "waiting", res.Waiting, "sandboxes", len(sandboxes))
+	}
+	return res
+}
+
+// noteVerifyLocked records the outcome for status and metrics and, once
+// nothing waits, clears the rebuild marker of a lost checkpoint.
+func (r *reconciler) noteVerifyLocked(res verifyResult) {
+	r.verify = res
+	podIPPending.Set(float64(res.Waiting))
+	if res.Waiting > 0 || r.markerPath == "" {
+		return
+	}
+	if err := os.Remove(r.markerPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		r.log.Warn("could not remove the rebuild marker", "path", r.markerPath, "error", err)
+		return
+	}
+	r.log.Info("lost checkpoint fully rebuilt: every address on the node is verified", "marker", r.markerPath)
+	r.markerPath = ""
+}
+
+// VerifyNow lists the runtime and settles pending addresses (called when
+// addresses join the pool, and at start). A runtime error leaves them
+// pending and is returned.
+func (r *reconciler) VerifyNow(ctx context.Context) (verifyResult, error) {
+	var evs eventBatch
+	defer evs.post(ctx, r.events)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.store.PendingAddresses()) == 0 {
+		r.noteVerifyLocked(verifyResult{})
+		r.publishLocked()
+		return r.verify, nil
+	}
+	sandboxes, err := r.listLocked(ctx)
+	if err != nil {
+		res := verifyResult{Waiting: len(r.store.PendingAddresses()), Reason: waitRuntime}
+		r.noteVerifyLocked(res)
+		r.publishLocked()
+		r.log.Warn("addresses that joined the pool wait: the container runtime cannot be asked which are in use",
+			"waiting", res.Waiting, "error", err)
+		return res, fmt.Errorf("verify new addresses: %w", err)
+	}
+	res := r.verifyPendingLocked(ctx, sandboxes, &evs)
+	r.publishLocked()
+	return res, nil
+}
+
+// adopt assigns ip to the READY sandbox s that uses it.
+func (r *reconciler) adopt(ctx context.Context, s cri.Sandbox, ip netip.Addr, evs *eventBatch) bool {
+	key := datastore.IPAMKey{NetworkName: r.cfg.NetworkName, ContainerID: s.ID, IfName: r.cfg.IfName}
+	meta := datastore.IPAMMetadata{K8SPodNamespace: s.Namespace, K8SPodName: s.Name}
+	if _, err := r.store.Adopt(ip, key, meta); err != nil {
+		if !errors.Is(err, datastore.ErrIPBusy) {
+			r.log.Error("could not adopt the IP of a running sandbox", "ip", ip.String(), "sandbox", s.ID, "error", err)
+		}
+		return false
+	}
+	reconcileReadopted.Inc()
+	r.log.Warn("adopted the IP of a running sandbox that the datastore did not hold", "ip", ip.String(),
+		"pod", podRef(meta), "sandbox", s.ID)
+	evs.warning("PodIPReadopted", "AdoptPodIP", fmt.Sprintf(
+		"%s is used by running pod %s (sandbox %s) but was not assigned in ipamd's datastore; assigned to it", ip, podRef(meta), s.ID))
+	return true
+}

@@ -13,8 +13,8 @@ import (
 // period and first seen absent at least the confirm delay ago; the fresh
 // list taken here is its second sighting. It shares the release budget
 // with the passes and is conditional on the exact assignment observed.
-// The address skips the cooldown when its sandbox has been absent for
-// longer than the cooldown already. It reports whether one was freed.
+// The candidate must have been absent for the cooldown too, so the address
+// skips it and serves this ADD. It reports whether one was freed.
 func (r *reconciler) ReclaimForAdd(ctx context.Context) bool {
 	if r.cfg.Mode != ReconcileEnforce {
 		return false
@@ -24,9 +24,12 @@ func (r *reconciler) ReclaimForAdd(ctx context.Context) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
+	// Absent for at least the confirm delay and the cooldown: the address
+	// can serve this ADD at once, and the old pod is long gone.
+	absentFor := max(r.cfg.ConfirmDelay, r.store.Cooldown())
 	var eligible []*candidate
 	for _, c := range r.candidates {
-		if now.Sub(c.alloc.AssignedAt) > r.cfg.Grace && now.Sub(c.firstSeen) >= r.cfg.ConfirmDelay {
+		if now.Sub(c.alloc.AssignedAt) > r.cfg.Grace && now.Sub(c.firstSeen) >= absentFor {
 			eligible = append(eligible, c)
 		}
 	}
@@ -42,18 +45,13 @@ func (r *reconciler) ReclaimForAdd(ctx context.Context) bool {
 	for _, s := range sandboxes {
 		listed[s.ID] = true
 	}
-	cooldown := r.store.Cooldown()
 	for _, c := range eligible {
 		a := c.alloc
 		delete(r.candidates, a.Key)
 		if listed[a.Key.ContainerID] {
 			continue
 		}
-		release := r.store.ReleaseIfUnchanged
-		if now.Sub(c.firstSeen) >= cooldown {
-			release = r.store.ReclaimIfUnchanged
-		}
-		if _, err := release(a.Key, a.AssignedAt); err != nil {
+		if _, err := r.store.ReclaimIfUnchanged(a.Key, a.AssignedAt); err != nil {
 			continue
 		}
 		r.budget--

@@ -2,6 +2,8 @@ package ipamd
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -214,6 +216,156 @@ func TestReconcilerReportMode(t *testing.T) {
 	assert.True(t, f.held(a), "report mode frees nothing")
 	assert.GreaterOrEqual(t, testutil.ToFloat64(reconcileWouldReclaim), before+1)
 	assert.GreaterOrEqual(t, f.events.count("PodIPLeakReported"), 1)
+}
+
+// One leaked allocation is counted and announced once, however many passes
+// see it, and the gauge says how many are judged leaked right now.
+func TestReconcilerReportModeCountsEachLeakOnce(t *testing.T) {
+	f := newReconFixture(t, func(c *ReconcilerConfig) { c.Mode = ReconcileReport })
+	a := f.pod(t, "leaked", true)
+	for i := range 4 {
+		f.pod(t, fmt.Sprintf("live%d", i), false)
+	}
+	f.clk.Advance(10 * time.Minute)
+	before := testutil.ToFloat64(reconcileWouldReclaim)
+	would := 0
+	for range 10 {
+		would += f.pass(t).WouldReclaim
+		f.clk.Advance(time.Minute)
+	}
+	assert.True(t, f.held(a))
+	assert.Equal(t, 1, would, "one leaked allocation, counted once over 10 passes")
+	assert.Equal(t, before+1, testutil.ToFloat64(reconcileWouldReclaim))
+	assert.Equal(t, 1, f.events.count("PodIPLeakReported"))
+	assert.Equal(t, 1.0, testutil.ToFloat64(reconcileLeaked))
+	st := f.r.Status()
+	assert.Equal(t, 1, st.Leaked)
+	for _, e := range f.events.events {
+		assert.NotContains(t, e.Note, "releasing", "report mode never says it releases")
+	}
+
+	// Once the allocation goes (a real DEL), the gauge drops.
+	_, err := f.store.Release(a.Key)
+	require.NoError(t, err)
+	f.pass(t)
+	assert.Equal(t, 0.0, testutil.ToFloat64(reconcileLeaked))
+}
+
+// lockProbe is an event poster that records whether the reconciler's lock
+// was held while an event was posted.
+type lockProbe struct {
+	recordingEvents
+	r             *reconciler
+	heldWhilePost int
+}
+
+func (p *lockProbe) probe() {
+	if p.r.mu.TryLock() {
+		p.r.mu.Unlock()
+		return
+	}
+	p.heldWhilePost++
+}
+
+func (p *lockProbe) Warning(ctx context.Context, reason, action, note string) bool {
+	p.probe()
+	return p.recordingEvents.Warning(ctx, reason, action, note)
+}
+
+func (p *lockProbe) Normal(ctx context.Context, reason, action, note string) bool {
+	p.probe()
+	return p.recordingEvents.Normal(ctx, reason, action, note)
+}
+
+func TestReconcilerPostsEventsOutsideItsLock(t *testing.T) {
+	f := newReconFixture(t)
+	probe := &lockProbe{r: f.r}
+	f.r.events = probe
+	for i := range 12 {
+		f.pod(t, fmt.Sprintf("gone%d", i), true)
+	}
+	f.pod(t, "live", false)
+	f.clk.Advance(10 * time.Minute)
+	for range 5 {
+		f.pass(t)
+		f.clk.Advance(40 * time.Second)
+	}
+	require.Positive(t, probe.count("PodIPReclaimed")+probe.count("PodIPMassReleaseHeld"), "the test must post events")
+	assert.Zero(t, probe.heldWhilePost, "events are posted after the reconciler's lock is released")
+}
+
+// CNI GC frees only confirmed leaks and draws from the same release budget
+// as the passes, so a runtime that calls GC often cannot bypass the cap.
+func TestCNIGCConfirmsAndSharesTheReleaseBudget(t *testing.T) {
+	f := newReconFixture(t, func(c *ReconcilerConfig) { c.MaxReleasePerPass = 2 })
+	var gone []datastore.Allocation
+	for i := range 6 {
+		gone = append(gone, f.pod(t, fmt.Sprintf("gone%d", i), true))
+	}
+	for i := range 8 {
+		f.pod(t, fmt.Sprintf("live%d", i), false)
+	}
+	valid := map[[2]string]bool{}
+	for _, a := range f.store.Allocations() {
+		if sb := f.rt.Sandboxes(); len(sb) > 0 {
+			for _, s := range sb {
+				if s.ID == a.Key.ContainerID {
+					valid[[2]string{a.Key.ContainerID, a.Key.IfName}] = true
+				}
+			}
+		}
+	}
+	f.clk.Advance(10 * time.Minute)
+	ctx := context.Background()
+	released, _ := f.r.collectGarbage(ctx, "aws-cni", valid)
+	assert.Zero(t, released, "a single sighting frees nothing")
+	f.clk.Advance(5 * time.Second)
+	released, _ = f.r.collectGarbage(ctx, "aws-cni", valid)
+	assert.Zero(t, released, "nor a second one inside the confirm delay")
+
+	f.clk.Advance(30 * time.Second)
+	rep := f.pass(t) // a pass confirms too, and spends the budget
+	assert.Equal(t, 2, rep.Reclaimed)
+	total := rep.Reclaimed
+	for range 5 {
+		n, _ := f.r.collectGarbage(ctx, "aws-cni", valid)
+		total += n
+	}
+	assert.Equal(t, 2, total, "GC calls between two passes share the pass's budget")
+
+	f.clk.Advance(time.Minute)
+	n, _ := f.r.collectGarbage(ctx, "aws-cni", valid)
+	assert.Zero(t, n, "still the same window until the next pass")
+	rep = f.pass(t)
+	n, _ = f.r.collectGarbage(ctx, "aws-cni", valid)
+	assert.Equal(t, 2, rep.Reclaimed+n, "a new pass opens a new budget")
+	held := 0
+	for _, a := range gone {
+		if f.held(a) {
+			held++
+		}
+	}
+	assert.Equal(t, 2, held)
+}
+
+// /v1/reconciler renders durations as durations, not raw nanoseconds.
+func TestReconcilerStatusJSONDurations(t *testing.T) {
+	f := newReconFixture(t)
+	f.pod(t, "live", false)
+	f.pass(t)
+	b, err := json.Marshal(f.r.Status())
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	last := m["LastPass"].(map[string]any)
+	d, ok := last["Duration"].(string)
+	require.True(t, ok, "Duration is a string: %s", b)
+	_, err = time.ParseDuration(d)
+	require.NoError(t, err)
+	assert.Equal(t, "5m0s", m["Grace"])
+	assert.Contains(t, m, "RuntimeReachable")
+	assert.Contains(t, m, "LastSuccessfulList")
+	assert.Contains(t, m, "PendingAddresses")
 }
 
 func TestReconcilerReadoptsLiveIP(t *testing.T) {

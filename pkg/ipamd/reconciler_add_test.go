@@ -1,0 +1,107 @@
+package ipamd
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/rpc"
+	"github.com/aws/amazon-vpc-cni-k8s/test/ec2sim"
+)
+
+// A default m5.large in secondary-IP mode holds at most 27 addresses while
+// the EKS formula gives it 29 max pods: the pool can never reach max pods,
+// so the leak signal must come from the address capacity. With all 27 held
+// by dead pods, the signal fires, the reconciler runs and a new pod starts.
+func TestStandardNodeAtCapacityRaisesLeakSignal(t *testing.T) {
+	_, client := startFakeCRI(t)
+	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 50 * time.Millisecond,
+		TriggeredConfirmDelay: 100 * time.Millisecond, MinTriggerGap: time.Millisecond}
+	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, nil,
+		func(o *Options) { o.CRI = client; o.Config.Reconciler = rc })
+	require.Equal(t, 29, n.agent.pool.cfg.targets.MaxPods)
+	require.Equal(t, 27, n.agent.pool.cfg.targets.MaxAddresses)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go n.agent.recon.run(ctx)
+
+	n.assign(t, 27, "dead") // their sandboxes are gone: lost DELs
+	key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "new", IfName: "eth0"}
+	_, err := n.agent.store.Assign(key, datastore.IPAMMetadata{})
+	require.ErrorIs(t, err, datastore.ErrNoAvailableIP, "the node is full")
+	time.Sleep(rc.Grace)
+
+	triggers := testutil.ToFloat64(leakTriggers)
+	d := n.agent.pool.step(context.Background())
+	require.True(t, d.AtCapacity && d.LeakSuspected && !d.AtMaxPods, d.String())
+	assert.Equal(t, triggers+1, testutil.ToFloat64(leakTriggers))
+	assert.Equal(t, 1.0, testutil.ToFloat64(poolLeakSuspected))
+	require.Eventually(t, func() bool {
+		_, err := n.agent.store.Assign(key, datastore.IPAMMetadata{})
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond, "the triggered reconciler frees the leaks")
+}
+
+// An ADD that finds the pool exhausted while the reconciler already holds
+// a confirmed candidate is served at once (the leak is reclaimed inline),
+// and it wakes the pool manager. Before any candidate exists, the very
+// first ADD on a leaked node may fail.
+func TestExhaustedADDReclaimsAConfirmedLeakInline(t *testing.T) {
+	_, client := startFakeCRI(t)
+	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 100 * time.Millisecond,
+		ConfirmDelay: 100 * time.Millisecond, MaxReleasePerPass: 5}
+	n := startNodeOpts(t, t.TempDir(), DevPool{ENIs: 1, PerENI: 4}, func(o *Options) {
+		o.CRI = client
+		o.Config.Reconciler = rc
+		o.Config.IPCooldown = 50 * time.Millisecond
+	})
+	conn := n.dial(t)
+	defer conn.Close()
+	c := rpc.NewCNIBackendClient(conn)
+	for _, id := range []string{"dead1", "dead2", "dead3", "dead4"} {
+		r, err := c.AddNetwork(context.Background(), addReq(id))
+		require.NoError(t, err)
+		require.True(t, r.Success)
+	}
+	time.Sleep(rc.Grace + 20*time.Millisecond)
+
+	r, err := c.AddNetwork(context.Background(), addReq("first"))
+	require.NoError(t, err)
+	assert.False(t, r.Success, "no candidate yet: the very first ADD on a leaked node fails")
+
+	rep := n.agent.recon.Pass(context.Background(), false) // first sighting of the four
+	require.Equal(t, 4, rep.Candidates)
+	time.Sleep(rc.ConfirmDelay + 20*time.Millisecond)
+
+	before := testutil.ToFloat64(reclaimedForAdd)
+	r, err = c.AddNetwork(context.Background(), addReq("second"))
+	require.NoError(t, err)
+	require.True(t, r.Success, "a confirmed leak is reclaimed for this ADD, which is served")
+	assert.Equal(t, before+1, testutil.ToFloat64(reclaimedForAdd))
+	assert.Len(t, n.agent.store.Allocations(), 4, "three leaks left, one new pod")
+	st := n.agent.recon.Status()
+	assert.Equal(t, 3, len(st.Candidates))
+}
+
+func TestExhaustedADDWakesThePoolManager(t *testing.T) {
+	h := &rpcHandler{store: datastore.New(datastore.Config{}), version: "v", log: slog.New(slog.DiscardHandler)}
+	woken := 0
+	h.onExhausted = func() { woken++ }
+	r, err := h.AddNetwork(context.Background(), &rpc.AddNetworkRequest{ClientVersion: "v", ContainerID: "c", IfName: "eth0",
+		NetworkName: "aws-cni", K8S_POD_NAME: "p", K8S_POD_NAMESPACE: "default", Netns: "/var/run/netns/x"})
+	require.NoError(t, err)
+	assert.False(t, r.Success)
+	assert.Equal(t, 1, woken)
+
+	p := &poolManager{wake: make(chan struct{}, 1)}
+	for range 100 {
+		p.Wake() // never blocks; wake-ups coalesce into one pending step
+	}
+	assert.Len(t, p.wake, 1)
+}

@@ -33,6 +33,8 @@ func run() int {
 	maxPods := flag.Int("max-pods", 0, "node max pods; 0 reads it from the node object or the max-pods file (tests)")
 	maxPodsFile := flag.String("max-pods-file", ipamd.DefaultMaxPodsFile, "upstream's eni-max-pods table")
 	showVersion := flag.Bool("version", false, "print the version and exit")
+	testInterval := flag.Duration("test-reconcile-interval", 0, "TESTS ONLY: reconciler interval below the POD_IP_RECONCILE_INTERVAL floor")
+	testGrace := flag.Duration("test-reconcile-grace", 0, "TESTS ONLY: reconciler grace period below the POD_IP_RECONCILE_GRACE_PERIOD floor")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(version.Version)
@@ -53,6 +55,17 @@ func run() int {
 	log := logger.New(out, level)
 	slog.SetDefault(log)
 
+	if *testInterval > 0 || *testGrace > 0 {
+		// End-to-end tests need minutes to pass in seconds; the variables
+		// keep their floors for operators.
+		log.Warn("TESTS ONLY: reconciler timings below the documented floors", "interval", testInterval.String(), "grace", testGrace.String())
+		if *testInterval > 0 {
+			cfg.Reconciler.Interval = *testInterval
+		}
+		if *testGrace > 0 {
+			cfg.Reconciler.Grace = *testGrace
+		}
+	}
 	opts := ipamd.Options{Config: cfg, SocketPath: *socket, MetricsAddress: *metrics, Logger: log,
 		DelQueueDir: *delQueue, MaxPods: *maxPods, MaxPodsFile: *maxPodsFile}
 	if *devPool == "" && *hostNet {

@@ -160,8 +160,6 @@ func newAgent(o options, dir, criSock string, log *slog.Logger) (*ipamd.Agent, e
 		"AWS_VPC_K8S_CNI_BACKING_STORE": filepath.Join(dir, "ipam.json"),
 		"INTROSPECTION_BIND_ADDRESS":    "unix:" + filepath.Join(dir, "introspect.sock"),
 		"POD_IP_RECONCILE_MODE":         o.mode,
-		"POD_IP_RECONCILE_GRACE_PERIOD": o.grace.String(),
-		"POD_IP_RECONCILE_INTERVAL":     o.interval.String(),
 		"CRI_RUNTIME_ENDPOINT":          "unix://" + criSock,
 	}
 	if o.pd {
@@ -171,6 +169,9 @@ func newAgent(o options, dir, criSock string, log *slog.Logger) (*ipamd.Agent, e
 	if err != nil {
 		return nil, err
 	}
+	// The simulation compresses time: below the variables' floors, so set
+	// directly rather than through POD_IP_RECONCILE_*.
+	cfg.Reconciler.Grace, cfg.Reconciler.Interval = o.grace, o.interval
 	cfg.Reconciler.StartDelay = 2 * time.Second
 	cfg.Reconciler.ConfirmDelay = min(o.interval, 5*time.Second)
 	aws, err := awsutils.New(context.Background(), awsutils.Options{Logger: log})

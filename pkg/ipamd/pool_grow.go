@@ -124,6 +124,12 @@ func (p *poolManager) growFailed(ctx context.Context, eniID string, err error) {
 		// The datastore is behind EC2: take EC2's word for this ENI.
 		p.log.Warn("ENI is at its address limit in EC2; resyncing it", "eni", eniID)
 		p.resyncENI(ctx, eniID)
+	case errors.Is(err, awsutils.ErrENILimit) && len(p.store.ENISummaries()) < p.cfg.maxENIs:
+		// EC2 has an attached ENI ipamd does not know (one whose wait for
+		// attachment failed): adopt it now rather than after the next
+		// periodic ENI reconcile, or every growth attempt fails until then.
+		p.log.Warn("EC2 has no room for another ENI but ipamd knows fewer: reconciling ENIs now", "error", err)
+		p.reconcileENIs(ctx)
 	case errors.Is(err, awsutils.ErrENILimit):
 		p.log.Warn("instance has no room for another ENI", "error", err)
 	default:

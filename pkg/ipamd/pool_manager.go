@@ -143,10 +143,12 @@ func (p *poolManager) step(ctx context.Context) warmpool.Decision {
 	switch {
 	case d.Short > 0:
 		p.grow(ctx, d)
-		p.settlePending(ctx)
 	case d.Over > 0:
 		p.shrink(ctx, d)
 	}
+	// New addresses, or ones still waiting because the runtime did not
+	// answer last time, are checked now rather than at the next pass.
+	p.settlePending(ctx)
 	p.maybeFreeENI(ctx)
 	return d
 }

@@ -172,10 +172,14 @@ func (r *reconciler) VerifyNow(ctx context.Context) (verifyResult, error) {
 	}
 	sandboxes, err := r.listLocked(ctx)
 	if err != nil {
+		level := r.log.Warn
+		if r.verify.Reason == waitRuntime {
+			level = r.log.Debug // already said; the pool manager retries every step
+		}
 		res := verifyResult{Waiting: len(r.store.PendingAddresses()), Reason: waitRuntime}
 		r.noteVerifyLocked(res)
 		r.publishLocked()
-		r.log.Warn("addresses that joined the pool wait: the container runtime cannot be asked which are in use",
+		level("addresses that joined the pool wait: the container runtime cannot be asked which are in use",
 			"waiting", res.Waiting, "error", err)
 		return res, fmt.Errorf("verify new addresses: %w", err)
 	}

@@ -67,6 +67,9 @@ type Agent struct {
 	events  *k8sapi.NodeEvents
 	recon   *reconciler // nil when off or no runtime is reachable
 	host    HostNetwork // nil when the host network is not managed
+	// leftOut are managed ENIs whose setup failed at start: their
+	// addresses join later, and a pod may hold one meanwhile.
+	leftOut []string
 }
 
 // NewAgent discovers the node (or takes the development pool), builds the

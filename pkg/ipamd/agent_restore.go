@@ -37,7 +37,7 @@ func (a *Agent) restore(ctx context.Context) error {
 	path := a.opts.Config.CheckpointPath
 	marker := path + RebuildMarkerSuffix
 	start := time.Now()
-	fresh := a.store.Stats().TotalIPs == 0 && len(a.store.ENISummaries()) <= 1 && a.opts.DevPool == nil
+	fresh := a.store.Stats().TotalIPs == 0 && len(a.store.ENISummaries()) <= 1 && a.opts.DevPool == nil && len(a.leftOut) == 0
 	markerReason := readMarker(marker)
 	_, statErr := os.Stat(path)
 	missing := errors.Is(statErr, fs.ErrNotExist)
@@ -56,9 +56,15 @@ func (a *Agent) restore(ctx context.Context) error {
 	}
 	a.log.Info("checkpoint restored", "restored", rep.Restored, "notInPool", len(rep.NotInPool),
 		"conflicts", len(rep.Conflicts), "took", time.Since(start).String())
-	lost := !fresh && (missing || corrupt || markerReason != "")
+	lostCheckpoint := !fresh && (missing || corrupt || markerReason != "")
+	lost := lostCheckpoint
+	// Entries dropped because their ENI is not (yet) here, or an ENI left
+	// out at start: the checkpoint no longer describes every address that
+	// may be in use, so the start is not clean either.
+	partial := len(rep.NotInPool) > 0 || len(a.leftOut) > 0
+	lost = lost || partial
 	if a.recon == nil {
-		return a.restoreWithoutRuntime(lost, corrupt || markerReason == markerCorrupt, marker, err)
+		return a.restoreWithoutRuntime(lostCheckpoint, corrupt || markerReason == markerCorrupt, marker, err)
 	}
 	if !lost {
 		a.recon.trustEmptyAtStart = true
@@ -79,6 +85,7 @@ func (a *Agent) restore(ctx context.Context) error {
 	}
 	a.recon.trustEmptyAtStart = false
 	a.recon.markerPath = marker
+	a.recon.mayClearMarker = a.leftOutJoined
 	res, verr := a.recon.VerifyNow(ctx)
 	if verr != nil && reason == markerCorrupt {
 		a.log.Error("checkpoint is corrupt and the container runtime cannot be asked which addresses running pods hold; refusing to start "+
@@ -116,6 +123,23 @@ func (a *Agent) restoreWithoutRuntime(lost, corrupt bool, marker string, cause e
 	}
 	a.log.Warn("no checkpoint and no container runtime to rebuild from: starting empty, as upstream does")
 	return nil
+}
+
+// leftOutJoined reports whether every ENI left out at start has joined.
+func (a *Agent) leftOutJoined() bool {
+	if len(a.leftOut) == 0 {
+		return true
+	}
+	have := map[string]bool{}
+	for _, e := range a.store.ENISummaries() {
+		have[e.Info.ID] = true
+	}
+	for _, id := range a.leftOut {
+		if !have[id] {
+			return false
+		}
+	}
+	return true
 }
 
 // readMarker returns the reason recorded in the rebuild marker, "" when

@@ -79,6 +79,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 			// added by the ENI reconcile once it is.
 			ipamdErrors.WithLabelValues("waitENIAttachedMaxRetryExceeded").Inc()
 			a.log.Error("could not set up ENI; leaving it out for now", "eni", e.ID, "error", err)
+			a.leftOut = append(a.leftOut, e.ID)
 			continue
 		}
 		if err := addENIToStore(a.store, e); err != nil {

@@ -83,6 +83,9 @@ type reconciler struct {
 	startedAt         time.Time
 	trustEmptyAtStart bool
 	markerPath        string // rebuild marker removed once nothing waits
+	// mayClearMarker, when set, must also hold before the marker goes (the
+	// ENIs left out at start have joined).
+	mayClearMarker func() bool
 	// onFirstList runs once, at the first successful list (turns
 	// verification on when no runtime existed at start).
 	onFirstList func()

@@ -146,7 +146,7 @@ func (r *reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 func (r *reconciler) noteVerifyLocked(res verifyResult) {
 	r.verify = res
 	podIPPending.Set(float64(res.Waiting))
-	if res.Waiting > 0 || r.markerPath == "" {
+	if res.Waiting > 0 || r.markerPath == "" || (r.mayClearMarker != nil && !r.mayClearMarker()) {
 		return
 	}
 	if err := os.Remove(r.markerPath); err != nil && !errors.Is(err, os.ErrNotExist) {

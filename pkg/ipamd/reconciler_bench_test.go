@@ -40,7 +40,7 @@ func BenchmarkReconcilePass(b *testing.B) {
 	for _, n := range []int{250, 1000} {
 		b.Run(fmt.Sprintf("allocations=%d", n), func(b *testing.B) {
 			_, r := reconBenchNode(b, n)
-			r.Pass(context.Background(), false) // warm the connection and the not-ours cache
+			r.Pass(context.Background(), false) // warm the connection and the sandbox IP cache
 			for b.Loop() {
 				r.Pass(context.Background(), false)
 			}

@@ -103,7 +103,7 @@ func (a *Agent) connectRuntime(src sandboxSource, verifying bool) {
 				hook(d, s)
 			}
 		}
-		a.pool.verifyPending = func(ctx context.Context) { _, _ = a.recon.VerifyNow(ctx) }
+		a.pool.verifyPending = a.recon.VerifyIfIdle
 	}
 }
 

@@ -21,7 +21,9 @@ func (r *reconciler) ReclaimForAdd(ctx context.Context) bool {
 	}
 	var evs eventBatch
 	defer evs.post(ctx, r.events)
-	r.mu.Lock()
+	if !r.mu.TryLock() {
+		return false // a pass is running: it releases confirmed leaks itself
+	}
 	defer r.mu.Unlock()
 	now := r.now()
 	// Absent for at least the confirm delay and the cooldown: the address

@@ -161,9 +161,23 @@ func (r *reconciler) noteVerifyLocked(res verifyResult) {
 // addresses join the pool, and at start). A runtime error leaves them
 // pending and is returned.
 func (r *reconciler) VerifyNow(ctx context.Context) (verifyResult, error) {
+	r.mu.Lock()
+	return r.verifyNowLocked(ctx)
+}
+
+// VerifyIfIdle is VerifyNow unless a pass is running (which verifies pending
+// addresses itself): the pool manager never waits behind a slow runtime.
+func (r *reconciler) VerifyIfIdle(ctx context.Context) {
+	if r.mu.TryLock() {
+		_, _ = r.verifyNowLocked(ctx)
+	}
+}
+
+// verifyNowLocked does VerifyNow's work; it is called with r.mu held and
+// releases it before posting events.
+func (r *reconciler) verifyNowLocked(ctx context.Context) (verifyResult, error) {
 	var evs eventBatch
 	defer evs.post(ctx, r.events)
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.store.PendingAddresses()) == 0 {
 		r.noteVerifyLocked(verifyResult{})

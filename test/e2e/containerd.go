@@ -28,13 +28,19 @@ const criNamespace = "k8s.io"
 // socket, runc root and CNI directories, running in the node's namespace.
 type Containerd struct {
 	Dir, Sock, RuncRoot string
-	CNIConfDir          string
+	// SockDir is the directory holding Sock and nothing else: what the
+	// chart mounts into aws-node (criSocket.hostDir), never the socket file,
+	// because containerd deletes and recreates the socket when it restarts.
+	SockDir    string
+	CNIConfDir string
 	// CgroupParent is the cgroup every sandbox of this node goes under
 	// ("/e2e-<dir name>"), so cleanup knows which cgroups are ours.
 	CgroupParent string
 
-	cmd  *exec.Cmd
-	done chan struct{}
+	node    ns.NetNS
+	cfgPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
 	// cgroupsBefore are the top-level k8s.io cgroup directories that
 	// existed before start (left alone at cleanup).
 	cgroupsBefore map[string]bool
@@ -79,32 +85,67 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 `
 
 // StartContainerd writes the config and starts containerd in node, then
-// imports the pause image. It returns once the CRI answers.
+// imports the pause image. It returns once the CRI answers. The socket is
+// dir/cri/containerd.sock, alone in its directory (SockDir).
 func StartContainerd(node ns.NetNS, dir, cniBin, cniConfDir, pauseTar string) (*Containerd, error) {
-	c := &Containerd{Dir: dir, Sock: filepath.Join(dir, "containerd.sock"), RuncRoot: filepath.Join(dir, "runc"),
-		CNIConfDir: cniConfDir, CgroupParent: "/e2e-" + filepath.Base(dir), done: make(chan struct{}),
+	sockDir := filepath.Join(dir, "cri")
+	c := &Containerd{Dir: dir, SockDir: sockDir, Sock: filepath.Join(sockDir, "containerd.sock"), RuncRoot: filepath.Join(dir, "runc"),
+		CNIConfDir: cniConfDir, CgroupParent: "/e2e-" + filepath.Base(dir), node: node, cfgPath: filepath.Join(dir, "containerd.toml"),
 		cgroupsBefore: map[string]bool{}}
 	for _, d := range cgroupDirs("k8s.io") {
 		c.cgroupsBefore[d] = true
 	}
+	if err := os.MkdirAll(sockDir, 0o755); err != nil {
+		return nil, err
+	}
 	cfg := strings.NewReplacer("{{dir}}", dir, "{{sock}}", c.Sock, "{{image}}", PauseImage, "{{runc}}", c.RuncRoot,
 		"{{cnibin}}", cniBin, "{{cniconf}}", cniConfDir).Replace(containerdConfig)
-	cfgPath := filepath.Join(dir, "containerd.toml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(c.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "containerd.log"))
+	if err := c.Start(); err != nil {
+		return c, err
+	}
+	return c, importImage(c.Sock, pauseTar)
+}
+
+// Running reports whether the containerd process is alive.
+func (c *Containerd) Running() bool {
+	if c == nil || c.done == nil {
+		return false
+	}
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Start launches containerd (its log appended to containerd.log) and
+// waits until the CRI answers. After Stop it starts containerd again with
+// the same config, root, state and socket path: a runtime restart, during
+// which running sandboxes and their shims stay, as on a real node.
+func (c *Containerd) Start() error {
+	if c.Running() {
+		return fmt.Errorf("containerd already running")
+	}
+	logf, err := os.OpenFile(filepath.Join(c.Dir, "containerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer logf.Close()
-	c.cmd = exec.Command("nsenter", "--net="+node.Path(), "--", "containerd", "--config", cfgPath)
+	c.cmd = exec.Command("nsenter", "--net="+c.node.Path(), "--", "containerd", "--config", c.cfgPath)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	c.cmd.Env = append(os.Environ(), "HOME="+dir)
+	c.cmd.Env = append(os.Environ(), "HOME="+c.Dir)
+	done := make(chan struct{})
+	c.done = done
 	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start containerd: %w", err)
+		close(done)
+		return fmt.Errorf("start containerd: %w", err)
 	}
-	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	cmd := c.cmd
+	go func() { _ = cmd.Wait(); close(done) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -114,23 +155,22 @@ func StartContainerd(node ns.NetNS, dir, cniBin, cniConfDir, pauseTar string) (*
 			_, err = cri.Version(ctx)
 			cri.Close()
 			if err == nil {
-				break
+				return nil
 			}
 		}
 		select {
-		case <-c.done:
-			return c, fmt.Errorf("containerd exited at start; see %s/containerd.log", dir)
+		case <-done:
+			return fmt.Errorf("containerd exited at start; see %s/containerd.log", c.Dir)
 		case <-ctx.Done():
-			return c, fmt.Errorf("containerd not ready in 30s: %v", err)
+			return fmt.Errorf("containerd not ready in 30s: %v", err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return c, importImage(c.Sock, pauseTar)
 }
 
-// Stop ends containerd (SIGTERM, then SIGKILL after 10 s). Sandboxes should
-// be stopped and removed first so their shims exit; Cleanup handles the
-// rest.
+// Stop ends containerd (SIGTERM, then SIGKILL after 10 s). Before the
+// final Stop, sandboxes should be stopped and removed so their shims exit;
+// Cleanup handles the rest. A restart (Stop, then Start) keeps them.
 func (c *Containerd) Stop() {
 	if c == nil || c.cmd == nil || c.cmd.Process == nil {
 		return

@@ -15,8 +15,11 @@
 // Layout of one node (Node, harness.go):
 //
 //	upstream netns  <-veth->  node netns (eth0 = the primary ENI's address)
-//	                            containerd (own root, state, socket, runc root)
-//	                            aws-k8s-agent (private mount namespace, see ipamd.go)
+//	                            containerd (own root, state, runc root; its socket
+//	                              alone in a directory, cri/containerd.sock)
+//	                            aws-k8s-agent (private mount namespace, see ipamd.go;
+//	                              the socket directory mounted read-only at
+//	                              /run/containerd, as the Helm chart mounts it)
 //	                            EC2 + IMDS simulator and a fake kube-apiserver
 //	                              (in this process, listening inside the node netns)
 //	                            pod netns ... (veths made by aws-cni)

@@ -32,6 +32,21 @@ const (
 	podNS      = "e2e"         // namespace of the test pods
 )
 
+// The pod-IP reconciler's timings in every node. Interval and grace are
+// the agent's floors (POD_IP_RECONCILE_INTERVAL >= 5s, _GRACE_PERIOD >=
+// 30s, with a unit); the others are built into the agent and not settable
+// from its environment.
+const (
+	ReconcileInterval     = 5 * time.Second
+	ReconcileGrace        = 30 * time.Second
+	ReconcileStartDelay   = 10 * time.Second // first pass after start
+	ReconcileConfirmDelay = 30 * time.Second // between the two sightings of an absent sandbox
+	// TriggeredConfirmDelay replaces the confirm delay once the pool's
+	// leak signal (max pods or address capacity, nothing available) has
+	// triggered a pass.
+	TriggeredConfirmDelay = 2 * time.Second
+)
+
 // Options shape one node.
 type Options struct {
 	InstanceType string // default m5.large
@@ -164,7 +179,12 @@ func NewNode(t testing.TB, o Options) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env["CRI_RUNTIME_ENDPOINT"] = "unix://" + n.CD.Sock
+	// The chart's layout: the socket's directory is mounted, the endpoint
+	// names the socket inside it.
+	n.IPAMD.CRIDir = n.CD.SockDir
+	if _, set := env["CRI_RUNTIME_ENDPOINT"]; !set {
+		env["CRI_RUNTIME_ENDPOINT"] = "unix://" + filepath.Join(AgentCRIDir, filepath.Base(n.CD.Sock))
+	}
 	if n.CRI, err = DialCRI(n.CD.Sock); err != nil {
 		t.Fatal(err)
 	}
@@ -200,8 +220,8 @@ func (n *Node) defaultEnv() map[string]string {
 		"AWS_REGION":                            n.Sim.Region(),
 		"IP_COOLDOWN_PERIOD":                    "0",
 		"POD_IP_RECONCILE_MODE":                 "enforce",
-		"POD_IP_RECONCILE_INTERVAL":             "2s",
-		"POD_IP_RECONCILE_GRACE_PERIOD":         "6s",
+		"POD_IP_RECONCILE_INTERVAL":             ReconcileInterval.String(),
+		"POD_IP_RECONCILE_GRACE_PERIOD":         ReconcileGrace.String(),
 		"POD_IP_RECONCILE_MAX_RELEASE_PER_PASS": "100%",
 	}
 }
@@ -401,8 +421,9 @@ func (n *Node) Ping(from, to *Pod) error {
 	return netnsutil.Ping(nsh, to.IP.AsSlice(), 3*time.Second)
 }
 
-// EC2PodIPs are the secondary IPv4 addresses EC2 says the instance's
-// attached ENIs carry (the pool as AWS sees it).
+// EC2PodIPs are the secondary IPv4 addresses, and the addresses of the
+// delegated prefixes, that EC2 says the instance's attached ENIs carry (the
+// pool as AWS sees it).
 func (n *Node) EC2PodIPs() map[netip.Addr]string {
 	out := map[netip.Addr]string{}
 	for _, e := range n.Sim.ENIs() {
@@ -411,6 +432,11 @@ func (n *Node) EC2PodIPs() map[netip.Addr]string {
 		}
 		for _, ip := range e.SecondaryIPs {
 			out[ip] = e.ID
+		}
+		for _, p := range e.Prefixes {
+			for ip := p.Masked().Addr(); p.Contains(ip); ip = ip.Next() {
+				out[ip] = e.ID
+			}
 		}
 	}
 	return out

@@ -35,11 +35,17 @@ import (
 // RunDir/aws-node/del-queue, the directory the plugin's netconf names
 // (delQueueDir). The mount lives and dies with the agent's mount namespace;
 // the host never sees it.
+//
+// The runtime's socket reaches the agent the way the chart mounts it: the
+// socket's directory (CRIDir), read-only, at AgentCRIDir inside that mount
+// namespace, never the socket file itself (a file mount keeps pointing at
+// the old socket after the runtime recreates it).
 type IPAMD struct {
 	Bin     string
 	Node    ns.NetNS
 	Dir     string
 	RunDir  string            // bind-mounted over /run for the agent
+	CRIDir  string            // host directory of the runtime socket, mounted read-only at AgentCRIDir; "" mounts nothing
 	Env     map[string]string // the agent's whole environment (besides PATH, HOME)
 	Sock    string            // gRPC socket the plugin dials
 	Intro   string            // introspection socket
@@ -53,6 +59,10 @@ type IPAMD struct {
 	done chan struct{}
 	http *http.Client
 }
+
+// AgentCRIDir is where the agent sees the runtime's socket directory (the
+// chart's criSocket.hostDir default, mounted at the same path).
+const AgentCRIDir = "/run/containerd"
 
 // QueueDir is the DEL queue as seen from the test (host) side.
 func (p *IPAMD) QueueDir() string { return filepath.Join(p.RunDir, "aws-node", "del-queue") }
@@ -77,9 +87,14 @@ func (p *IPAMD) Start() error {
 		p.mu.Unlock()
 		return err
 	}
-	args := []string{"--net=" + p.Node.Path(), "--", "unshare", "--mount", "--propagation", "private", "--",
-		"/bin/sh", "-c", `mount --bind "$0" /run && exec "$@"`, p.RunDir,
-		p.Bin, "-socket", p.Sock, "-metrics-address", "unix:" + p.Metrics, "-manage-host-network=false"}
+	script, scriptArgs := `mount --bind "$0" /run && exec "$@"`, []string{p.RunDir}
+	if p.CRIDir != "" {
+		script = `mount --bind "$0" /run && mkdir -p ` + AgentCRIDir + ` && mount -o bind,ro "$1" ` + AgentCRIDir + ` && shift && exec "$@"`
+		scriptArgs = append(scriptArgs, p.CRIDir)
+	}
+	args := append([]string{"--net=" + p.Node.Path(), "--", "unshare", "--mount", "--propagation", "private", "--",
+		"/bin/sh", "-c", script}, scriptArgs...)
+	args = append(args, p.Bin, "-socket", p.Sock, "-metrics-address", "unix:"+p.Metrics, "-manage-host-network=false")
 	cmd := exec.Command("nsenter", args...)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + p.Dir}
 	for k, v := range p.Env {
@@ -236,13 +251,51 @@ type ReconcilerStatus struct {
 	Candidates []struct {
 		IP, ContainerID, Pod string
 		PassesAbsent         int
+		Confirmed            bool
 	}
+	Leaked             int
+	PendingAddresses   int
+	RuntimeReachable   bool
+	LastSuccessfulList time.Time
 }
 
 // Reconciler reads /v1/reconciler.
 func (p *IPAMD) Reconciler() (ReconcilerStatus, error) {
 	var st ReconcilerStatus
 	return st, p.get("/v1/reconciler", &st)
+}
+
+// Metric reads one unlabelled sample (a gauge or counter) from the
+// agent's Prometheus endpoint.
+func (p *IPAMD) Metric(name string) (float64, error) {
+	if p.http == nil {
+		return 0, errors.New("ipamd never started")
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", p.Metrics)
+		}}}
+	defer c.CloseIdleConnections()
+	resp, err := c.Get("http://ipamd/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	s := bufio.NewScanner(resp.Body)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("metric %s not exported", name)
 }
 
 // AssignedIP is one assigned address as introspection shows it (the
@@ -299,6 +352,46 @@ func (p *IPAMD) Checkpoint() ([]datastore.CheckpointEntry, error) {
 		return nil, err
 	}
 	return datastore.DecodeCheckpoint(b)
+}
+
+// BackdateCheckpoint moves every allocation in the stopped agent's
+// checkpoint d into the past (allocationTimestamp, Unix nanoseconds),
+// leaving the rest of the document as it is: a node whose pods, and whose
+// lost DELs, are older than the reconciler's grace period.
+func (p *IPAMD) BackdateCheckpoint(d time.Duration) error {
+	if p.Running() {
+		return errors.New("backdating the checkpoint of a running agent")
+	}
+	b, err := os.ReadFile(p.Store)
+	if err != nil {
+		return err
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	var allocs []map[string]json.RawMessage
+	if err := json.Unmarshal(doc["allocations"], &allocs); err != nil {
+		return fmt.Errorf("checkpoint allocations: %w", err)
+	}
+	for i, a := range allocs {
+		var ts int64
+		if err := json.Unmarshal(a["allocationTimestamp"], &ts); err != nil {
+			return fmt.Errorf("allocation %d: allocationTimestamp: %w", i, err)
+		}
+		a["allocationTimestamp"] = json.RawMessage(strconv.FormatInt(ts-d.Nanoseconds(), 10))
+	}
+	if doc["allocations"], err = json.Marshal(allocs); err != nil {
+		return err
+	}
+	if b, err = json.Marshal(doc); err != nil {
+		return err
+	}
+	tmp := p.Store + ".e2e-tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p.Store)
 }
 
 // Queue lists the DEL queue entries waiting for the agent.

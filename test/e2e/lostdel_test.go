@@ -91,7 +91,7 @@ func TestLostDELReplayedFromQueue(t *testing.T) {
 // addresses. It must wait for the grace period and two passes that agree,
 // never free before, and leave a pod created meanwhile alone.
 func TestLostDELReclaimedByReconciler(t *testing.T) {
-	const grace = 6 * time.Second // POD_IP_RECONCILE_GRACE_PERIOD (harness default)
+	const grace = ReconcileGrace // POD_IP_RECONCILE_GRACE_PERIOD (harness default, the agent's floor)
 	n := NewNode(t, Options{})
 	pods := n.ParallelRun(t, "r", 8, 2)
 	lost, kept := pods[:3], pods[5:] // 3 leaks among 8 stay under the mass-release brake
@@ -125,8 +125,8 @@ func TestLostDELReclaimedByReconciler(t *testing.T) {
 	reclaimed := time.Now()
 	require.Truef(t, ok, "reconciler did not free %v within %v", held, took)
 	since := reclaimed.Sub(restart)
-	t.Logf("FIGURE reclaim latency, reconciler only: %d addresses free %v after the restart (grace %v, interval 2s; first pass 10s after start, confirm 30s later)",
-		len(lost), since.Round(time.Millisecond), grace)
+	t.Logf("FIGURE reclaim latency, reconciler only: %d addresses free %v after the restart (grace %v, interval %v; first pass %v after start, confirm %v later)",
+		len(lost), since.Round(time.Millisecond), grace, ReconcileInterval, ReconcileStartDelay, ReconcileConfirmDelay)
 	assert.True(t, sawCandidates, "the reconciler listed the leaks as candidates before freeing them")
 	for _, p := range lost {
 		assert.GreaterOrEqualf(t, reclaimed.Sub(p.Created), grace, "%s freed before its grace period", p.IP)

@@ -141,15 +141,20 @@ func (r *reconciler) run(ctx context.Context) {
 		"grace", r.cfg.Grace.String(), "confirmDelay", r.cfg.ConfirmDelay.String())
 	timer := time.NewTimer(r.cfg.StartDelay)
 	defer timer.Stop()
-	fast := false
+	fast, postponed := false, false
 	for {
 		triggered := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+			triggered, postponed = postponed, false
 		case <-r.trigger:
-			if r.now().Sub(r.lastPassTime()) < r.cfg.MinTriggerGap {
+			if gap := r.cfg.MinTriggerGap - r.now().Sub(r.lastPassTime()); gap > 0 {
+				// Too soon after a pass: run it when the gap ends rather
+				// than drop it (the pool manager signals again only later).
+				postponed = true
+				resetTimer(timer, gap)
 				continue
 			}
 			triggered = true
@@ -165,14 +170,19 @@ func (r *reconciler) run(ctx context.Context) {
 		} else {
 			fast = false
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(next)
+		resetTimer(timer, next)
 	}
+}
+
+// resetTimer stops t, drains a pending fire, and sets it to d.
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
 }
 
 func (r *reconciler) lastPassTime() time.Time {

@@ -441,3 +441,23 @@ func TestReconcilerTriggerReclaimsWithinSeconds(t *testing.T) {
 	t.Logf("reclaimed %d leaked IPs %s after the trigger", len(leaked), time.Since(start).Round(time.Millisecond))
 	assert.Len(t, f.store.Allocations(), 3)
 }
+
+// A trigger that arrives right after a pass (inside MinTriggerGap) is
+// postponed to the end of the gap, never dropped: the pool manager does not
+// signal again for a while.
+func TestReconcilerTriggerTooSoonIsPostponedNotDropped(t *testing.T) {
+	f := newReconFixture(t, func(c *ReconcilerConfig) {
+		c.Interval = time.Hour
+		c.StartDelay = time.Millisecond
+		c.MinTriggerGap = 300 * time.Millisecond
+	})
+	f.r.now = time.Now
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go f.r.run(ctx)
+	require.Eventually(t, func() bool { return f.r.Status().Totals.Passes == 1 }, 2*time.Second, time.Millisecond)
+	f.r.Trigger() // well inside the gap
+	require.Eventually(t, func() bool { return f.r.Status().Totals.Passes == 2 }, 2*time.Second, 5*time.Millisecond,
+		"the postponed trigger runs at the end of the gap")
+	assert.True(t, f.r.Status().LastPass.Triggered)
+}

@@ -144,6 +144,9 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	if err != nil {
 		_ = a.store.Close()
 		a.closeClients()
+		if c, ok := runtime.(interface{ Close() error }); ok && a.recon == nil && a.opts.CRI == nil {
+			_ = c.Close()
+		}
 		return nil, err
 	}
 	a.replayDelQueue()
@@ -179,6 +182,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	lis, err := listenUnix(a.opts.SocketPath)
 	if err != nil {
 		_ = a.store.Close()
+		a.closeClients()
 		return err
 	}
 	maint := &maintenanceHandler{version: version.RPCVersion, store: a.store, recon: func() *reconciler { return a.recon }}

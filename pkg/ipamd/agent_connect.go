@@ -53,7 +53,7 @@ func (a *Agent) runtimeSource() (sandboxSource, bool) {
 	if a.opts.CRI != nil {
 		return a.opts.CRI, true
 	}
-	rt, err := cri.NewRuntime(cri.Config{Endpoint: rc.CRIEndpoint, Timeout: rc.CRITimeout, Log: a.log})
+	rt, err := cri.NewRuntime(cri.Config{Endpoint: rc.CRIEndpoint, Candidates: runtimeCandidates, Timeout: rc.CRITimeout, Log: a.log})
 	if err != nil {
 		// loadReconcilerConfig already refuses a bad endpoint.
 		a.log.Error("pod-IP reconciler disabled", "error", err)
@@ -67,13 +67,17 @@ func (a *Agent) runtimeSource() (sandboxSource, bool) {
 		}
 		return rt, true
 	}
-	if _, err := cri.ResolveEndpoint("", cri.DefaultSocketCandidates); err != nil {
+	if _, err := cri.ResolveEndpoint("", runtimeCandidates); err != nil {
 		a.log.Warn("no container runtime socket found yet: the pod-IP reconciler waits for one to appear, and addresses join the pool unchecked until it answers "+
 			"(mount the runtime socket directory and set CRI_RUNTIME_ENDPOINT)", "error", err)
 		return rt, false
 	}
 	return rt, true
 }
+
+// runtimeCandidates are the sockets probed without CRI_RUNTIME_ENDPOINT
+// (a variable so tests can point it elsewhere).
+var runtimeCandidates = cri.DefaultSocketCandidates
 
 func isSocket(path string) bool {
 	fi, err := os.Stat(path)

@@ -37,7 +37,7 @@ func (a *Agent) restore(ctx context.Context) error {
 	path := a.opts.Config.CheckpointPath
 	marker := path + RebuildMarkerSuffix
 	start := time.Now()
-	fresh := a.store.Stats().TotalIPs == 0 && len(a.store.ENISummaries()) <= 1 && a.opts.DevPool == nil && len(a.leftOut) == 0
+	fresh := a.freshNode()
 	markerReason := readMarker(marker)
 	_, statErr := os.Stat(path)
 	missing := errors.Is(statErr, fs.ErrNotExist)
@@ -63,7 +63,9 @@ func (a *Agent) restore(ctx context.Context) error {
 	// may be in use, so the start is not clean either.
 	partial := len(rep.NotInPool) > 0 || len(a.leftOut) > 0
 	lost = lost || partial
-	if a.recon == nil {
+	if a.recon == nil || !a.store.VerifyingNewAddresses() {
+		// No runtime to check against (reconciler off, or probe mode found
+		// no socket at start).
 		return a.restoreWithoutRuntime(lostCheckpoint, corrupt || markerReason == markerCorrupt, marker, err)
 	}
 	if !lost {
@@ -123,6 +125,19 @@ func (a *Agent) restoreWithoutRuntime(lost, corrupt bool, marker string, cause e
 	}
 	a.log.Warn("no checkpoint and no container runtime to rebuild from: starting empty, as upstream does")
 	return nil
+}
+
+// freshNode reports whether the node holds nothing a pod could use: at
+// most its primary ENI, no address of either mode on it, no ENI left out,
+// and a real (not synthetic) pool.
+func (a *Agent) freshNode() bool {
+	enis := a.store.ENISummaries()
+	for _, e := range enis {
+		if e.CIDRCount() > 0 {
+			return false
+		}
+	}
+	return len(enis) <= 1 && a.opts.DevPool == nil && len(a.leftOut) == 0
 }
 
 // leftOutJoined reports whether every ENI left out at start has joined.

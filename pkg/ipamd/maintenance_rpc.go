@@ -59,6 +59,6 @@ func (m *maintenanceHandler) PoolStatus(_ context.Context, in *rpc.PoolStatusReq
 		return nil, status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", in.ClientVersion, m.version)
 	}
 	s := m.store.Stats()
-	avail := s.TotalIPs - s.AssignedIPs - s.CooldownIPs
+	avail := s.TotalIPs - s.AssignedIPs - s.CooldownIPs - s.PendingIPs // assignable now
 	return &rpc.PoolStatusReply{TotalIPs: int32(s.TotalIPs), AssignedIPs: int32(s.AssignedIPs), AvailableIPs: int32(max(avail, 0))}, nil
 }

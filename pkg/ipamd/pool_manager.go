@@ -82,6 +82,7 @@ type poolManager struct {
 	lastDecrease        time.Time
 	lastLeakHook        time.Time
 	lastEC2Verify       time.Time
+	lastStep            time.Time
 	released            map[netip.Prefix]time.Time // returned to EC2 at
 }
 
@@ -103,7 +104,11 @@ func (p *poolManager) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		case <-p.wake:
+			if p.now().Sub(p.lastStep) < minWakeGap {
+				continue // a step just ran; the next tick comes soon anyway
+			}
 		}
+		p.lastStep = p.now()
 		p.step(ctx)
 		if p.now().Sub(lastReconcile) >= p.cfg.reconcileInterval {
 			p.reconcileENIs(ctx)
@@ -112,6 +117,10 @@ func (p *poolManager) run(ctx context.Context) {
 		}
 	}
 }
+
+// minWakeGap bounds how often failed ADDs can make the pool manager step
+// (and call EC2) between its regular ticks.
+const minWakeGap = time.Second
 
 // Wake asks for a pool step now (an ADD found no address). It never
 // blocks; wake-ups that arrive while one is queued merge into it.
@@ -125,7 +134,7 @@ func (p *poolManager) Wake() {
 // settlePending has addresses that joined the pool checked at once rather
 // than at the reconciler's next pass.
 func (p *poolManager) settlePending(ctx context.Context) {
-	if p.verifyPending != nil && p.store.Stats().PendingIPs > 0 {
+	if p.verifyPending != nil && p.store.PendingCount() > 0 {
 		p.verifyPending(ctx)
 	}
 }

@@ -42,6 +42,7 @@ type reconcileStore interface {
 	Adopt(netip.Addr, datastore.IPAMKey, datastore.IPAMMetadata) (datastore.Allocation, error)
 	Holds(netip.Addr) (inPool, free bool)
 	PendingAddresses() []datastore.Pending
+	PendingCount() int
 	Verify([]datastore.Pending) int
 	Stats() datastore.Stats
 	Cooldown() time.Duration
@@ -75,12 +76,13 @@ type reconciler struct {
 	candidates map[datastore.IPAMKey]*candidate
 	massStreak int
 	sandboxIPs map[string]sandboxAddrs // listed sandboxes' IPs, learnt once each
+	// statusFailed: when a listed sandbox's status call last failed.
+	statusFailed map[string]time.Time
 	// budget is what may still be released until the next pass starts; CNI
 	// GC draws from the same budget, so frequent GC calls cannot exceed it.
 	budget int
-	// startedAt and trustEmptyAtStart decide whether an empty sandbox list
-	// may verify pending addresses (see emptyListTrusted).
-	startedAt         time.Time
+	// trustEmptyAtStart: the start was clean, so an empty sandbox list may
+	// verify pending addresses (see emptyListTrusted).
 	trustEmptyAtStart bool
 	markerPath        string // rebuild marker removed once nothing waits
 	// mayClearMarker, when set, must also hold before the marker goes (the
@@ -112,9 +114,8 @@ func newReconciler(cfg ReconcilerConfig, src sandboxSource, store reconcileStore
 		events = noEvents{}
 	}
 	r := &reconciler{cfg: cfg, cri: src, store: store, events: events, log: log, now: time.Now,
-		trigger: make(chan struct{}, 1), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{},
+		trigger: make(chan struct{}, 1), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{}, statusFailed: map[string]time.Time{},
 		trustEmptyAtStart: true}
-	r.startedAt = r.now()
 	r.verify.Reason = waitNotStarted
 	r.budget = r.maxRelease() // CNI GC may come before the first pass
 	return r

@@ -63,7 +63,7 @@ func (r *reconciler) ReclaimForAdd(ctx context.Context) bool {
 		age := now.Sub(a.AssignedAt).Round(time.Second)
 		r.log.Info("reclaimed leaked pod IP for an ADD that found the pool exhausted", "ip", a.IP.String(),
 			"pod", podRef(a.Metadata), "containerID", a.Key.ContainerID, "age", age.String())
-		evs.normal("PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
+		evs.normalForPod(a.Metadata, "PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
 			"reclaimed %s held by %s (container %s, age %s) for a new pod: its sandbox no longer exists", a.IP, podRef(a.Metadata), a.Key.ContainerID, age))
 		r.publishLocked()
 		return true

@@ -86,7 +86,7 @@ func (r *reconciler) collectGarbage(ctx context.Context, network string, valid m
 		reconcileReclaimed.Inc()
 		r.totals.Reclaimed++
 		r.log.Info("CNI GC released pod IP", "ip", a.IP.String(), "pod", podRef(a.Metadata), "containerID", a.Key.ContainerID)
-		evs.normal("PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
+		evs.normalForPod(a.Metadata, "PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
 			"CNI GC released %s held by %s (container %s): the runtime no longer has it", a.IP, podRef(a.Metadata), a.Key.ContainerID))
 	}
 	return released, deferred

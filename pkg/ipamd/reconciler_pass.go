@@ -239,7 +239,7 @@ func (r *reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 			reconcileWouldReclaim.Inc()
 			r.log.Info("report mode: would reclaim leaked pod IP", "ip", a.IP.String(), "pod", podRef(a.Metadata),
 				"containerID", a.Key.ContainerID, "age", age.String())
-			evs.normal("PodIPLeakReported", "ReconcilePodIPs", fmt.Sprintf(
+			evs.normalForPod(a.Metadata, "PodIPLeakReported", "ReconcilePodIPs", fmt.Sprintf(
 				"would reclaim %s held by %s (container %s, age %s): its sandbox no longer exists", a.IP, podRef(a.Metadata), a.Key.ContainerID, age))
 			continue
 		}
@@ -257,7 +257,7 @@ func (r *reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 		reconcileReclaimed.Inc()
 		r.log.Info("reclaimed leaked pod IP", "ip", a.IP.String(), "pod", podRef(a.Metadata),
 			"containerID", a.Key.ContainerID, "age", age.String())
-		evs.normal("PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
+		evs.normalForPod(a.Metadata, "PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
 			"reclaimed %s held by %s (container %s, age %s): its sandbox no longer exists", a.IP, podRef(a.Metadata), a.Key.ContainerID, age))
 	}
 	return fresh, true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
@@ -24,6 +25,10 @@ import (
 // the sandbox's life, since a sandbox keeps its IP).
 const maxStatusCallsPerLearn = 256
 
+// statusRetryAfter is how long a sandbox whose status call failed is left
+// alone before it is asked again.
+const statusRetryAfter = 15 * time.Second
+
 // Why pending addresses still wait.
 const (
 	waitRuntime    = "runtime unreachable"
@@ -38,23 +43,32 @@ const (
 // every listed sandbox's IPs are now known.
 func (r *reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbox) bool {
 	listed := make(map[string]bool, len(sandboxes))
-	complete, calls := true, 0
+	complete, calls, stop := true, 0, false
+	now := r.now()
 	for _, s := range sandboxes {
 		listed[s.ID] = true
 		if _, ok := r.sandboxIPs[s.ID]; ok {
 			continue
 		}
-		if calls >= maxStatusCallsPerLearn {
+		if stop || calls >= maxStatusCallsPerLearn || now.Sub(r.statusFailed[s.ID]) < statusRetryAfter {
 			complete = false
 			continue
 		}
 		calls++
 		st, err := r.cri.SandboxStatus(ctx, s.ID)
 		if err != nil {
-			r.log.Debug("sandbox status failed", "sandbox", s.ID, "error", err)
-			complete = false
+			// One failure ends this round (a hung runtime must not cost a
+			// timeout per sandbox), and this sandbox is asked again only
+			// after a while. Until it answers, pending addresses wait.
+			if _, seen := r.statusFailed[s.ID]; !seen {
+				r.log.Warn("sandbox status failed; pending addresses wait until it answers", "sandbox", s.ID,
+					"pod", s.Namespace+"/"+s.Name, "error", err)
+			}
+			r.statusFailed[s.ID] = now
+			complete, stop = false, true
 			continue
 		}
+		delete(r.statusFailed, s.ID)
 		var ips []netip.Addr
 		for _, v := range append([]string{st.IP}, st.AdditionalIPs...) {
 			if ip, err := netip.ParseAddr(v); err == nil {
@@ -68,6 +82,11 @@ func (r *reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbo
 			delete(r.sandboxIPs, id)
 		}
 	}
+	for id := range r.statusFailed {
+		if !listed[id] {
+			delete(r.statusFailed, id)
+		}
+	}
 	return complete
 }
 
@@ -79,13 +98,12 @@ type sandboxAddrs struct {
 
 // emptyListTrusted says whether an empty sandbox list may verify pending
 // addresses: never while an address is allocated (its sandbox would be
-// listed), and otherwise only when the start was clean (intact checkpoint
-// or a fresh node) or the grace period has passed since start.
+// listed), never while a lost checkpoint is being rebuilt (a real node
+// always lists aws-node's own sandbox, so an empty answer more likely
+// comes from the wrong runtime), and otherwise when the start was clean
+// (intact checkpoint or a fresh node).
 func (r *reconciler) emptyListTrusted() bool {
-	if len(r.store.Allocations()) > 0 {
-		return false
-	}
-	return r.trustEmptyAtStart || r.now().Sub(r.startedAt) >= r.cfg.Grace
+	return r.trustEmptyAtStart && r.markerPath == "" && len(r.store.Allocations()) == 0
 }
 
 // verifyResult is what one verification did.
@@ -146,8 +164,11 @@ func (r *reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 func (r *reconciler) noteVerifyLocked(res verifyResult) {
 	r.verify = res
 	podIPPending.Set(float64(res.Waiting))
-	if res.Waiting > 0 || r.markerPath == "" || (r.mayClearMarker != nil && !r.mayClearMarker()) {
-		return
+	if res.Waiting > 0 || r.markerPath == "" || r.lastList.IsZero() {
+		return // the marker goes only after the runtime has answered
+	}
+	if r.mayClearMarker != nil && !r.mayClearMarker() || r.store.PendingCount() > 0 {
+		return // a late ENI has not joined, or joined since the snapshot
 	}
 	if err := os.Remove(r.markerPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		r.log.Warn("could not remove the rebuild marker", "path", r.markerPath, "error", err)

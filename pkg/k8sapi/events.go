@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -103,14 +104,31 @@ func (e *NodeEvents) Normal(_ context.Context, reason, action, note string) bool
 	return e.post(corev1.EventTypeNormal, reason, action, note)
 }
 
+// NormalForPod posts a Normal event on the node with the pod as its
+// related object, so events about different pods are not folded into one
+// series (client-go groups events by reason, action and objects, not by
+// note).
+func (e *NodeEvents) NormalForPod(_ context.Context, namespace, name, reason, action, note string) bool {
+	return e.postRelated(corev1.EventTypeNormal, reason, action, note,
+		&corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: namespace, Name: name})
+}
+
 func (e *NodeEvents) post(typ, reason, action, note string) bool {
+	return e.postRelated(typ, reason, action, note, nil)
+}
+
+func (e *NodeEvents) postRelated(typ, reason, action, note string, related *corev1.ObjectReference) bool {
 	e.log.Info("node event", "type", typ, "reason", reason, "note", note)
 	if e.recorder == nil || e.stopped.Load() {
 		return true
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.node}}
+	var rel runtime.Object
+	if related != nil {
+		rel = related
+	}
 	// The note is an argument, not the format: it may hold a '%'.
-	e.recorder.Eventf(node, nil, typ, reason, action, "%s", truncate(note, maxNoteBytes))
+	e.recorder.Eventf(node, rel, typ, reason, action, "%s", truncate(note, maxNoteBytes))
 	return true
 }
 

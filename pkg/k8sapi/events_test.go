@@ -163,3 +163,25 @@ func TestNodeEventsAfterStopOnlyLog(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	assert.Empty(t, landed(t, c, "Late"))
 }
+
+// Events about different pods name the pod as the related object, so each
+// pod's reclaim stays its own event instead of joining another pod's series.
+func TestNodeEventsForDifferentPodsStaySeparate(t *testing.T) {
+	c := fake.NewSimpleClientset()
+	ev := NewNodeEvents(c, "n1", "p", time.Minute, nil)
+	t.Cleanup(ev.Stop)
+	ctx := context.Background()
+	for i := range 3 {
+		require.True(t, ev.NormalForPod(ctx, "prod", fmt.Sprintf("web-%d", i), "PodIPReclaimed", "ReleasePodIP", fmt.Sprintf("released 10.0.0.%d", i)))
+	}
+	got := waitLanded(t, c, "PodIPReclaimed", count(3))
+	pods := map[string]bool{}
+	for _, e := range got {
+		require.NotNil(t, e.Related)
+		assert.Equal(t, "Pod", e.Related.Kind)
+		assert.Equal(t, "prod", e.Related.Namespace)
+		assert.Equal(t, "Node", e.Regarding.Kind)
+		pods[e.Related.Name] = true
+	}
+	assert.Len(t, pods, 3)
+}

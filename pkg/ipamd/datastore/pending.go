@@ -80,6 +80,20 @@ func (d *DataStore) Verify(ps []Pending) int {
 	return n
 }
 
+// VerifyingNewAddresses reports whether addresses join the pool pending.
+func (d *DataStore) VerifyingNewAddresses() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.verify
+}
+
+// PendingCount is the number of pending addresses of both kinds.
+func (d *DataStore) PendingCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.count[kindSecondary].pending + d.count[kindPrefix].pending
+}
+
 // SetVerifyNewAddresses turns the pending state on or off for addresses
 // that join from now on. Turning it off also frees every pending address:
 // the caller has no way left to check them (the reconciler is off).

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aws/amazon-vpc-cni-k8s/test/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 )
 
 func TestNewReadsIdentityFromIMDS(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aws/amazon-vpc-cni-k8s/test/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 )
 
 // The tests in this package point the SDK at the simulator through the

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/aws/amazon-vpc-cni-k8s/test/fakecri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
 // sockDir returns a directory short enough for unix socket paths.

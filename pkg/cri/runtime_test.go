@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 
-	"github.com/aws/amazon-vpc-cni-k8s/test/fakecri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
 func newRuntime(t *testing.T, cfg Config) *Runtime {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
-	"github.com/aws/amazon-vpc-cni-k8s/test/fakecri"
 )
 
 func TestDelQueueReplayedAtStart(t *testing.T) {

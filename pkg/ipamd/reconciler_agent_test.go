@@ -15,9 +15,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
-	"github.com/aws/amazon-vpc-cni-k8s/test/ec2sim"
-	"github.com/aws/amazon-vpc-cni-k8s/test/fakecri"
 )
 
 func TestCheckpointLossRebuildsFromRuntime(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
-	"github.com/aws/amazon-vpc-cni-k8s/test/fakecri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
 // reconBenchNode is an in-memory datastore of 1,100 addresses with n live

@@ -14,7 +14,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
-	"github.com/aws/amazon-vpc-cni-k8s/test/fakecri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
 // testClock is a manually advanced clock shared by the datastore and the

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
-	"github.com/aws/amazon-vpc-cni-k8s/test/fakecri"
 )
 
 // A lost checkpoint (missing file on a node whose ENIs carry addresses) is

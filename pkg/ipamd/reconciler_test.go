@@ -15,7 +15,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
-	"github.com/aws/amazon-vpc-cni-k8s/test/fakecri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
 func TestReconcilerReclaimsLostDELAfterTwoPasses(t *testing.T) {

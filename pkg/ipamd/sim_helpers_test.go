@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
-	"github.com/aws/amazon-vpc-cni-k8s/test/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 )
 
 // simNode is an agent driven by the real AWS SDK against the simulator.

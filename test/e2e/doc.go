@@ -2,7 +2,7 @@
 // containerd and runc inside a network namespace that plays the node, the
 // aws-cni plugin (and the loopback plugin) as containerd's CNI, the real
 // aws-k8s-agent (ipamd) binary as a subprocess, and the EC2/IMDS simulator
-// (test/ec2sim) standing in for AWS. Pods are created and deleted through the
+// (pkg/sim/ec2sim) standing in for AWS. Pods are created and deleted through the
 // CRI exactly as a kubelet would.
 //
 // The tests need root and containerd, ctr, containerd-shim-runc-v2 and runc

@@ -1,5 +1,5 @@
 // Command ec2-simulator serves the in-process EC2 + IMDSv2 simulator
-// (package test/ec2sim) on loopback so that a separately started process,
+// (package pkg/sim/ec2sim) on loopback so that a separately started process,
 // such as ipamd, can be pointed at it with the standard SDK environment
 // variables. It prints those variables and runs until SIGTERM or SIGINT.
 package main
@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/amazon-vpc-cni-k8s/test/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 )
 
 func main() {

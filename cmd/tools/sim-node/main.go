@@ -23,10 +23,10 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/churn"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/logger"
-	"github.com/aws/amazon-vpc-cni-k8s/test/churn"
-	"github.com/aws/amazon-vpc-cni-k8s/test/ec2sim"
-	"github.com/aws/amazon-vpc-cni-k8s/test/fakecri"
 )
 
 type options struct {

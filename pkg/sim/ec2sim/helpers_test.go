@@ -20,7 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/aws/amazon-vpc-cni-k8s/test/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 )
 
 // startSim builds and starts a simulator that is closed with the test.

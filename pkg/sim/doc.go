@@ -1,0 +1,6 @@
+// Package sim holds the simulators the product is demonstrated and tested
+// with: an EC2/IMDS endpoint the real AWS SDK talks to (ec2sim), a container
+// runtime that serves the real CRI API (fakecri), and a pod churn driver
+// that speaks ipamd's gRPC API the way the CNI plugin does (churn). `make
+// run` (cmd/tools/sim-node) is built on them; they never touch the host.
+package sim

@@ -14,9 +14,14 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
+
+// HealthServiceName is the gRPC health service name upstream's probes ask
+// about (see rpcserver).
+const HealthServiceName = rpcserver.HealthServiceName
 
 // Options are what the agent needs beyond the environment.
 type Options struct {
@@ -58,15 +63,15 @@ type Options struct {
 
 // Agent is the running ipamd.
 type Agent struct {
-	opts    Options
-	log     *slog.Logger
-	aws     awsAPI
-	store   *datastore.DataStore
-	handler *rpcHandler
-	pool    *poolManager // nil with a development pool
-	events  *k8sapi.NodeEvents
-	recon   *reconciler // nil when off or no runtime is reachable
-	host    HostNetwork // nil when the host network is not managed
+	opts   Options
+	log    *slog.Logger
+	aws    awsAPI
+	store  *datastore.DataStore
+	rpc    rpcserver.Options
+	pool   *poolManager // nil with a development pool
+	events *k8sapi.NodeEvents
+	recon  *reconciler // nil when off or no runtime is reachable
+	host   HostNetwork // nil when the host network is not managed
 	// leftOut are managed ENIs whose setup failed at start: their
 	// addresses join later, and a pod may hold one meanwhile.
 	leftOut []string
@@ -151,12 +156,16 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	a.replayDelQueue()
 	a.afterRestore(ctx)
-	a.handler = &rpcHandler{store: a.store, version: version.RPCVersion, cfg: cfg, log: log, vpcCIDRs: a.vpcCIDRs}
+	a.rpc = rpcserver.Options{Store: a.store, Stats: a.store, Version: version.RPCVersion,
+		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
+		ExternalSNAT: cfg.ExternalSNAT, ExcludeSNATCIDRs: cfg.ExcludeSNATCIDRs,
+		VPCCIDRs: a.vpcCIDRs, Errors: ipamdErrors, Log: log}
 	if a.pool != nil {
-		a.handler.onExhausted = a.pool.Wake
+		a.rpc.OnExhausted = a.pool.Wake
 	}
 	if a.recon != nil {
-		a.handler.reclaim = a.recon.ReclaimForAdd
+		a.rpc.Reclaim = a.recon.ReclaimForAdd
+		a.rpc.GC = a.recon.collectGarbage
 	}
 	pool.set(a.store)
 	return a, nil
@@ -179,14 +188,13 @@ func (a *Agent) ReconcilerStatus() (ReconcilerStatus, bool) {
 // is flushed.
 func (a *Agent) Run(ctx context.Context) error {
 	cfg := a.opts.Config
-	lis, err := listenUnix(a.opts.SocketPath)
+	lis, err := rpcserver.ListenUnix(a.opts.SocketPath)
 	if err != nil {
 		_ = a.store.Close()
 		a.closeClients()
 		return err
 	}
-	maint := &maintenanceHandler{version: version.RPCVersion, store: a.store, recon: func() *reconciler { return a.recon }}
-	srv, hs := newGRPCServer(a.handler, maint)
+	srv, hs := rpcserver.New(a.rpc, rpcMetrics)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 	a.log.Info("ipamd serving", "socket", a.opts.SocketPath, "version", version.Version)

@@ -20,6 +20,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
@@ -234,7 +235,7 @@ func TestGRPCRejectsMalformedRequests(t *testing.T) {
 	})
 	t.Run("oversized message", func(t *testing.T) {
 		req := addReq("x")
-		req.Netns = strings.Repeat("n", maxRequestBytes+1)
+		req.Netns = strings.Repeat("n", rpcserver.MaxRequestBytes+1)
 		_, err := c.AddNetwork(ctx, req)
 		assert.Equal(t, codes.ResourceExhausted, status.Code(err))
 	})

@@ -8,32 +8,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
 
 // Metric names starting awscni_ are upstream's and must not change; the
 // awscni_ipamd_* additions are ours.
 var (
-	addIPRequests = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "awscni_add_ip_req_count",
-		Help: "The number of add IP address requests",
-	})
-	delIPRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "awscni_del_ip_req_count",
-		Help: "The number of delete IP address requests",
-	}, []string{"reason"})
-	noAvailableIPs = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "awscni_no_available_ip_addresses",
-		Help: "The number of pod IP assignments that failed because no address was available",
-	})
 	ipamdErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "awscni_ipamd_error_count",
 		Help: "The number of errors encountered in ipamd",
 	}, []string{"fn"})
-	invalidRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "awscni_ipamd_invalid_request_count",
-		Help: "gRPC requests rejected before touching the datastore, by RPC and reason",
-	}, []string{"rpc", "reason"})
 	checkpointWrites = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "awscni_ipamd_checkpoint_write_seconds",
 		Help:    "Time to write the checkpoint durably (temp file, fsync, rename, fsync dir), by result",
@@ -47,6 +32,7 @@ var (
 	pool = &poolCollector{}
 
 	registerOnce sync.Once
+	rpcMetrics   *rpcserver.Metrics // the gRPC request counters
 )
 
 // RegisterMetrics registers ipamd's collectors with the default registry
@@ -54,8 +40,8 @@ var (
 // Safe to call more than once.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		prometheus.MustRegister(addIPRequests, delIPRequests, noAvailableIPs, ipamdErrors,
-			invalidRequests, checkpointWrites, buildInfo, pool)
+		prometheus.MustRegister(ipamdErrors, checkpointWrites, buildInfo, pool)
+		rpcMetrics = rpcserver.NewMetrics(prometheus.DefaultRegisterer)
 		registerPoolMetrics()
 		registerReconcilerMetrics()
 		registerDelQueueMetrics()

@@ -4,19 +4,45 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
 )
 
-func counterValue(t *testing.T, name string) float64 {
+// gathered reads one sample (counter or gauge) from the registry the agent
+// serves on /metrics; 0 when the series does not exist yet.
+func gathered(t *testing.T, name string, labels ...string) float64 {
 	t.Helper()
-	c := map[string]prometheus.Collector{
-		"awscni_no_available_ip_addresses": noAvailableIPs,
-		"awscni_add_ip_req_count":          addIPRequests,
-	}[name]
-	return testutil.ToFloat64(c)
+	families, err := prometheus.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if got[k] != v {
+					continue metrics
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
 }
 
+func counterValue(t *testing.T, name string) float64 { return gathered(t, name) }
+
 func invalidCount(t *testing.T, rpcName, reason string) float64 {
-	t.Helper()
-	return testutil.ToFloat64(invalidRequests.WithLabelValues(rpcName, reason))
+	return gathered(t, "awscni_ipamd_invalid_request_count", "rpc", rpcName, "reason", reason)
 }

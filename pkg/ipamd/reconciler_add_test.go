@@ -2,7 +2,6 @@ package ipamd
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -89,16 +88,7 @@ func TestExhaustedADDReclaimsAConfirmedLeakInline(t *testing.T) {
 	assert.Equal(t, 3, len(st.Candidates))
 }
 
-func TestExhaustedADDWakesThePoolManager(t *testing.T) {
-	h := &rpcHandler{store: datastore.New(datastore.Config{}), version: "v", log: slog.New(slog.DiscardHandler)}
-	woken := 0
-	h.onExhausted = func() { woken++ }
-	r, err := h.AddNetwork(context.Background(), &rpc.AddNetworkRequest{ClientVersion: "v", ContainerID: "c", IfName: "eth0",
-		NetworkName: "aws-cni", K8S_POD_NAME: "p", K8S_POD_NAMESPACE: "default", Netns: "/var/run/netns/x"})
-	require.NoError(t, err)
-	assert.False(t, r.Success)
-	assert.Equal(t, 1, woken)
-
+func TestPoolManagerWakeCoalesces(t *testing.T) {
 	p := &poolManager{wake: make(chan struct{}, 1)}
 	for range 100 {
 		p.Wake() // never blocks; wake-ups coalesce into one pending step

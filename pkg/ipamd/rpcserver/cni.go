@@ -1,9 +1,8 @@
-package ipamd
+package rpcserver
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -13,54 +12,42 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
-// allocator is the part of the datastore the RPC handler needs.
-type allocator interface {
+// Allocator is the part of the datastore the CNI handlers need.
+type Allocator interface {
 	Assign(datastore.IPAMKey, datastore.IPAMMetadata) (datastore.Allocation, error)
 	Release(datastore.IPAMKey) (datastore.Allocation, error)
 }
 
-// rpcHandler serves rpc.CNIBackend and rpc.ConfigServerBackend.
-type rpcHandler struct {
+// cniHandler serves rpc.CNIBackend and rpc.ConfigServerBackend.
+type cniHandler struct {
 	rpc.UnimplementedCNIBackendServer
 	rpc.UnimplementedConfigServerBackendServer
-
-	store   allocator
-	version string // ClientVersion must equal this
-	cfg     Config
-	// vpcCIDRs returns the VPC IPv4 CIDRs for replies (nil until known).
-	vpcCIDRs func() []string
-	log      *slog.Logger
-	// onExhausted is told when an ADD finds no address (it wakes the pool
-	// manager; coalesced there); nil when there is no pool manager.
-	onExhausted func()
-	// reclaim frees one confirmed leaked address for an ADD that found
-	// none (the pod-IP reconciler); nil when the reconciler is not running.
-	reclaim func(ctx context.Context) bool
+	Options
 }
 
 // Reasons the CNI plugin sends on DEL; anything else is counted as "other"
 // so a client cannot blow up the metric's label set.
 var knownDelReasons = map[string]bool{"": true, "PodDeleted": true, "SetupNSFailed": true}
 
-func (h *rpcHandler) checkVersion(rpcName, got string) error {
-	if got == h.version {
+func (h *cniHandler) checkVersion(rpcName, got string) error {
+	if got == h.Version {
 		return nil
 	}
-	invalidRequests.WithLabelValues(rpcName, "version_mismatch").Inc()
-	return status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", got, h.version)
+	h.metrics.invalid.WithLabelValues(rpcName, "version_mismatch").Inc()
+	return status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", got, h.Version)
 }
 
-func (h *rpcHandler) invalid(rpcName, reason string, err error) error {
-	invalidRequests.WithLabelValues(rpcName, reason).Inc()
-	h.log.Warn("rejected malformed request", "rpc", rpcName, "reason", reason, "error", err)
+func (h *cniHandler) invalid(rpcName, reason string, err error) error {
+	h.metrics.invalid.WithLabelValues(rpcName, reason).Inc()
+	h.Log.Warn("rejected malformed request", "rpc", rpcName, "reason", reason, "error", err)
 	return status.Errorf(codes.InvalidArgument, "%s: %v", rpcName, err)
 }
 
 // AddNetwork gives the pod interface an address. As upstream, failures to
 // allocate are Success=false (the plugin then fails the ADD and the runtime
 // retries); a gRPC error is returned only for a refused request.
-func (h *rpcHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) (*rpc.AddNetworkReply, error) {
-	addIPRequests.Inc()
+func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) (*rpc.AddNetworkReply, error) {
+	h.metrics.adds.Inc()
 	if err := h.checkVersion("AddNetwork", in.ClientVersion); err != nil {
 		return nil, err
 	}
@@ -69,32 +56,32 @@ func (h *rpcHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 	if reason, err := validate(fields...); err != nil {
 		return nil, h.invalid("AddNetwork", reason, err)
 	}
-	reply := &rpc.AddNetworkReply{NetworkPolicyMode: h.cfg.NetworkPolicyMode}
-	if in.RequiresMultiNICAttachment && !h.cfg.EnableMultiNIC {
-		h.log.Error("multi-NIC attachment requested but ENABLE_MULTI_NIC is off", "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
+	reply := &rpc.AddNetworkReply{NetworkPolicyMode: h.NetworkPolicyMode}
+	if in.RequiresMultiNICAttachment && !h.EnableMultiNIC {
+		h.Log.Error("multi-NIC attachment requested but ENABLE_MULTI_NIC is off", "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
 		return reply, nil
 	}
 	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
 	meta := datastore.IPAMMetadata{K8SPodNamespace: in.K8S_POD_NAMESPACE, K8SPodName: in.K8S_POD_NAME}
-	alloc, err := h.store.Assign(key, meta)
+	alloc, err := h.Store.Assign(key, meta)
 	if errors.Is(err, datastore.ErrNoAvailableIP) {
 		alloc, err = h.assignExhausted(ctx, key, meta, err)
 	}
 	if err != nil {
 		if errors.Is(err, datastore.ErrNoAvailableIP) {
-			noAvailableIPs.Inc()
+			h.metrics.noIP.Inc()
 		} else {
-			ipamdErrors.WithLabelValues("AddNetwork").Inc()
+			h.Errors.WithLabelValues("AddNetwork").Inc()
 		}
-		h.log.Error("AddNetwork failed", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "error", err)
+		h.Log.Error("AddNetwork failed", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "error", err)
 		return reply, nil
 	}
-	h.log.Debug("AddNetwork assigned", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "ip", alloc.IP.String(), "eni", alloc.ENIID)
+	h.Log.Debug("AddNetwork assigned", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "ip", alloc.IP.String(), "eni", alloc.ENIID)
 	reply.Success = true
 	reply.IPAllocationMetadata = []*rpc.IPAllocationMetadata{allocationMetadata(alloc)}
-	reply.UseExternalSNAT = h.cfg.ExternalSNAT
-	if !h.cfg.ExternalSNAT && h.vpcCIDRs != nil {
-		reply.VPCv4CIDRs = append(append([]string(nil), h.vpcCIDRs()...), h.cfg.ExcludeSNATCIDRs...)
+	reply.UseExternalSNAT = h.ExternalSNAT
+	if !h.ExternalSNAT && h.VPCCIDRs != nil {
+		reply.VPCv4CIDRs = append(append([]string(nil), h.VPCCIDRs()...), h.ExcludeSNATCIDRs...)
 	}
 	return reply, nil
 }
@@ -102,12 +89,12 @@ func (h *rpcHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 // DelNetwork releases the pod interface's address. An unknown key is an
 // error whose text carries "datastore: unknown pod", which the plugin (ours
 // and upstream's) treats as nothing to do.
-func (h *rpcHandler) DelNetwork(_ context.Context, in *rpc.DelNetworkRequest) (*rpc.DelNetworkReply, error) {
+func (h *cniHandler) DelNetwork(_ context.Context, in *rpc.DelNetworkRequest) (*rpc.DelNetworkReply, error) {
 	reason := in.Reason
 	if !knownDelReasons[reason] {
 		reason = "other"
 	}
-	delIPRequests.WithLabelValues(reason).Inc()
+	h.metrics.dels.WithLabelValues(reason).Inc()
 	if err := h.checkVersion("DelNetwork", in.ClientVersion); err != nil {
 		return nil, err
 	}
@@ -117,29 +104,29 @@ func (h *rpcHandler) DelNetwork(_ context.Context, in *rpc.DelNetworkRequest) (*
 		return nil, h.invalid("DelNetwork", reason, err)
 	}
 	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
-	alloc, err := h.store.Release(key)
+	alloc, err := h.Store.Release(key)
 	switch {
 	case errors.Is(err, datastore.ErrUnknownPod):
-		h.log.Info("DelNetwork for unknown key", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
+		h.Log.Info("DelNetwork for unknown key", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
 		return nil, status.Error(codes.NotFound, datastore.ErrUnknownPod.Error())
 	case err != nil:
-		ipamdErrors.WithLabelValues("DelNetwork").Inc()
-		h.log.Error("DelNetwork failed", "key", key.String(), "error", err)
+		h.Errors.WithLabelValues("DelNetwork").Inc()
+		h.Log.Error("DelNetwork failed", "key", key.String(), "error", err)
 		return nil, status.Errorf(codes.Unavailable, "release %s: %v", key, err)
 	}
-	h.log.Debug("DelNetwork released", "key", key.String(), "ip", alloc.IP.String(), "reason", in.Reason)
+	h.Log.Debug("DelNetwork released", "key", key.String(), "ip", alloc.IP.String(), "reason", in.Reason)
 	return &rpc.DelNetworkReply{
 		Success:              true,
 		IPAllocationMetadata: []*rpc.IPAllocationMetadata{allocationMetadata(alloc)},
-		NetworkPolicyMode:    h.cfg.NetworkPolicyMode,
+		NetworkPolicyMode:    h.NetworkPolicyMode,
 	}, nil
 }
 
 // GetNetworkPolicyConfigs answers the network-policy agent.
-func (h *rpcHandler) GetNetworkPolicyConfigs(context.Context, *emptypb.Empty) (*rpc.NetworkPolicyAgentConfigReply, error) {
+func (h *cniHandler) GetNetworkPolicyConfigs(context.Context, *emptypb.Empty) (*rpc.NetworkPolicyAgentConfigReply, error) {
 	return &rpc.NetworkPolicyAgentConfigReply{
-		NetworkPolicyMode: h.cfg.NetworkPolicyMode,
-		MultiNICEnabled:   h.cfg.EnableMultiNIC,
+		NetworkPolicyMode: h.NetworkPolicyMode,
+		MultiNICEnabled:   h.EnableMultiNIC,
 	}, nil
 }
 
@@ -154,12 +141,12 @@ func allocationMetadata(a datastore.Allocation) *rpc.IPAllocationMetadata {
 // assignExhausted handles an ADD that found no address: the pool manager is
 // woken at once, and if the reconciler holds a confirmed leak it is freed
 // for this ADD (with the reconciler's own checks) and the assign retried.
-func (h *rpcHandler) assignExhausted(ctx context.Context, key datastore.IPAMKey, meta datastore.IPAMMetadata, err error) (datastore.Allocation, error) {
-	if h.onExhausted != nil {
-		h.onExhausted()
+func (h *cniHandler) assignExhausted(ctx context.Context, key datastore.IPAMKey, meta datastore.IPAMMetadata, err error) (datastore.Allocation, error) {
+	if h.OnExhausted != nil {
+		h.OnExhausted()
 	}
-	if h.reclaim == nil || !h.reclaim(ctx) {
+	if h.Reclaim == nil || !h.Reclaim(ctx) {
 		return datastore.Allocation{}, err
 	}
-	return h.store.Assign(key, meta)
+	return h.Store.Assign(key, meta)
 }

@@ -1,4 +1,4 @@
-package ipamd
+package rpcserver
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
@@ -18,47 +17,42 @@ const maxGCAttachments = 100_000
 // STATUS verbs.
 type maintenanceHandler struct {
 	rpc.UnimplementedCNIMaintenanceServer
-	version string
-	store   interface{ Stats() datastore.Stats }
-	// recon is nil when the reconciler is off or no runtime is reachable:
-	// GC then releases nothing (it cannot cross-check the runtime).
-	recon func() *reconciler
+	Options
 }
 
 // GarbageCollect releases allocations of a network whose attachment the
 // runtime no longer knows, through the reconciler's safe path (grace
 // period, fresh sandbox list, per-pass cap, mass brake).
 func (m *maintenanceHandler) GarbageCollect(ctx context.Context, in *rpc.GarbageCollectRequest) (*rpc.GarbageCollectReply, error) {
-	if in.ClientVersion != m.version {
-		invalidRequests.WithLabelValues("GarbageCollect", "version_mismatch").Inc()
-		return nil, status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", in.ClientVersion, m.version)
+	if in.ClientVersion != m.Version {
+		m.metrics.invalid.WithLabelValues("GarbageCollect", "version_mismatch").Inc()
+		return nil, status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", in.ClientVersion, m.Version)
 	}
 	if reason, err := validate(field{"NetworkName", in.NetworkName, true, maxIDLen}); err != nil {
-		invalidRequests.WithLabelValues("GarbageCollect", reason).Inc()
+		m.metrics.invalid.WithLabelValues("GarbageCollect", reason).Inc()
 		return nil, status.Errorf(codes.InvalidArgument, "GarbageCollect: %v", err)
 	}
 	if len(in.ValidAttachments) > maxGCAttachments {
-		invalidRequests.WithLabelValues("GarbageCollect", "too_many_attachments").Inc()
+		m.metrics.invalid.WithLabelValues("GarbageCollect", "too_many_attachments").Inc()
 		return nil, status.Errorf(codes.InvalidArgument, "GarbageCollect: %d attachments, at most %d", len(in.ValidAttachments), maxGCAttachments)
 	}
 	valid := make(map[[2]string]bool, len(in.ValidAttachments))
 	for _, a := range in.ValidAttachments {
 		valid[[2]string{a.GetContainerID(), a.GetIfName()}] = true
 	}
-	r := m.recon()
-	if r == nil {
+	if m.GC == nil {
 		return &rpc.GarbageCollectReply{}, nil
 	}
-	released, deferred := r.collectGarbage(ctx, in.NetworkName, valid)
+	released, deferred := m.GC(ctx, in.NetworkName, valid)
 	return &rpc.GarbageCollectReply{Released: int32(released), Deferred: int32(deferred)}, nil
 }
 
 // PoolStatus reports the pool for the plugin's STATUS verb.
 func (m *maintenanceHandler) PoolStatus(_ context.Context, in *rpc.PoolStatusRequest) (*rpc.PoolStatusReply, error) {
-	if in.ClientVersion != m.version {
-		return nil, status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", in.ClientVersion, m.version)
+	if in.ClientVersion != m.Version {
+		return nil, status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", in.ClientVersion, m.Version)
 	}
-	s := m.store.Stats()
+	s := m.Stats.Stats()
 	avail := s.TotalIPs - s.AssignedIPs - s.CooldownIPs - s.PendingIPs // assignable now
 	return &rpc.PoolStatusReply{TotalIPs: int32(s.TotalIPs), AssignedIPs: int32(s.AssignedIPs), AvailableIPs: int32(max(avail, 0))}, nil
 }

@@ -1,4 +1,4 @@
-package ipamd
+package rpcserver
 
 import (
 	"strings"

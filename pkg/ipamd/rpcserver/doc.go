@@ -1,0 +1,11 @@
+// Package rpcserver owns ipamd's gRPC surface on its unix socket: the CNI
+// backend (AddNetwork, DelNetwork) and config server the plugin and the
+// network-policy agent call, the maintenance service behind the plugin's
+// CNI 1.1 GC and STATUS verbs, request validation, the health service and
+// the request metrics. Message names, fields and reply texts are upstream's
+// wire contract.
+//
+// It holds no state of its own: it works through the small interfaces and
+// funcs in Options (allocate/release, stats, GC, reclaim), and never
+// imports the agent (pkg/ipamd), the pool manager or the reconciler.
+package rpcserver

@@ -1,0 +1,100 @@
+package rpcserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/rpc"
+)
+
+// HealthServiceName is the service name upstream's probes and entrypoint
+// may ask about; the empty service name is SERVING too.
+const HealthServiceName = "grpc.health.v1.aws-node"
+
+// MaxRequestBytes bounds a request message: real ones are a few hundred bytes.
+const MaxRequestBytes = 8 << 20 // GC requests list every attachment
+
+// ListenUnix opens the gRPC socket as upstream does: parent directory 0755,
+// any stale socket removed, socket mode 0660. It never listens on TCP.
+func ListenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("socket dir: %w", err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("chmod %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// Options are what the handlers serve from. Nil funcs mean the feature is
+// absent: no pool manager to wake, no reconciler to reclaim or collect
+// garbage through.
+type Options struct {
+	Store Allocator
+	Stats interface{ Stats() datastore.Stats }
+	// Version is the ClientVersion requests must carry.
+	Version string
+	// Settings that shape replies (upstream's names).
+	NetworkPolicyMode string
+	EnableMultiNIC    bool
+	ExternalSNAT      bool
+	ExcludeSNATCIDRs  []string
+	// VPCCIDRs returns the VPC IPv4 CIDRs for ADD replies.
+	VPCCIDRs func() []string
+	// OnExhausted is told when an ADD finds no address (it wakes the pool
+	// manager, which merges wake-ups).
+	OnExhausted func()
+	// Reclaim frees one confirmed leaked address for an ADD that found
+	// none (the pod-IP reconciler).
+	Reclaim func(ctx context.Context) bool
+	// GC releases allocations of network whose attachment is not in valid
+	// (the reconciler's safe path); nil: GC releases nothing.
+	GC func(ctx context.Context, network string, valid map[[2]string]bool) (released, deferred int)
+	// Errors is upstream's awscni_ipamd_error_count, shared with the rest
+	// of ipamd.
+	Errors *prometheus.CounterVec
+	Log    *slog.Logger
+
+	metrics *Metrics
+}
+
+// New builds the gRPC server: the CNI backend, the config server, the
+// maintenance service (GC, STATUS), the standard health service and
+// reflection, as upstream's ipamd does. m holds the request metrics.
+func New(o Options, m *Metrics) (*grpc.Server, *health.Server) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	o.metrics = m
+	s := grpc.NewServer(grpc.MaxRecvMsgSize(MaxRequestBytes))
+	h := &cniHandler{Options: o}
+	rpc.RegisterCNIBackendServer(s, h)
+	rpc.RegisterConfigServerBackendServer(s, h)
+	rpc.RegisterCNIMaintenanceServer(s, &maintenanceHandler{Options: o})
+	hs := health.NewServer()
+	hs.SetServingStatus(HealthServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s, hs)
+	reflection.Register(s)
+	return s, hs
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/logger"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
@@ -77,7 +78,7 @@ func run() int {
 		}
 	}
 	if *devPool != "" {
-		p, err := ipamd.ParseDevPool(*devPool)
+		p, err := devpool.Parse(*devPool)
 		if err != nil {
 			log.Error("bad -dev-static-pool", "error", err)
 			return 1

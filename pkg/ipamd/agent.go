@@ -16,6 +16,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
 
@@ -32,7 +33,7 @@ type Options struct {
 	MetricsAddress string
 	// DevPool, when set, replaces EC2 discovery with a static pool
 	// (development and tests only).
-	DevPool *DevPool
+	DevPool *devpool.Pool
 	// AWS is the EC2/IMDS client; nil builds one from the SDK's standard
 	// configuration (unless DevPool is set).
 	AWS awsAPI

@@ -173,5 +173,5 @@ func readMarker(path string) string {
 func (a *Agent) fillDevPool() error {
 	a.log.Warn("DEVELOPMENT MODE: static synthetic pool, no EC2; never use this on a real node",
 		"enis", a.opts.DevPool.ENIs, "perENI", a.opts.DevPool.PerENI, "prefixDelegation", a.opts.Config.PrefixDelegation)
-	return a.opts.DevPool.populate(a.store)
+	return a.opts.DevPool.Populate(a.store)
 }

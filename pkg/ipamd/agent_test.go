@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
@@ -52,11 +53,11 @@ func testConfig(dir string) Config {
 	return cfg
 }
 
-func startNode(t *testing.T, dir string, pool DevPool, mutate ...func(*Config)) *testNode {
+func startNode(t *testing.T, dir string, pool devpool.Pool, mutate ...func(*Config)) *testNode {
 	return startNodeTB(t, dir, pool, mutate...)
 }
 
-func startNodeTB(t testing.TB, dir string, pool DevPool, mutate ...func(*Config)) *testNode {
+func startNodeTB(t testing.TB, dir string, pool devpool.Pool, mutate ...func(*Config)) *testNode {
 	t.Helper()
 	return startNodeOpts(t, dir, pool, func(o *Options) {
 		for _, m := range mutate {
@@ -65,7 +66,7 @@ func startNodeTB(t testing.TB, dir string, pool DevPool, mutate ...func(*Config)
 	})
 }
 
-func startNodeOpts(t testing.TB, dir string, pool DevPool, mutate func(*Options)) *testNode {
+func startNodeOpts(t testing.TB, dir string, pool devpool.Pool, mutate func(*Options)) *testNode {
 	t.Helper()
 	cfg := testConfig(dir)
 	n := &testNode{
@@ -145,7 +146,7 @@ func delReq(id string) *rpc.DelNetworkRequest {
 }
 
 func TestGRPCAddDelOverUnixSocket(t *testing.T) {
-	n := startNode(t, t.TempDir(), DevPool{ENIs: 2, PerENI: 2})
+	n := startNode(t, t.TempDir(), devpool.Pool{ENIs: 2, PerENI: 2})
 	fi, err := os.Stat(n.socket)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o660), fi.Mode().Perm(), "socket mode as upstream")
@@ -183,7 +184,7 @@ func TestGRPCAddDelOverUnixSocket(t *testing.T) {
 }
 
 func TestGRPCExhaustionIsSuccessFalse(t *testing.T) {
-	n := startNode(t, t.TempDir(), DevPool{ENIs: 1, PerENI: 1})
+	n := startNode(t, t.TempDir(), devpool.Pool{ENIs: 1, PerENI: 1})
 	conn := n.dial(t)
 	defer conn.Close()
 	c := rpc.NewCNIBackendClient(conn)
@@ -198,7 +199,7 @@ func TestGRPCExhaustionIsSuccessFalse(t *testing.T) {
 }
 
 func TestGRPCRejectsMalformedRequests(t *testing.T) {
-	n := startNode(t, t.TempDir(), DevPool{ENIs: 1, PerENI: 3})
+	n := startNode(t, t.TempDir(), devpool.Pool{ENIs: 1, PerENI: 3})
 	conn := n.dial(t)
 	defer conn.Close()
 	c := rpc.NewCNIBackendClient(conn)
@@ -243,7 +244,7 @@ func TestGRPCRejectsMalformedRequests(t *testing.T) {
 }
 
 func TestGRPCVersionGate(t *testing.T) {
-	n := startNode(t, t.TempDir(), DevPool{ENIs: 1, PerENI: 1})
+	n := startNode(t, t.TempDir(), devpool.Pool{ENIs: 1, PerENI: 1})
 	conn := n.dial(t)
 	defer conn.Close()
 	c := rpc.NewCNIBackendClient(conn)
@@ -259,7 +260,7 @@ func TestGRPCVersionGate(t *testing.T) {
 }
 
 func TestGRPCHealth(t *testing.T) {
-	n := startNode(t, t.TempDir(), DevPool{ENIs: 1, PerENI: 1})
+	n := startNode(t, t.TempDir(), devpool.Pool{ENIs: 1, PerENI: 1})
 	conn := n.dial(t)
 	defer conn.Close()
 	h := healthpb.NewHealthClient(conn)
@@ -275,7 +276,7 @@ func TestGRPCHealth(t *testing.T) {
 
 func TestRestartKeepsAllocations(t *testing.T) {
 	dir := t.TempDir()
-	n := startNode(t, dir, DevPool{ENIs: 2, PerENI: 3})
+	n := startNode(t, dir, devpool.Pool{ENIs: 2, PerENI: 3})
 	conn := n.dial(t)
 	c := rpc.NewCNIBackendClient(conn)
 	ips := map[string]string{}
@@ -288,7 +289,7 @@ func TestRestartKeepsAllocations(t *testing.T) {
 	conn.Close()
 	n.stop(t)
 
-	n2 := startNode(t, dir, DevPool{ENIs: 2, PerENI: 3})
+	n2 := startNode(t, dir, devpool.Pool{ENIs: 2, PerENI: 3})
 	conn2 := n2.dial(t)
 	defer conn2.Close()
 	c2 := rpc.NewCNIBackendClient(conn2)
@@ -313,7 +314,7 @@ func TestCorruptCheckpointRefusesToStart(t *testing.T) {
 	cfg.Reconciler.CRIEndpoint = "unix://" + filepath.Join(dir, "no-runtime.sock")
 	cfg.Reconciler.CRITimeout = 200 * time.Millisecond
 	start := func() error {
-		_, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &DevPool{ENIs: 1, PerENI: 1}})
+		_, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &devpool.Pool{ENIs: 1, PerENI: 1}})
 		return err
 	}
 	err := start()
@@ -331,13 +332,13 @@ func TestCorruptCheckpointRefusesToStart(t *testing.T) {
 
 	// With the reconciler off by choice, ipamd starts as upstream does.
 	cfg.Reconciler.Mode = ReconcileOff
-	a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &DevPool{ENIs: 1, PerENI: 1}})
+	a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &devpool.Pool{ENIs: 1, PerENI: 1}})
 	require.NoError(t, err)
 	require.NoError(t, a.Store().Close())
 }
 
 func TestIntrospection(t *testing.T) {
-	n := startNode(t, t.TempDir(), DevPool{ENIs: 2, PerENI: 2})
+	n := startNode(t, t.TempDir(), devpool.Pool{ENIs: 2, PerENI: 2})
 	conn := n.dial(t)
 	defer conn.Close()
 	r, err := rpc.NewCNIBackendClient(conn).AddNetwork(context.Background(), addReq("c1"))
@@ -416,7 +417,7 @@ func TestIntrospection(t *testing.T) {
 }
 
 func TestMetricsEndpoint(t *testing.T) {
-	n := startNode(t, t.TempDir(), DevPool{ENIs: 2, PerENI: 2})
+	n := startNode(t, t.TempDir(), devpool.Pool{ENIs: 2, PerENI: 2})
 	conn := n.dial(t)
 	defer conn.Close()
 	_, err := rpc.NewCNIBackendClient(conn).AddNetwork(context.Background(), addReq("m1"))

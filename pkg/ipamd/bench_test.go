@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
@@ -17,7 +18,7 @@ import (
 // already assigned.
 func benchNode(b *testing.B) *testNode {
 	b.Helper()
-	n := startNodeTB(b, b.TempDir(), DevPool{ENIs: 15, PerENI: 49})
+	n := startNodeTB(b, b.TempDir(), devpool.Pool{ENIs: 15, PerENI: 49})
 	for i := range 700 {
 		_, err := n.agent.Store().Assign(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprintf("fill-%d", i), IfName: "eth0"}, datastore.IPAMMetadata{})
 		if err != nil {

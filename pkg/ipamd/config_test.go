@@ -95,16 +95,6 @@ func TestLoadConfigRefusals(t *testing.T) {
 	}
 }
 
-func TestParseDevPool(t *testing.T) {
-	p, err := ParseDevPool("3x10")
-	require.NoError(t, err)
-	assert.Equal(t, DevPool{ENIs: 3, PerENI: 10}, p)
-	for _, bad := range []string{"", "3", "x10", "0x10", "3x0", "3x-1", "101x1", "axb"} {
-		_, err := ParseDevPool(bad)
-		assert.Error(t, err, bad)
-	}
-}
-
 func TestReconcilerConfigRefusesUnsafeValues(t *testing.T) {
 	tests := []struct{ name, key, val, want string }{
 		{"bare number grace", "POD_IP_RECONCILE_GRACE_PERIOD", "5", "needs a unit"},

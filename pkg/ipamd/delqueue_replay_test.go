@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 )
 
 // replayAgent is just enough of an agent to replay a DEL queue.
@@ -18,7 +19,7 @@ func replayAgent(t *testing.T) (*Agent, string) {
 	t.Helper()
 	store := datastore.New(datastore.Config{})
 	t.Cleanup(func() { store.Close() })
-	require.NoError(t, DevPool{ENIs: 1, PerENI: 4}.populate(store))
+	require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 4}.Populate(store))
 	dir := filepath.Join(t.TempDir(), "delq")
 	return &Agent{opts: Options{DelQueueDir: dir}, log: slog.New(slog.DiscardHandler), store: store}, dir
 }

@@ -13,13 +13,14 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
 func TestDelQueueReplayedAtStart(t *testing.T) {
 	dir := t.TempDir()
-	n := startNode(t, dir, DevPool{ENIs: 1, PerENI: 5})
+	n := startNode(t, dir, devpool.Pool{ENIs: 1, PerENI: 5})
 	conn := n.dial(t)
 	c := rpc.NewCNIBackendClient(conn)
 	for _, id := range []string{"lost", "kept", "newer"} {
@@ -39,7 +40,7 @@ func TestDelQueueReplayedAtStart(t *testing.T) {
 	require.NoError(t, delqueue.Write(q, delqueue.Entry{ContainerID: "ghost", IfName: "eth0", NetworkName: "aws-cni"}))
 	require.NoError(t, os.WriteFile(filepath.Join(q, "junk_eth0.json"), []byte("{"), 0o600))
 
-	n2 := startNode(t, dir, DevPool{ENIs: 1, PerENI: 5})
+	n2 := startNode(t, dir, devpool.Pool{ENIs: 1, PerENI: 5})
 	store := n2.agent.Store()
 	_, ok := store.Find(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "lost", IfName: "eth0"})
 	assert.False(t, ok, "a queued DEL is replayed before serving")
@@ -56,7 +57,7 @@ func TestGarbageCollectAndPoolStatus(t *testing.T) {
 	rt, client := startFakeCRI(t)
 	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 300 * time.Millisecond, MaxReleasePerPass: 10,
 		ConfirmDelay: 100 * time.Millisecond}
-	n := startNodeOpts(t, t.TempDir(), DevPool{ENIs: 1, PerENI: 10}, func(o *Options) { o.Config.Reconciler = rc; o.CRI = client })
+	n := startNodeOpts(t, t.TempDir(), devpool.Pool{ENIs: 1, PerENI: 10}, func(o *Options) { o.Config.Reconciler = rc; o.CRI = client })
 	conn := n.dial(t)
 	defer conn.Close()
 	c := rpc.NewCNIBackendClient(conn)
@@ -105,7 +106,7 @@ func TestGarbageCollectAndPoolStatus(t *testing.T) {
 }
 
 func TestGarbageCollectWithoutRuntimeReleasesNothing(t *testing.T) {
-	n := startNode(t, t.TempDir(), DevPool{ENIs: 1, PerENI: 3})
+	n := startNode(t, t.TempDir(), devpool.Pool{ENIs: 1, PerENI: 3})
 	conn := n.dial(t)
 	defer conn.Close()
 	_, err := rpc.NewCNIBackendClient(conn).AddNetwork(context.Background(), addReq("a"))

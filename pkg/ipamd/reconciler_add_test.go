@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
@@ -55,7 +56,7 @@ func TestExhaustedADDReclaimsAConfirmedLeakInline(t *testing.T) {
 	_, client := startFakeCRI(t)
 	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 100 * time.Millisecond,
 		ConfirmDelay: 100 * time.Millisecond, MaxReleasePerPass: 5}
-	n := startNodeOpts(t, t.TempDir(), DevPool{ENIs: 1, PerENI: 4}, func(o *Options) {
+	n := startNodeOpts(t, t.TempDir(), devpool.Pool{ENIs: 1, PerENI: 4}, func(o *Options) {
 		o.CRI = client
 		o.Config.Reconciler = rc
 		o.Config.IPCooldown = 50 * time.Millisecond

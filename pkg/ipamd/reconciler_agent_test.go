@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
@@ -35,7 +36,7 @@ func TestCheckpointLossRebuildsFromRuntime(t *testing.T) {
 			cfg := testConfig(dir)
 			cfg.Reconciler = ReconcilerConfig{Mode: ReconcileEnforce}
 			a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"),
-				DevPool: &DevPool{ENIs: 2, PerENI: 10}, CRI: client})
+				DevPool: &devpool.Pool{ENIs: 2, PerENI: 10}, CRI: client})
 			require.NoError(t, err, "a lost checkpoint is rebuilt from the runtime, not fatal")
 			defer a.store.Close()
 			assert.Len(t, a.store.Allocations(), 2)
@@ -57,7 +58,7 @@ func TestCorruptCheckpointWithRuntimeDownRefusesToStart(t *testing.T) {
 	cfg := testConfig(dir)
 	cfg.Reconciler = ReconcilerConfig{Mode: ReconcileEnforce}
 	_, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"),
-		DevPool: &DevPool{ENIs: 1, PerENI: 5}, CRI: client})
+		DevPool: &devpool.Pool{ENIs: 1, PerENI: 5}, CRI: client})
 	require.Error(t, err)
 }
 
@@ -103,7 +104,7 @@ func TestReconcilerRaceWithChurn(t *testing.T) {
 	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: 10 * time.Millisecond, StartDelay: time.Millisecond,
 		Grace: 200 * time.Millisecond, ConfirmDelay: 10 * time.Millisecond, MaxReleasePerPass: 100}
 	// The agent runs the reconciler itself, on the fake runtime.
-	n := startNodeOpts(t, dir, DevPool{ENIs: 3, PerENI: 20}, func(o *Options) {
+	n := startNodeOpts(t, dir, devpool.Pool{ENIs: 3, PerENI: 20}, func(o *Options) {
 		o.Config.Reconciler = rc
 		o.CRI = client
 	})
@@ -196,7 +197,7 @@ func TestReconcilerIntrospection(t *testing.T) {
 	cfg := testConfig(dir)
 	cfg.Reconciler = ReconcilerConfig{Mode: ReconcileReport}
 	a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "ipamd.sock"), DelQueueDir: filepath.Join(dir, "q"),
-		MetricsAddress: "unix:" + filepath.Join(dir, "m.sock"), DevPool: &DevPool{ENIs: 1, PerENI: 3}, CRI: client})
+		MetricsAddress: "unix:" + filepath.Join(dir, "m.sock"), DevPool: &devpool.Pool{ENIs: 1, PerENI: 3}, CRI: client})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

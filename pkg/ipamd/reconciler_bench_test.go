@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
@@ -21,7 +22,7 @@ func reconBenchNode(b *testing.B, n int) (*datastore.DataStore, *reconciler) {
 	rt, client := startFakeCRI(b)
 	store := datastore.New(datastore.Config{})
 	b.Cleanup(func() { store.Close() })
-	if err := (DevPool{ENIs: 22, PerENI: 50}).populate(store); err != nil {
+	if err := (devpool.Pool{ENIs: 22, PerENI: 50}).Populate(store); err != nil {
 		b.Fatal(err)
 	}
 	for i := range n {

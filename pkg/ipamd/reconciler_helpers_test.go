@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
@@ -113,7 +114,7 @@ func newReconFixture(t *testing.T, mutate ...func(*ReconcilerConfig)) *reconFixt
 	clk := newTestClock()
 	store := datastore.New(datastore.Config{Now: clk.Now, Cooldown: 30 * time.Second, Checkpointer: &datastore.MemoryCheckpointer{}})
 	t.Cleanup(func() { store.Close() })
-	require.NoError(t, DevPool{ENIs: 3, PerENI: 10}.populate(store))
+	require.NoError(t, devpool.Pool{ENIs: 3, PerENI: 10}.Populate(store))
 	cfg := ReconcilerConfig{}
 	for _, m := range mutate {
 		m(&cfg)

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
@@ -339,7 +340,7 @@ const devPoolENI0 = "eni-dev0000000000000"
 
 // startVerifyingDevNode runs an agent on a DevPool with the fake runtime
 // and the reconciler in enforce mode, making no pass of its own.
-func startVerifyingDevNode(t *testing.T, pool DevPool) (*testNode, *fakecri.Runtime) {
+func startVerifyingDevNode(t *testing.T, pool devpool.Pool) (*testNode, *fakecri.Runtime) {
 	t.Helper()
 	rt, client := startFakeCRI(t)
 	n := startNodeOpts(t, t.TempDir(), pool, func(o *Options) {
@@ -355,7 +356,7 @@ func startVerifyingDevNode(t *testing.T, pool DevPool) (*testNode, *fakecri.Runt
 // granted again: it joins pending, no ADD gets it, and the reconciler's
 // pass gives it back to the running pod.
 func TestForcedRemovalAndReAddOfALiveAddressIsAdopted(t *testing.T) {
-	n, rt := startVerifyingDevNode(t, DevPool{ENIs: 1, PerENI: 3})
+	n, rt := startVerifyingDevNode(t, devpool.Pool{ENIs: 1, PerENI: 3})
 	conn := n.dial(t)
 	defer conn.Close()
 	c := rpc.NewCNIBackendClient(conn)
@@ -395,7 +396,7 @@ func TestForcedRemovalAndReAddOfALiveAddressIsAdopted(t *testing.T) {
 // gets them) and /v1/reconciler says how many and why; once the runtime is
 // back on its socket, verification adopts the live one and frees the rest.
 func TestJoiningAddressesWaitWhileTheRuntimeIsUnreachable(t *testing.T) {
-	n, rt := startVerifyingDevNode(t, DevPool{ENIs: 1, PerENI: 2})
+	n, rt := startVerifyingDevNode(t, devpool.Pool{ENIs: 1, PerENI: 2})
 	sock := strings.TrimPrefix(rt.Endpoint(), "unix://")
 	rt.Stop()
 	joining := []string{"10.250.0.100", "10.250.0.101", "10.250.0.102"}
@@ -439,7 +440,7 @@ func TestJoiningAddressesWaitWhileTheRuntimeIsUnreachable(t *testing.T) {
 // neither adopted nor freed, passes leave it alone, and it is verified
 // free only once the sandbox is gone.
 func TestNotReadySandboxHoldsAJoiningAddressUntilItIsGone(t *testing.T) {
-	n, rt := startVerifyingDevNode(t, DevPool{ENIs: 1, PerENI: 1})
+	n, rt := startVerifyingDevNode(t, devpool.Pool{ENIs: 1, PerENI: 1})
 	const ip = "10.250.0.50"
 	sb := liveSandbox("stopping", "web", ip)
 	sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY

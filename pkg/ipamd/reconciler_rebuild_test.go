@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
@@ -27,7 +28,7 @@ import (
 func startRebuildNode(t *testing.T, dir string, client sandboxSource, rc ReconcilerConfig) *testNode {
 	t.Helper()
 	rc.Mode = ReconcileEnforce
-	return startNodeOpts(t, dir, DevPool{ENIs: 2, PerENI: 3}, func(o *Options) {
+	return startNodeOpts(t, dir, devpool.Pool{ENIs: 2, PerENI: 3}, func(o *Options) {
 		o.CRI = client
 		o.Config.Reconciler = rc
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 )
 
 // stuckStatus is a runtime whose PodSandboxStatus fails for one sandbox
@@ -54,7 +55,7 @@ func TestStatusFailureEndsTheRoundAndBacksOff(t *testing.T) {
 	clk := newTestClock()
 	store := datastore.New(datastore.Config{Now: clk.Now, VerifyNewAddresses: true})
 	t.Cleanup(func() { store.Close() })
-	require.NoError(t, DevPool{ENIs: 1, PerENI: 4}.populate(store))
+	require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 4}.Populate(store))
 	src := &stuckStatus{stuck: "sb-010", calls: map[string]int{}}
 	for i := range 50 {
 		src.sandboxes = append(src.sandboxes, cri.Sandbox{ID: fmt.Sprintf("sb-%03d", i), Ready: true})
@@ -92,7 +93,7 @@ func TestProbeModeWithoutSocketTreatsLostCheckpointAsNoRuntime(t *testing.T) {
 	cfg.Reconciler.Mode = ReconcileEnforce
 	path := filepath.Join(dir, "ipam.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"version":"vpc-cni-ipam/1","allocations":[{`), 0o600))
-	opts := Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &DevPool{ENIs: 1, PerENI: 3}}
+	opts := Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &devpool.Pool{ENIs: 1, PerENI: 3}}
 	_, err := NewAgent(context.Background(), opts)
 	require.Error(t, err, "corrupt checkpoint and nothing to rebuild from")
 	assert.FileExists(t, path+RebuildMarkerSuffix)

@@ -1,4 +1,7 @@
-package ipamd
+// Package devpool is a DEVELOPMENT-ONLY static pool of synthetic ENIs and
+// addresses for ipamd's datastore (aws-k8s-agent -dev-static-pool, tests):
+// no EC2 behind it. It never touches the host.
+package devpool
 
 import (
 	"fmt"
@@ -9,28 +12,28 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
-// DevPool is a DEVELOPMENT-ONLY static pool: synthetic ENIs and addresses
+// Pool is a DEVELOPMENT-ONLY static pool: synthetic ENIs and addresses
 // in 10.250.0.0/16, no EC2. It lets ipamd's gRPC, checkpoint and
 // introspection run on a laptop or in tests before the AWS layer is wired.
 // Never use it on a real node: the addresses are not attached to anything.
-type DevPool struct {
+type Pool struct {
 	ENIs   int
 	PerENI int // secondary IPs per ENI, or /28 prefixes per ENI in PD mode
 }
 
-// ParseDevPool parses "ENISxPERENI", e.g. "3x10".
-func ParseDevPool(s string) (DevPool, error) {
+// Parse parses "ENISxPERENI", e.g. "3x10".
+func Parse(s string) (Pool, error) {
 	a, b, ok := strings.Cut(strings.ToLower(s), "x")
 	enis, err1 := strconv.Atoi(a)
 	per, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil || enis < 1 || enis > 100 || per < 1 || per > 255 {
-		return DevPool{}, fmt.Errorf("dev pool %q: want ENISxPER_ENI with 1-100 ENIs and 1-255 per ENI", s)
+		return Pool{}, fmt.Errorf("dev pool %q: want ENISxPER_ENI with 1-100 ENIs and 1-255 per ENI", s)
 	}
-	return DevPool{ENIs: enis, PerENI: per}, nil
+	return Pool{ENIs: enis, PerENI: per}, nil
 }
 
-// populate adds the synthetic ENIs and CIDRs to the store.
-func (p DevPool) populate(store *datastore.DataStore) error {
+// Populate adds the synthetic ENIs and CIDRs to the store.
+func (p Pool) Populate(store *datastore.DataStore) error {
 	for i := range p.ENIs {
 		id := fmt.Sprintf("eni-dev%013d", i)
 		table := 254 // the primary ENI routes through the main table

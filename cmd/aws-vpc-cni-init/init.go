@@ -46,8 +46,10 @@ type deps struct {
 type sysctl struct{ key, value string }
 
 // run installs the files and sets the sysctls. Any error is fatal.
-func run(ctx context.Context, o options, env envutil.Lookup, d deps, log *slog.Logger) error {
-	binDir := envutil.String(env, "HOST_CNI_BIN_PATH", defaultHostCNIBinPath)
+// Unparsable booleans are logged and take their default.
+func run(ctx context.Context, o options, lookup envutil.Lookup, d deps, log *slog.Logger) error {
+	env := envutil.Env{Lookup: lookup, Warn: envutil.SlogWarn(log)}
+	binDir := env.String("HOST_CNI_BIN_PATH", defaultHostCNIBinPath)
 	copied, err := cp.Dir(o.WorkDir, binDir, func(name string) bool { return name == selfName || name == o.Self })
 	if err != nil {
 		return fmt.Errorf("install CNI plugins into %s: %w", binDir, err)
@@ -82,20 +84,20 @@ func run(ctx context.Context, o options, env envutil.Lookup, d deps, log *slog.L
 }
 
 // plan lists the sysctls upstream's init container sets, in its order.
-func plan(primary string, env envutil.Lookup) []sysctl {
+func plan(primary string, env envutil.Env) []sysctl {
 	// Loose reverse-path filtering: replies to pods on secondary ENIs leave
 	// through another interface than the one their request came in on.
 	out := []sysctl{{"net/ipv4/conf/" + primary + "/rp_filter", "2"}}
 	demux := "1"
-	if envutil.Bool(env, "DISABLE_TCP_EARLY_DEMUX", false) {
+	if env.Bool("DISABLE_TCP_EARLY_DEMUX", false) {
 		demux = "0"
 	}
 	out = append(out, sysctl{"net/ipv4/tcp_early_demux", demux})
-	v6 := envutil.Bool(env, "ENABLE_IPv6", false)
+	v6 := env.Bool("ENABLE_IPv6", false)
 	if v6 {
 		out = append(out, sysctl{"net/ipv6/conf/all/disable_ipv6", "0"})
 	}
-	if v6 || envutil.Bool(env, "ENABLE_V6_EGRESS", false) {
+	if v6 || env.Bool("ENABLE_V6_EGRESS", false) {
 		out = append(out,
 			sysctl{"net/ipv6/conf/all/forwarding", "1"},
 			// Keep taking router advertisements with forwarding on.

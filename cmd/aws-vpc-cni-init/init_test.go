@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -148,6 +149,16 @@ func TestSysctls(t *testing.T) {
 			assert.Equal(t, tc.want, n.sysctls(t))
 		})
 	}
+}
+
+func TestUnparsableBoolWarnsAndKeepsDefault(t *testing.T) {
+	n := newFakeNode(t)
+	var logs bytes.Buffer
+	env := map[string]string{"HOST_CNI_BIN_PATH": n.bin, "DISABLE_TCP_EARLY_DEMUX": "yes please"}
+	o := options{WorkDir: n.init, ProcSys: n.procSys, Self: selfName}
+	require.NoError(t, run(context.Background(), o, envOf(env), fakeDeps(), slog.New(slog.NewTextHandler(&logs, nil))))
+	assert.Equal(t, "1", n.sysctls(t)["net/ipv4/tcp_early_demux"], "default: early demux stays on")
+	assert.Contains(t, logs.String(), `env=DISABLE_TCP_EARLY_DEMUX value="yes please" using=false`)
 }
 
 func TestEarlyDemuxSkippedWhenAbsent(t *testing.T) {

@@ -18,7 +18,7 @@ func fixture(t *testing.T) []byte {
 }
 
 func defaults(t *testing.T, env map[string]string) settings {
-	s, err := loadSettings(envOf(env))
+	s, err := loadSettings(testEnv(env))
 	require.NoError(t, err)
 	return s
 }

@@ -69,7 +69,7 @@ func (o *options) setDefaults() {
 // returns the process exit code: 0 when ipamd exits cleanly, 1 otherwise.
 func run(o options, env envutil.Lookup, sigs <-chan os.Signal, log *slog.Logger) int {
 	o.setDefaults()
-	s, err := loadSettings(env)
+	s, err := loadSettings(envutil.Env{Lookup: env, Warn: envutil.SlogWarn(log)})
 	if err != nil {
 		log.Error("invalid configuration", "error", err)
 		return 1

@@ -317,6 +317,10 @@ func TestNothingStartsOnBadInput(t *testing.T) {
 	}{
 		{"invalid env", func(n *node) { n.env["AWS_VPC_K8S_CNI_VETHPREFIX"] = "eth" }, "invalid configuration"},
 		{"invalid PD env", func(n *node) { n.env["ENABLE_PREFIX_DELEGATION"] = "true" }, "ENABLE_PREFIX_DELEGATION"},
+		{"unparsable bool is logged", func(n *node) {
+			n.env["ENABLE_BANDWIDTH_PLUGIN"] = "maybe"
+			n.env["AWS_VPC_K8S_CNI_VETHPREFIX"] = "eth"
+		}, "env=ENABLE_BANDWIDTH_PLUGIN value=maybe using=false"},
 		{"missing template", func(n *node) { require.NoError(t, os.Remove(filepath.Join(n.app, conflistName))) }, "cannot read the conflist template"},
 		{"invalid template", func(n *node) {
 			require.NoError(t, os.WriteFile(filepath.Join(n.app, conflistName), []byte(`{"plugins":`), 0o644))

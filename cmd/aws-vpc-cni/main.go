@@ -68,7 +68,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 
 // newLogger logs JSON to w at the level of AWS_VPC_K8S_CNI_LOGLEVEL, like
 // ipamd.
+// An unknown level is Debug, with a warning once the logger exists.
 func newLogger(env envutil.Lookup, w io.Writer) *slog.Logger {
-	level, _ := logger.ParseLevel(envutil.String(env, "AWS_VPC_K8S_CNI_LOGLEVEL", "Debug"))
-	return logger.New(w, level).With("component", "aws-vpc-cni")
+	const name = "AWS_VPC_K8S_CNI_LOGLEVEL"
+	v := envutil.String(env, name, "Debug")
+	level, err := logger.ParseLevel(v)
+	log := logger.New(w, level).With("component", "aws-vpc-cni")
+	if err != nil {
+		envutil.SlogWarn(log)(name, v, level.String())
+	}
+	return log
 }

@@ -3,8 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
@@ -43,25 +43,23 @@ type settings struct {
 var cniVersionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 
 // loadSettings reads and validates the environment as upstream's entrypoint
-// does, reporting every problem at once. Two deliberate differences: an
-// empty value counts as unset, and the prefix-delegation check compares the
-// warm/minimum targets as numbers (upstream compares strings, so "-5" or
-// "00" pass or fail by accident).
-func loadSettings(env envutil.Lookup) (settings, error) {
-	get := func(name string) string {
-		v, _ := env(name)
-		return strings.TrimSpace(v)
-	}
+// does, reporting every problem at once; booleans it cannot parse are
+// warned about (env.Warn) and take their default. Two deliberate
+// differences: an empty value counts as unset, and the prefix-delegation
+// check compares the warm/minimum targets as numbers (upstream compares
+// strings, so "-5" or "00" pass or fail by accident).
+func loadSettings(env envutil.Env) (settings, error) {
+	cniVersion, _ := env.Value(envCNIVersion)
 	s := settings{
-		VethPrefix:     envutil.String(env, "AWS_VPC_K8S_CNI_VETHPREFIX", defaultVethPrefix),
-		PodSGMode:      envutil.String(env, "POD_SECURITY_GROUP_ENFORCING_MODE", defaultPodSGMode),
-		PluginLogFile:  envutil.String(env, "AWS_VPC_K8S_PLUGIN_LOG_FILE", defaultPluginLogFile),
-		PluginLogLevel: envutil.String(env, "AWS_VPC_K8S_PLUGIN_LOG_LEVEL", defaultPluginLogLevel),
-		Bandwidth:      envutil.Bool(env, "ENABLE_BANDWIDTH_PLUGIN", false),
-		DisablePodV6:   envutil.Bool(env, "DISABLE_POD_V6", false),
-		CNIVersion:     get(envCNIVersion),
-		HostCNIBinPath: envutil.String(env, "HOST_CNI_BIN_PATH", defaultHostCNIBinPath),
-		HostCNIConfDir: envutil.String(env, "HOST_CNI_CONFDIR_PATH", defaultHostCNIConfDir),
+		VethPrefix:     env.String("AWS_VPC_K8S_CNI_VETHPREFIX", defaultVethPrefix),
+		PodSGMode:      env.String("POD_SECURITY_GROUP_ENFORCING_MODE", defaultPodSGMode),
+		PluginLogFile:  env.String("AWS_VPC_K8S_PLUGIN_LOG_FILE", defaultPluginLogFile),
+		PluginLogLevel: env.String("AWS_VPC_K8S_PLUGIN_LOG_LEVEL", defaultPluginLogLevel),
+		Bandwidth:      env.Bool("ENABLE_BANDWIDTH_PLUGIN", false),
+		DisablePodV6:   env.Bool("DISABLE_POD_V6", false),
+		CNIVersion:     cniVersion,
+		HostCNIBinPath: env.String("HOST_CNI_BIN_PATH", defaultHostCNIBinPath),
+		HostCNIConfDir: env.String("HOST_CNI_CONFDIR_PATH", defaultHostCNIConfDir),
 	}
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -75,30 +73,24 @@ func loadSettings(env envutil.Lookup) (settings, error) {
 	case p == "eth" || p == "lo" || p == "vlan":
 		bad("AWS_VPC_K8S_CNI_VETHPREFIX cannot be %q: it is reserved for the node's own interfaces", p)
 	}
-	if envutil.Bool(env, "ENABLE_POD_ENI", false) && s.PodSGMode != "strict" && s.PodSGMode != "standard" {
+	if env.Bool("ENABLE_POD_ENI", false) && s.PodSGMode != "strict" && s.PodSGMode != "standard" {
 		bad("POD_SECURITY_GROUP_ENFORCING_MODE %q must be strict or standard", s.PodSGMode)
 	}
-	if v := get("IP_COOLDOWN_PERIOD"); v != "" {
-		if n, err := strconv.Atoi(v); err != nil || n < 0 {
-			bad("IP_COOLDOWN_PERIOD %q must be a whole number of seconds >= 0", v)
-		}
+	if _, _, err := env.LookupInt("IP_COOLDOWN_PERIOD", 0, math.MaxInt); err != nil {
+		bad("%w (seconds)", err)
 	}
 
 	minMTU := minMTUv4
-	if envutil.Bool(env, "ENABLE_IPv6", false) {
+	if env.Bool("ENABLE_IPv6", false) {
 		minMTU = minMTUv6
 	}
 	mtu := func(name string) (int, bool) {
-		v := get(name)
-		if v == "" {
+		n, ok, err := env.LookupInt(name, minMTU, maxMTU)
+		if err != nil {
+			errs = append(errs, err)
 			return 0, false
 		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < minMTU || n > maxMTU {
-			bad("%s %q must be an integer between %d and %d", name, v, minMTU, maxMTU)
-			return 0, false
-		}
-		return n, true
+		return n, ok
 	}
 	s.MTU = defaultMTU
 	eniMTU, eniOK := mtu("AWS_VPC_ENI_MTU")
@@ -110,10 +102,12 @@ func loadSettings(env envutil.Lookup) (settings, error) {
 		s.MTU = eniMTU
 	}
 
-	if envutil.Bool(env, "ENABLE_PREFIX_DELEGATION", false) {
+	if env.Bool("ENABLE_PREFIX_DELEGATION", false) {
 		positive := false
 		for _, name := range []string{"WARM_IP_TARGET", "WARM_PREFIX_TARGET", "MINIMUM_IP_TARGET"} {
-			if n, err := strconv.Atoi(get(name)); err == nil && n > 0 {
+			// Unset, garbage or <= 0 all count as not positive here;
+			// ipamd warns about garbage itself.
+			if _, ok, err := env.LookupInt(name, 1, math.MaxInt); ok && err == nil {
 				positive = true
 			}
 		}

@@ -1,18 +1,27 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 )
 
 func envOf(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
+// testEnv reads m and drops warnings (TestLoadSettingsWarns checks them).
+func testEnv(m map[string]string) envutil.Env {
+	return envutil.Env{Lookup: envOf(m), Warn: func(string, string, string) {}}
+}
+
 func TestLoadSettingsDefaults(t *testing.T) {
-	s, err := loadSettings(envOf(nil))
+	s, err := loadSettings(testEnv(nil))
 	require.NoError(t, err)
 	assert.Equal(t, settings{
 		VethPrefix: "eni", MTU: 9001, PodSGMode: "strict",
@@ -22,7 +31,7 @@ func TestLoadSettingsDefaults(t *testing.T) {
 }
 
 func TestLoadSettingsValues(t *testing.T) {
-	s, err := loadSettings(envOf(map[string]string{
+	s, err := loadSettings(testEnv(map[string]string{
 		"AWS_VPC_K8S_CNI_VETHPREFIX":        "abcd",
 		"POD_SECURITY_GROUP_ENFORCING_MODE": "standard",
 		"ENABLE_POD_ENI":                    "true",
@@ -59,7 +68,7 @@ func TestMTUPrecedence(t *testing.T) {
 		{"ipv6 minimum", map[string]string{"ENABLE_IPv6": "true", "POD_MTU": "1280"}, 1280},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := loadSettings(envOf(tc.env))
+			s, err := loadSettings(testEnv(tc.env))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, s.MTU)
 		})
@@ -97,7 +106,7 @@ func TestLoadSettingsRejects(t *testing.T) {
 		{"cni version", map[string]string{"AWS_VPC_CNI_CONFLIST_CNI_VERSION": "v1"}, "AWS_VPC_CNI_CONFLIST_CNI_VERSION"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := loadSettings(envOf(tc.env))
+			_, err := loadSettings(testEnv(tc.env))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.msg)
 		})
@@ -107,18 +116,44 @@ func TestLoadSettingsRejects(t *testing.T) {
 func TestPrefixDelegationTargetsComparedAsNumbers(t *testing.T) {
 	for _, v := range []string{"1", "10", "016", " 2 "} {
 		for _, name := range []string{"WARM_IP_TARGET", "WARM_PREFIX_TARGET", "MINIMUM_IP_TARGET"} {
-			_, err := loadSettings(envOf(map[string]string{"ENABLE_PREFIX_DELEGATION": "true", name: v}))
+			_, err := loadSettings(testEnv(map[string]string{"ENABLE_PREFIX_DELEGATION": "true", name: v}))
 			assert.NoError(t, err, "%s=%q", name, v)
 		}
 	}
 }
 
 func TestLoadSettingsReportsEveryProblem(t *testing.T) {
-	_, err := loadSettings(envOf(map[string]string{
+	_, err := loadSettings(testEnv(map[string]string{
 		"AWS_VPC_K8S_CNI_VETHPREFIX": "toolong", "POD_MTU": "1", "IP_COOLDOWN_PERIOD": "x",
 	}))
 	require.Error(t, err)
 	for _, s := range []string{"AWS_VPC_K8S_CNI_VETHPREFIX", "POD_MTU", "IP_COOLDOWN_PERIOD"} {
 		assert.Contains(t, err.Error(), s)
 	}
+}
+
+func TestLoadSettingsWarns(t *testing.T) {
+	var warned [][3]string
+	env := envutil.Env{
+		Lookup: envOf(map[string]string{"ENABLE_BANDWIDTH_PLUGIN": "maybe", "DISABLE_POD_V6": " true ", "ENABLE_IPv6": "v6"}),
+		Warn:   func(name, value, used string) { warned = append(warned, [3]string{name, value, used}) },
+	}
+	s, err := loadSettings(env)
+	require.NoError(t, err)
+	assert.False(t, s.Bandwidth)
+	assert.True(t, s.DisablePodV6, "values are trimmed")
+	assert.Equal(t, [][3]string{{"ENABLE_BANDWIDTH_PLUGIN", "maybe", "false"}, {"ENABLE_IPv6", "v6", "false"}}, warned)
+}
+
+func TestNewLoggerWarnsOnUnknownLevel(t *testing.T) {
+	var buf bytes.Buffer
+	log := newLogger(envOf(map[string]string{"AWS_VPC_K8S_CNI_LOGLEVEL": "loud"}), &buf)
+	assert.True(t, log.Enabled(t.Context(), slog.LevelDebug), "Debug is used")
+	assert.Contains(t, buf.String(), `"env":"AWS_VPC_K8S_CNI_LOGLEVEL"`)
+	assert.Contains(t, buf.String(), `"value":"loud"`)
+	assert.Contains(t, buf.String(), `"using":"DEBUG"`)
+
+	buf.Reset()
+	newLogger(envOf(map[string]string{"AWS_VPC_K8S_CNI_LOGLEVEL": "info"}), &buf)
+	assert.Empty(t, buf.String())
 }

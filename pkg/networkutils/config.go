@@ -2,10 +2,9 @@ package networkutils
 
 import (
 	"log/slog"
-	"math"
 	"net/netip"
-	"strconv"
-	"strings"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 )
 
 // Values of Config.RandomizeSNAT (AWS_VPC_K8S_CNI_RANDOMIZESNAT).
@@ -53,110 +52,43 @@ type Config struct {
 }
 
 // ConfigFromEnv reads the host-networking environment variables the way
-// upstream ipamd does (os.LookupEnv in production). Booleans: unset, empty
-// or unparsable give the default. CIDR lists are comma-separated; entries
-// that do not parse, and IPv6 entries, are logged (slog default logger)
-// and skipped. PrimaryMAC, PrimaryIP and VPCCIDRs are left empty.
+// upstream ipamd does (os.LookupEnv in production), through envutil:
+// unset or blank gives the default, an unusable value the default with a
+// warning (slog default logger). CIDR lists are comma-separated; entries
+// that do not parse, and IPv6 entries, are logged and skipped. PrimaryMAC,
+// PrimaryIP and VPCCIDRs are left empty.
 func ConfigFromEnv(lookup func(string) (string, bool)) Config {
 	return configFromEnv(lookup, slog.Default())
 }
 
 func configFromEnv(lookup func(string) (string, bool), log *slog.Logger) Config {
+	env := envutil.Env{Lookup: lookup, Warn: envutil.SlogWarn(log)}
 	return Config{
-		ExternalSNAT:         envBool(lookup, envExternalSNAT, false),
-		ExcludeSNATCIDRs:     envCIDRs(lookup, envExcludeSNATCIDRs, log),
-		RandomizeSNAT:        envRandomize(lookup, log),
-		NodePortSupport:      envBool(lookup, envNodePortSupport, true),
-		ConnmarkMark:         envMark(lookup, log),
-		MTU:                  envMTUValue(lookup, log),
-		VethPrefix:           envString(lookup, envVethPrefix, DefaultVethPrefix),
-		ExternalServiceCIDRs: envCIDRs(lookup, envExternalServiceCIDRs, log),
+		ExternalSNAT:     env.Bool(envExternalSNAT, false),
+		ExcludeSNATCIDRs: ipv4Only(env.Prefixes(envExcludeSNATCIDRs), envExcludeSNATCIDRs, log),
+		RandomizeSNAT: env.OneOf(envRandomizeSNAT, RandomizeSNATPRNG,
+			RandomizeSNATPRNG, RandomizeSNATHashRandom, RandomizeSNATNone),
+		NodePortSupport: env.Bool(envNodePortSupport, true),
+		// Zero would mark nothing, so it is refused like garbage.
+		ConnmarkMark:         env.Uint32(envConnmark, DefaultConnmark, 1),
+		MTU:                  env.Int(envMTU, DefaultMTU, 1),
+		VethPrefix:           env.String(envVethPrefix, DefaultVethPrefix),
+		ExternalServiceCIDRs: ipv4Only(env.Prefixes(envExternalServiceCIDRs), envExternalServiceCIDRs, log),
 	}
 }
 
-func envBool(lookup func(string) (string, bool), name string, def bool) bool {
-	v, ok := lookup(name)
-	if !ok || v == "" {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return def
-	}
-	return b
-}
-
-func envString(lookup func(string) (string, bool), name, def string) string {
-	if v, ok := lookup(name); ok && v != "" {
-		return v
-	}
-	return def
-}
-
-// envCIDRs parses a comma-separated list of IPv4 CIDRs, normalised to
-// their network address (as net.ParseCIDR does upstream).
-func envCIDRs(lookup func(string) (string, bool), name string, log *slog.Logger) []netip.Prefix {
-	v, _ := lookup(name)
+// ipv4Only drops (and logs) IPv6 entries: upstream applies these lists to
+// IPv4 SNAT and rules only.
+func ipv4Only(in []netip.Prefix, name string, log *slog.Logger) []netip.Prefix {
 	var out []netip.Prefix
-	for _, s := range strings.Split(v, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			log.Warn("skipping invalid CIDR", "env", name, "value", s, "error", err)
-			continue
-		}
+	for _, p := range in {
 		if !p.Addr().Is4() {
-			log.Warn("skipping non-IPv4 CIDR", "env", name, "value", s)
+			log.Warn("skipping non-IPv4 CIDR", "env", name, "value", p.String())
 			continue
 		}
-		out = append(out, p.Masked())
+		out = append(out, p)
 	}
 	return out
-}
-
-func envRandomize(lookup func(string) (string, bool), log *slog.Logger) string {
-	v, ok := lookup(envRandomizeSNAT)
-	switch {
-	case !ok || v == "" || v == RandomizeSNATPRNG:
-		return RandomizeSNATPRNG
-	case v == RandomizeSNATHashRandom || v == RandomizeSNATNone:
-		return v
-	default:
-		log.Warn("unknown SNAT randomisation, using prng", "env", envRandomizeSNAT, "value", v)
-		return RandomizeSNATPRNG
-	}
-}
-
-// envMark parses the mark with base detection (0x80, 0200, 128);
-// zero, negative, too large or unparsable give the default.
-func envMark(lookup func(string) (string, bool), log *slog.Logger) uint32 {
-	v, ok := lookup(envConnmark)
-	if !ok || v == "" {
-		return DefaultConnmark
-	}
-	n, err := strconv.ParseInt(v, 0, 64)
-	if err != nil || n <= 0 || n > math.MaxUint32 {
-		log.Warn("invalid connmark, using default", "env", envConnmark, "value", v, "default", DefaultConnmark)
-		return DefaultConnmark
-	}
-	return uint32(n)
-}
-
-// envMTUValue parses the ENI MTU; unparsable or non-positive gives 9001.
-func envMTUValue(lookup func(string) (string, bool), log *slog.Logger) int {
-	v, ok := lookup(envMTU)
-	if !ok {
-		return DefaultMTU
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		log.Warn("invalid MTU, using default", "env", envMTU, "value", v, "default", DefaultMTU)
-		return DefaultMTU
-	}
-	return n
 }
 
 // withDefaults fills zero numeric and string fields with upstream

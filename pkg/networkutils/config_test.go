@@ -50,12 +50,15 @@ func TestConfigFromEnv(t *testing.T) {
 			ExternalServiceCIDRs: prefixes("198.51.100.0/24"),
 		}},
 		{name: "bool empty keeps default", env: map[string]string{"AWS_VPC_CNI_NODE_PORT_SUPPORT": "", "AWS_VPC_K8S_CNI_EXTERNALSNAT": ""}, want: defaults},
-		{name: "bool unparsable keeps default", env: map[string]string{"AWS_VPC_CNI_NODE_PORT_SUPPORT": "nope", "AWS_VPC_K8S_CNI_EXTERNALSNAT": "yes"}, want: defaults},
+		{name: "bool unparsable keeps default", env: map[string]string{"AWS_VPC_CNI_NODE_PORT_SUPPORT": "nope", "AWS_VPC_K8S_CNI_EXTERNALSNAT": "yes"}, want: defaults, warn: "value=yes using=false"},
 		{name: "bool forms", env: map[string]string{"AWS_VPC_CNI_NODE_PORT_SUPPORT": "0", "AWS_VPC_K8S_CNI_EXTERNALSNAT": "T"},
 			want: with(func(c *Config) { c.NodePortSupport, c.ExternalSNAT = false, true })},
 		{name: "invalid and IPv6 CIDRs skipped", env: map[string]string{
 			"AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS": "bogus,10.2.0.0/16,fd00::/8,10.3.0.0",
 		}, want: with(func(c *Config) { c.ExcludeSNATCIDRs = prefixes("10.2.0.0/16") }), warn: "bogus"},
+		{name: "IPv6 CIDR logged", env: map[string]string{
+			"AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS": "fd00::/8",
+		}, want: defaults, warn: "non-IPv4"},
 		{name: "external service CIDRs", env: map[string]string{
 			"AWS_EXTERNAL_SERVICE_CIDRS": " 203.0.113.0/24 , 300.0.0.0/8 ",
 		}, want: with(func(c *Config) { c.ExternalServiceCIDRs = prefixes("203.0.113.0/24") }), warn: "300.0.0.0/8"},
@@ -69,12 +72,25 @@ func TestConfigFromEnv(t *testing.T) {
 			want: with(func(c *Config) { c.ConnmarkMark = 0x80 })},
 		{name: "connmark max", env: map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "0xffffffff"},
 			want: with(func(c *Config) { c.ConnmarkMark = 0xffffffff })},
-		{name: "connmark zero", env: map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "0"}, want: defaults, warn: "connmark"},
-		{name: "connmark negative", env: map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "-1"}, want: defaults, warn: "connmark"},
-		{name: "connmark too big", env: map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "0x100000000"}, want: defaults, warn: "connmark"},
-		{name: "connmark garbage", env: map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "mark"}, want: defaults, warn: "connmark"},
-		{name: "mtu garbage", env: map[string]string{"AWS_VPC_ENI_MTU": "jumbo"}, want: defaults, warn: "MTU"},
-		{name: "mtu empty", env: map[string]string{"AWS_VPC_ENI_MTU": ""}, want: defaults, warn: "MTU"},
+		{name: "connmark zero", env: map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "0"}, want: defaults, warn: "AWS_VPC_K8S_CNI_CONNMARK"},
+		{name: "connmark negative", env: map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "-1"}, want: defaults, warn: "AWS_VPC_K8S_CNI_CONNMARK"},
+		{name: "connmark too big", env: map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "0x100000000"}, want: defaults, warn: "AWS_VPC_K8S_CNI_CONNMARK"},
+		{name: "connmark garbage", env: map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "mark"}, want: defaults, warn: "AWS_VPC_K8S_CNI_CONNMARK"},
+		{name: "connmark signed", env: map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "+0x40"},
+			want: with(func(c *Config) { c.ConnmarkMark = 0x40 })},
+		{name: "mtu garbage", env: map[string]string{"AWS_VPC_ENI_MTU": "jumbo"}, want: defaults, warn: "env=AWS_VPC_ENI_MTU value=jumbo using=9001"},
+		{name: "mtu zero", env: map[string]string{"AWS_VPC_ENI_MTU": "0"}, want: defaults, warn: "AWS_VPC_ENI_MTU"},
+		// Blank is unset everywhere in envutil: the default, no warning.
+		{name: "mtu empty", env: map[string]string{"AWS_VPC_ENI_MTU": ""}, want: defaults},
+		{name: "mtu blank", env: map[string]string{"AWS_VPC_ENI_MTU": " "}, want: defaults},
+		// Values are trimmed before parsing, as ipamd's own config does.
+		{name: "padded values", env: map[string]string{"AWS_VPC_ENI_MTU": " 1500 ", "AWS_VPC_K8S_CNI_EXTERNALSNAT": " true",
+			"AWS_VPC_K8S_CNI_CONNMARK": "0x40 ", "AWS_VPC_K8S_CNI_RANDOMIZESNAT": " none"},
+			want: with(func(c *Config) {
+				c.MTU, c.ExternalSNAT, c.ConnmarkMark, c.RandomizeSNAT = 1500, true, 0x40, RandomizeSNATNone
+			})},
+		{name: "bool warning names the value used", env: map[string]string{"AWS_VPC_CNI_NODE_PORT_SUPPORT": "nope"},
+			want: defaults, warn: "env=AWS_VPC_CNI_NODE_PORT_SUPPORT value=nope using=true"},
 		{name: "veth prefix empty", env: map[string]string{"AWS_VPC_K8S_CNI_VETHPREFIX": ""}, want: defaults},
 	}
 	for _, tc := range tests {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 )
 
 func tempDir(t *testing.T) string {
@@ -204,7 +205,7 @@ func TestRealIpamdHealth(t *testing.T) {
 	require.NoError(t, err)
 	sock := filepath.Join(dir, "ipamd.sock")
 	agent, err := ipamd.NewAgent(context.Background(), ipamd.Options{
-		Config: cfg, SocketPath: sock, DevPool: &ipamd.DevPool{ENIs: 1, PerENI: 3},
+		Config: cfg, SocketPath: sock, DevPool: &devpool.Pool{ENIs: 1, PerENI: 3},
 		DelQueueDir: filepath.Join(dir, "delq"), MetricsAddress: "unix:" + filepath.Join(dir, "m.sock"),
 	})
 	require.NoError(t, err)

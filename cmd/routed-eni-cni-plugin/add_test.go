@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
@@ -119,7 +119,7 @@ func TestAddWiresPodsAndTheyTalk(t *testing.T) {
 	// One address per ENI: the first pod lands on one device, the second
 	// on the other, so both the primary-ENI and the secondary-ENI paths
 	// (with the 1536 rule) are exercised.
-	n := newTestNode(t, ipamd.DevPool{ENIs: 2, PerENI: 1})
+	n := newTestNode(t, devpool.Pool{ENIs: 2, PerENI: 1})
 	a, b := n.newPod("web-a"), n.newPod("web-b")
 	_, resA := n.add(a, "1.0.0")
 	_, resB := n.add(b, "0.4.0") // an older runtime: the result is converted
@@ -149,7 +149,7 @@ func TestAddWiresPodsAndTheyTalk(t *testing.T) {
 }
 
 func TestAddAgainReplacesTheStaleVeth(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 1, PerENI: 4})
+	n := newTestNode(t, devpool.Pool{ENIs: 1, PerENI: 4})
 	p := n.newPod("retry")
 	_, first := n.add(p, "1.0.0")
 	_, second := n.add(p, "1.0.0") // the runtime retried
@@ -162,7 +162,7 @@ func TestAddAgainReplacesTheStaleVeth(t *testing.T) {
 }
 
 func TestAddWithNetworkPolicyModeWarnsAndSucceeds(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 1, PerENI: 2}, withIPAMDEnv("NETWORK_POLICY_ENFORCING_MODE", "standard"))
+	n := newTestNode(t, devpool.Pool{ENIs: 1, PerENI: 2}, withIPAMDEnv("NETWORK_POLICY_ENFORCING_MODE", "standard"))
 	p := n.newPod("np")
 	_, res := n.add(p, "1.0.0")
 	require.NotNil(t, podIP(t, res))
@@ -176,7 +176,7 @@ func TestAddWithNetworkPolicyModeWarnsAndSucceeds(t *testing.T) {
 }
 
 func TestAddHonoursMTUAndVethPrefix(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 1, PerENI: 2})
+	n := newTestNode(t, devpool.Pool{ENIs: 1, PerENI: 2})
 	p := n.newPod("mtu")
 	r := n.exec("ADD", p, n.netconf("1.0.0", map[string]any{"mtu": "1500", "vethPrefix": "abc"}), nil)
 	require.Equal(t, 0, r.exitCode, "%s", r)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 )
 
 // BenchmarkPluginAddDel measures a full pod attach and detach as a runtime
@@ -18,7 +18,7 @@ import (
 func BenchmarkPluginAddDel(b *testing.B) {
 	for _, conc := range []int{1, 8} {
 		b.Run(fmt.Sprint(conc), func(b *testing.B) {
-			n := newTestNode(b, ipamd.DevPool{ENIs: 2, PerENI: 10})
+			n := newTestNode(b, devpool.Pool{ENIs: 2, PerENI: 10})
 			pods := make([]*testPod, conc)
 			for i := range pods {
 				pods[i] = n.newPod(fmt.Sprintf("bench-%d", i))

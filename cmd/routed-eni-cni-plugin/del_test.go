@@ -10,12 +10,12 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
 func TestCheckThenDelReleasesAndIsIdempotent(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 2, PerENI: 1})
+	n := newTestNode(t, devpool.Pool{ENIs: 2, PerENI: 1})
 	// Two pods so one is on a secondary ENI (1536 rule present).
 	a, b := n.newPod("del-a"), n.newPod("del-b")
 	rawA, resA := n.add(a, "1.0.0")
@@ -66,7 +66,7 @@ func TestCheckThenDelReleasesAndIsIdempotent(t *testing.T) {
 }
 
 func TestDelAfterNetnsGone(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 2, PerENI: 1})
+	n := newTestNode(t, devpool.Pool{ENIs: 2, PerENI: 1})
 	a, b := n.newPod("gone-a"), n.newPod("gone-b")
 	rawA, _ := n.add(a, "1.0.0")
 	rawB, _ := n.add(b, "1.0.0")
@@ -83,7 +83,7 @@ func TestDelAfterNetnsGone(t *testing.T) {
 }
 
 func TestDelWithIPAMDDownQueuesAndTearsDown(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 2, PerENI: 1})
+	n := newTestNode(t, devpool.Pool{ENIs: 2, PerENI: 1})
 	a, b := n.newPod("down-a"), n.newPod("down-b")
 	rawA, _ := n.add(a, "1.0.0")
 	_, _ = n.add(b, "1.0.0")
@@ -136,7 +136,7 @@ func TestDelWithIPAMDDownQueuesAndTearsDown(t *testing.T) {
 func TestDelFromPrevResultSparesAReusedAddress(t *testing.T) {
 	// containerd's second DEL for an old sandbox arrives after its address
 	// went to a new pod: the old prevResult names the new pod's address.
-	n := newTestNode(t, ipamd.DevPool{ENIs: 1, PerENI: 1})
+	n := newTestNode(t, devpool.Pool{ENIs: 1, PerENI: 1})
 	old := n.newPod("reuse-old")
 	rawOld, resOld := n.add(old, "1.0.0")
 	old.netnsPath = ""

@@ -6,14 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 )
 
 func TestBadInputsFailCleanly(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 1, PerENI: 4})
+	n := newTestNode(t, devpool.Pool{ENIs: 1, PerENI: 4})
 	p := n.newPod("bad")
 	good := n.netconf("1.0.0", nil)
 	notNetns := filepath.Join(t.TempDir(), "plain-file")
@@ -66,7 +65,7 @@ func TestBadInputsFailCleanly(t *testing.T) {
 }
 
 func TestADDFailureInTheDriverGivesTheAddressBack(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 1, PerENI: 4})
+	n := newTestNode(t, devpool.Pool{ENIs: 1, PerENI: 4})
 	p := n.newPod("clash")
 	// The pod already has an "eth0" that is not ours: creating the veth
 	// fails after ipamd assigned an address.
@@ -83,7 +82,7 @@ func TestADDFailureInTheDriverGivesTheAddressBack(t *testing.T) {
 }
 
 func TestAddFailsCleanlyWhenIPAMDIsDownOrExhausted(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 1, PerENI: 1})
+	n := newTestNode(t, devpool.Pool{ENIs: 1, PerENI: 1})
 	first, second := n.newPod("first"), n.newPod("second")
 	raw, _ := n.add(first, "1.0.0")
 	r := n.exec("ADD", second, n.netconf("1.0.0", nil), nil)

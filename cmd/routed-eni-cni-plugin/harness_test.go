@@ -25,6 +25,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
@@ -75,7 +76,7 @@ type testNode struct {
 	queueDir string
 	lockDir  string
 	logFile  string
-	pool     ipamd.DevPool
+	pool     devpool.Pool
 	env      map[string]string
 	cri      *fakeCRI
 
@@ -106,7 +107,7 @@ func withFakeCRI() nodeOption {
 	}
 }
 
-func newTestNode(t testing.TB, pool ipamd.DevPool, opts ...nodeOption) *testNode {
+func newTestNode(t testing.TB, pool devpool.Pool, opts ...nodeOption) *testNode {
 	t.Helper()
 	netnsutil.RequireRoot(t)
 	if _, err := exec.LookPath("nsenter"); err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/driver"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
@@ -29,7 +29,7 @@ import (
 // namespace) so the test can stop it between its check and its teardown;
 // the ADD is a real plugin process.
 func TestLateDelCheckedBeforeAnAddCannotStripItsRules(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 2, PerENI: 1})
+	n := newTestNode(t, devpool.Pool{ENIs: 2, PerENI: 1})
 	a, b := n.newPod("race-a"), n.newPod("race-b")
 	rawA, resA := n.add(a, "1.0.0")
 	rawB, resB := n.add(b, "1.0.0")

@@ -3,14 +3,13 @@ package main
 import (
 	"testing"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 )
 
 func TestStatus(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 1, PerENI: 1})
+	n := newTestNode(t, devpool.Pool{ENIs: 1, PerENI: 1})
 	conf := n.netconf("1.1.0", nil)
 
 	r := n.exec("STATUS", nil, conf, nil)
@@ -40,7 +39,7 @@ func TestStatus(t *testing.T) {
 }
 
 func TestGC(t *testing.T) {
-	n := newTestNode(t, ipamd.DevPool{ENIs: 1, PerENI: 4},
+	n := newTestNode(t, devpool.Pool{ENIs: 1, PerENI: 4},
 		withFakeCRI(), withIPAMDEnv("POD_IP_RECONCILE_MODE", "report"))
 	a, b := n.newPod("gc-a"), n.newPod("gc-b")
 	rawA, resA := n.add(a, "1.1.0")

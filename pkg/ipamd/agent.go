@@ -14,6 +14,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
@@ -50,7 +51,7 @@ type Options struct {
 	K8s kubernetes.Interface
 	// CRI is the container runtime; nil connects to CRI_RUNTIME_ENDPOINT or
 	// the first usual socket found (unless the reconciler is off).
-	CRI sandboxSource
+	CRI podip.SandboxSource
 	// HostNetwork, when set, builds the manager of the host's network state
 	// (links, route tables, rules, SNAT); nil leaves the host alone.
 	HostNetwork HostNetworkFactory
@@ -64,15 +65,17 @@ type Options struct {
 
 // Agent is the running ipamd.
 type Agent struct {
-	opts   Options
-	log    *slog.Logger
-	aws    awsAPI
-	store  *datastore.DataStore
-	rpc    rpcserver.Options
-	pool   *poolManager // nil with a development pool
-	events *k8sapi.NodeEvents
-	recon  *reconciler // nil when off or no runtime is reachable
-	host   HostNetwork // nil when the host network is not managed
+	opts    Options
+	log     *slog.Logger
+	aws     awsAPI
+	store   *datastore.DataStore
+	rpc     rpcserver.Options
+	pool    *poolManager // nil with a development pool
+	events  *k8sapi.NodeEvents
+	recon   *podip.Reconciler   // nil when off or no runtime is reachable
+	runtime podip.SandboxSource // what the reconciler lists; nil when off
+	delq    *podip.DelQueue
+	host    HostNetwork // nil when the host network is not managed
 	// leftOut are managed ENIs whose setup failed at start: their
 	// addresses join later, and a pod may hold one meanwhile.
 	leftOut []string
@@ -88,7 +91,7 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.MetricsAddress == "" {
 		opts.MetricsAddress = DefaultMetricsAddress
 	}
-	opts.Config.Reconciler.setDefaults()
+	opts.Config.Reconciler.SetDefaults()
 	if opts.DelQueueDir == "" {
 		opts.DelQueueDir = delqueue.DefaultDir
 	}
@@ -130,7 +133,8 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	// The runtime is resolved first: with one, every address that joins
 	// the pool waits for the check against its sandboxes.
-	runtime, verifying := a.runtimeSource()
+	var verifying bool
+	a.runtime, verifying = a.runtimeSource()
 	a.store = datastore.New(datastore.Config{
 		PrefixDelegation:   pd,
 		Cooldown:           cfg.IPCooldown,
@@ -144,18 +148,16 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 		err = a.initFromAWS(ctx, limits)
 	}
 	if err == nil {
-		a.connectRuntime(runtime, verifying)
+		a.connectRuntime(a.runtime, verifying)
 		err = a.restore(ctx)
 	}
 	if err != nil {
 		_ = a.store.Close()
 		a.closeClients()
-		if c, ok := runtime.(interface{ Close() error }); ok && a.recon == nil && a.opts.CRI == nil {
-			_ = c.Close()
-		}
 		return nil, err
 	}
-	a.replayDelQueue()
+	a.delq = &podip.DelQueue{Dir: opts.DelQueueDir, Store: a.store, Log: log}
+	a.delq.Replay()
 	a.afterRestore(ctx)
 	a.rpc = rpcserver.Options{Store: a.store, Stats: a.store, Version: version.RPCVersion,
 		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
@@ -166,7 +168,7 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	if a.recon != nil {
 		a.rpc.Reclaim = a.recon.ReclaimForAdd
-		a.rpc.GC = a.recon.collectGarbage
+		a.rpc.GC = a.recon.CollectGarbage
 	}
 	pool.set(a.store)
 	return a, nil
@@ -175,11 +177,11 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 // Store exposes the datastore (for in-process tools and tests).
 func (a *Agent) Store() *datastore.DataStore { return a.store }
 
-// ReconcilerStatus reports the pod-IP reconciler; false when it is not
+// podip.Status reports the pod-IP reconciler; false when it is not
 // running (off, or no runtime).
-func (a *Agent) ReconcilerStatus() (ReconcilerStatus, bool) {
+func (a *Agent) ReconcilerStatus() (podip.Status, bool) {
 	if a.recon == nil {
-		return ReconcilerStatus{}, false
+		return podip.Status{}, false
 	}
 	return a.recon.Status(), true
 }
@@ -224,10 +226,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.recon != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); a.recon.run(httpCtx) }()
+		go func() { defer wg.Done(); a.recon.Run(httpCtx) }()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); a.runDelQueue(httpCtx, cfg.Reconciler.Interval) }()
+	go func() { defer wg.Done(); a.delq.Run(httpCtx, cfg.Reconciler.Interval) }()
 
 	select {
 	case <-ctx.Done():
@@ -253,10 +255,10 @@ func (a *Agent) closeClients() {
 	if a.events != nil {
 		a.events.Stop()
 	}
-	if a.opts.CRI != nil || a.recon == nil {
-		return
+	if a.opts.CRI != nil || a.runtime == nil {
+		return // a runtime the caller passed in is the caller's to close
 	}
-	if c, ok := a.recon.cri.(interface{ Close() error }); ok {
+	if c, ok := a.runtime.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
 }

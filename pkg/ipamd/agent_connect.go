@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
@@ -44,10 +45,10 @@ func (a *Agent) connectK8s(ctx context.Context) {
 // start: true when a runtime socket exists (configured or probed), false
 // when probing found none yet (then addresses join free, as upstream, until
 // a runtime appears and answers).
-func (a *Agent) runtimeSource() (sandboxSource, bool) {
+func (a *Agent) runtimeSource() (podip.SandboxSource, bool) {
 	rc := a.opts.Config.Reconciler
-	reconcilerRunning.Set(0)
-	if rc.Mode == ReconcileOff {
+	podip.MarkRunning(false)
+	if rc.Mode == podip.Off {
 		return nil, false
 	}
 	if a.opts.CRI != nil {
@@ -86,19 +87,19 @@ func isSocket(path string) bool {
 
 // connectRuntime sets up the pod-IP reconciler on the container runtime
 // and wires it to the pool manager.
-func (a *Agent) connectRuntime(src sandboxSource, verifying bool) {
+func (a *Agent) connectRuntime(src podip.SandboxSource, verifying bool) {
 	if src == nil {
 		return
 	}
 	rc := a.opts.Config.Reconciler
-	a.recon = newReconciler(rc, src, a.store, a.events, a.log)
+	a.recon = podip.New(rc, src, a.store, a.events, a.log)
 	if !verifying {
-		a.recon.onFirstList = func() {
+		a.recon.OnFirstList(func() {
 			a.log.Info("container runtime answered: addresses that join the pool from now on are checked against its sandboxes")
 			a.store.SetVerifyNewAddresses(true)
-		}
+		})
 	}
-	reconcilerRunning.Set(1)
+	podip.MarkRunning(true)
 	if a.pool != nil {
 		hook := a.opts.OnLeak
 		a.pool.onLeak = func(d warmpool.Decision, s datastore.Stats) {

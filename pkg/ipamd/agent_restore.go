@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 )
 
 // RebuildMarkerSuffix names the file, next to the checkpoint, that says the
@@ -69,7 +70,7 @@ func (a *Agent) restore(ctx context.Context) error {
 		return a.restoreWithoutRuntime(lostCheckpoint, corrupt || markerReason == markerCorrupt, marker, err)
 	}
 	if !lost {
-		a.recon.trustEmptyAtStart = true
+		a.recon.SetCleanStart(true)
 		if _, err := a.recon.VerifyNow(ctx); err != nil {
 			a.log.Warn("addresses not restored from the checkpoint wait until the runtime answers", "error", err)
 		}
@@ -85,9 +86,7 @@ func (a *Agent) restore(ctx context.Context) error {
 	if err := os.WriteFile(marker, []byte(reason+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write rebuild marker %s: %w", marker, err)
 	}
-	a.recon.trustEmptyAtStart = false
-	a.recon.markerPath = marker
-	a.recon.mayClearMarker = a.leftOutJoined
+	a.recon.BeginRebuild(marker, a.leftOutJoined)
 	res, verr := a.recon.VerifyNow(ctx)
 	if verr != nil && reason == markerCorrupt {
 		a.log.Error("checkpoint is corrupt and the container runtime cannot be asked which addresses running pods hold; refusing to start "+
@@ -108,7 +107,7 @@ func (a *Agent) restoreWithoutRuntime(lost, corrupt bool, marker string, cause e
 	if !lost {
 		return nil
 	}
-	if a.opts.Config.Reconciler.Mode == ReconcileOff {
+	if a.opts.Config.Reconciler.Mode == podip.Off {
 		a.log.Error("CHECKPOINT LOST and the pod-IP reconciler is off (POD_IP_RECONCILE_MODE=off): "+
 			"starting with every address free, as upstream does; addresses running pods still hold may be handed to new pods",
 			"path", a.opts.Config.CheckpointPath, "corrupt", corrupt, "error", cause)

@@ -20,6 +20,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
@@ -310,7 +311,7 @@ func TestCorruptCheckpointRefusesToStart(t *testing.T) {
 	path := filepath.Join(dir, "ipam.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"version":"vpc-cni-ipam/1","allocations":[{`), 0o600))
 	cfg := testConfig(dir)
-	cfg.Reconciler.Mode = ReconcileEnforce
+	cfg.Reconciler.Mode = podip.Enforce
 	cfg.Reconciler.CRIEndpoint = "unix://" + filepath.Join(dir, "no-runtime.sock")
 	cfg.Reconciler.CRITimeout = 200 * time.Millisecond
 	start := func() error {
@@ -331,7 +332,7 @@ func TestCorruptCheckpointRefusesToStart(t *testing.T) {
 	assert.Contains(t, err.Error(), RebuildMarkerSuffix)
 
 	// With the reconciler off by choice, ipamd starts as upstream does.
-	cfg.Reconciler.Mode = ReconcileOff
+	cfg.Reconciler.Mode = podip.Off
 	a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &devpool.Pool{ENIs: 1, PerENI: 1}})
 	require.NoError(t, err)
 	require.NoError(t, a.Store().Close())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 )
 
@@ -56,7 +57,7 @@ type Config struct {
 	NodePortSupport      bool
 	RandomizeSNAT        string
 
-	Reconciler ReconcilerConfig
+	Reconciler podip.Config
 }
 
 // Defaults that upstream uses.
@@ -109,7 +110,7 @@ func LoadConfig(env envutil.Lookup) (Config, error) {
 		NodePortSupport:      envutil.Bool(env, "AWS_VPC_CNI_NODE_PORT_SUPPORT", true),
 		RandomizeSNAT:        envutil.String(env, "AWS_VPC_K8S_CNI_RANDOMIZESNAT", "prng"),
 	}
-	rc, err := loadReconcilerConfig(env)
+	rc, err := podip.LoadConfig(env)
 	if err != nil {
 		return c, err
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
@@ -54,8 +56,8 @@ func TestDelQueueReplayedAtStart(t *testing.T) {
 }
 
 func TestGarbageCollectAndPoolStatus(t *testing.T) {
-	rt, client := startFakeCRI(t)
-	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 300 * time.Millisecond, MaxReleasePerPass: 10,
+	rt, client := testsupport.StartFakeCRI(t)
+	rc := podip.Config{Mode: podip.Enforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 300 * time.Millisecond, MaxReleasePerPass: 10,
 		ConfirmDelay: 100 * time.Millisecond}
 	n := startNodeOpts(t, t.TempDir(), devpool.Pool{ENIs: 1, PerENI: 10}, func(o *Options) { o.Config.Reconciler = rc; o.CRI = client })
 	conn := n.dial(t)

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
@@ -43,8 +44,7 @@ func RegisterMetrics() {
 		prometheus.MustRegister(ipamdErrors, checkpointWrites, buildInfo, pool)
 		rpcMetrics = rpcserver.NewMetrics(prometheus.DefaultRegisterer)
 		registerPoolMetrics()
-		registerReconcilerMetrics()
-		registerDelQueueMetrics()
+		podip.RegisterMetrics(prometheus.DefaultRegisterer)
 		buildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
@@ -20,8 +22,8 @@ import (
 // so the leak signal must come from the address capacity. With all 27 held
 // by dead pods, the signal fires, the reconciler runs and a new pod starts.
 func TestStandardNodeAtCapacityRaisesLeakSignal(t *testing.T) {
-	_, client := startFakeCRI(t)
-	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 50 * time.Millisecond,
+	_, client := testsupport.StartFakeCRI(t)
+	rc := podip.Config{Mode: podip.Enforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 50 * time.Millisecond,
 		TriggeredConfirmDelay: 100 * time.Millisecond, MinTriggerGap: time.Millisecond}
 	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, nil,
 		func(o *Options) { o.CRI = client; o.Config.Reconciler = rc })
@@ -29,7 +31,7 @@ func TestStandardNodeAtCapacityRaisesLeakSignal(t *testing.T) {
 	require.Equal(t, 27, n.agent.pool.cfg.targets.MaxAddresses)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go n.agent.recon.run(ctx)
+	go n.agent.recon.Run(ctx)
 
 	n.assign(t, 27, "dead") // their sandboxes are gone: lost DELs
 	key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "new", IfName: "eth0"}
@@ -53,8 +55,8 @@ func TestStandardNodeAtCapacityRaisesLeakSignal(t *testing.T) {
 // and it wakes the pool manager. Before any candidate exists, the very
 // first ADD on a leaked node may fail.
 func TestExhaustedADDReclaimsAConfirmedLeakInline(t *testing.T) {
-	_, client := startFakeCRI(t)
-	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 100 * time.Millisecond,
+	_, client := testsupport.StartFakeCRI(t)
+	rc := podip.Config{Mode: podip.Enforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 100 * time.Millisecond,
 		ConfirmDelay: 100 * time.Millisecond, MaxReleasePerPass: 5}
 	n := startNodeOpts(t, t.TempDir(), devpool.Pool{ENIs: 1, PerENI: 4}, func(o *Options) {
 		o.CRI = client
@@ -79,11 +81,11 @@ func TestExhaustedADDReclaimsAConfirmedLeakInline(t *testing.T) {
 	require.Equal(t, 4, rep.Candidates)
 	time.Sleep(rc.ConfirmDelay + 20*time.Millisecond)
 
-	before := testutil.ToFloat64(reclaimedForAdd)
+	before := gathered(t, "awscni_ipamd_pod_ip_reconcile_reclaimed_for_add_total")
 	r, err = c.AddNetwork(context.Background(), addReq("second"))
 	require.NoError(t, err)
 	require.True(t, r.Success, "a confirmed leak is reclaimed for this ADD, which is served")
-	assert.Equal(t, before+1, testutil.ToFloat64(reclaimedForAdd))
+	assert.Equal(t, before+1, gathered(t, "awscni_ipamd_pod_ip_reconcile_reclaimed_for_add_total"))
 	assert.Len(t, n.agent.store.Allocations(), 4, "three leaks left, one new pod")
 	st := n.agent.recon.Status()
 	assert.Equal(t, 3, len(st.Candidates))

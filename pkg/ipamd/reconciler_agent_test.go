@@ -15,6 +15,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
@@ -28,13 +30,13 @@ func TestCheckpointLossRebuildsFromRuntime(t *testing.T) {
 			if corrupt {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "ipam.json"), []byte("{not json"), 0o600))
 			}
-			rt, client := startFakeCRI(t)
+			rt, client := testsupport.StartFakeCRI(t)
 			running := map[string]string{"10.250.0.3": "web-0", "10.250.1.7": "web-1"}
 			for ip, name := range running {
 				rt.Add(fakecri.Sandbox{ID: fmt.Sprintf("%064s", name), Name: name, Namespace: "prod", IP: ip, State: runtimeapi.PodSandboxState_SANDBOX_READY})
 			}
 			cfg := testConfig(dir)
-			cfg.Reconciler = ReconcilerConfig{Mode: ReconcileEnforce}
+			cfg.Reconciler = podip.Config{Mode: podip.Enforce}
 			a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"),
 				DevPool: &devpool.Pool{ENIs: 2, PerENI: 10}, CRI: client})
 			require.NoError(t, err, "a lost checkpoint is rebuilt from the runtime, not fatal")
@@ -53,10 +55,10 @@ func TestCheckpointLossRebuildsFromRuntime(t *testing.T) {
 func TestCorruptCheckpointWithRuntimeDownRefusesToStart(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "ipam.json"), []byte("{not json"), 0o600))
-	rt, client := startFakeCRI(t)
+	rt, client := testsupport.StartFakeCRI(t)
 	rt.SetError(14) // Unavailable
 	cfg := testConfig(dir)
-	cfg.Reconciler = ReconcilerConfig{Mode: ReconcileEnforce}
+	cfg.Reconciler = podip.Config{Mode: podip.Enforce}
 	_, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"),
 		DevPool: &devpool.Pool{ENIs: 1, PerENI: 5}, CRI: client})
 	require.Error(t, err)
@@ -66,16 +68,16 @@ func TestCorruptCheckpointWithRuntimeDownRefusesToStart(t *testing.T) {
 // reached, every address held by a pod that is gone; new pods fail until the
 // leak signal makes the reconciler run, then they start within seconds.
 func TestMaxPodsLeakTriggerRecoversFullNode(t *testing.T) {
-	rt, client := startFakeCRI(t)
+	rt, client := testsupport.StartFakeCRI(t)
 	rt.Add(fakecri.Sandbox{ID: "aws-node-sandbox", Name: "aws-node-x", Namespace: "kube-system", State: runtimeapi.PodSandboxState_SANDBOX_READY})
-	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 50 * time.Millisecond,
+	rc := podip.Config{Mode: podip.Enforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 50 * time.Millisecond,
 		TriggeredConfirmDelay: 100 * time.Millisecond, MinTriggerGap: time.Millisecond}
 	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, map[string]string{"WARM_IP_TARGET": "2"},
 		func(o *Options) { o.MaxPods = 10; o.CRI = client; o.Config.Reconciler = rc })
 	require.NotNil(t, n.agent.recon)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go n.agent.recon.run(ctx)
+	go n.agent.recon.Run(ctx)
 
 	leaked := n.assign(t, 10, "gone") // their sandboxes never existed / are gone
 	n.settle(t, 5)
@@ -99,9 +101,9 @@ func TestMaxPodsLeakTriggerRecoversFullNode(t *testing.T) {
 // loses its IP and no IP is held by two keys. Lost DELs must be reclaimed.
 func TestReconcilerRaceWithChurn(t *testing.T) {
 	dir := t.TempDir()
-	rt, client := startFakeCRI(t)
+	rt, client := testsupport.StartFakeCRI(t)
 	rt.Add(fakecri.Sandbox{ID: "aws-node-sandbox", Name: "aws-node", Namespace: "kube-system", State: runtimeapi.PodSandboxState_SANDBOX_READY})
-	rc := ReconcilerConfig{Mode: ReconcileEnforce, Interval: 10 * time.Millisecond, StartDelay: time.Millisecond,
+	rc := podip.Config{Mode: podip.Enforce, Interval: 10 * time.Millisecond, StartDelay: time.Millisecond,
 		Grace: 200 * time.Millisecond, ConfirmDelay: 10 * time.Millisecond, MaxReleasePerPass: 100}
 	// The agent runs the reconciler itself, on the fake runtime.
 	n := startNodeOpts(t, dir, devpool.Pool{ENIs: 3, PerENI: 20}, func(o *Options) {
@@ -192,10 +194,10 @@ func TestReconcilerRaceWithChurn(t *testing.T) {
 }
 
 func TestReconcilerIntrospection(t *testing.T) {
-	_, client := startFakeCRI(t)
+	_, client := testsupport.StartFakeCRI(t)
 	dir := t.TempDir()
 	cfg := testConfig(dir)
-	cfg.Reconciler = ReconcilerConfig{Mode: ReconcileReport}
+	cfg.Reconciler = podip.Config{Mode: podip.Report}
 	a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "ipamd.sock"), DelQueueDir: filepath.Join(dir, "q"),
 		MetricsAddress: "unix:" + filepath.Join(dir, "m.sock"), DevPool: &devpool.Pool{ENIs: 1, PerENI: 3}, CRI: client})
 	require.NoError(t, err)

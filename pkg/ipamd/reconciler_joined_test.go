@@ -19,6 +19,8 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
@@ -76,7 +78,7 @@ type lateENINode struct {
 // settling (after growth and after each ENI reconcile) verifies addresses.
 func startLateENINode(t *testing.T, before func(o *Options, e awsutils.ENI)) *lateENINode {
 	t.Helper()
-	rt, client := startFakeCRI(t)
+	rt, client := testsupport.StartFakeCRI(t)
 	n := &lateENINode{rt: rt, host: &flakySetupHost{fail: map[netip.Addr]int{}, calls: map[netip.Addr]int{}}}
 	n.simNode = startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, map[string]string{"WARM_IP_TARGET": "2"}, func(o *Options) {
 		ctx := context.Background()
@@ -89,7 +91,7 @@ func startLateENINode(t *testing.T, before func(o *Options, e awsutils.ENI)) *la
 		n.host.fail[e.PrimaryIP] = 1
 		o.HostNetwork = func(awsutils.Identity) (HostNetwork, error) { return n.host, nil }
 		o.CRI = client
-		o.Config.Reconciler = ReconcilerConfig{Mode: ReconcileEnforce, StartDelay: time.Hour, Interval: time.Hour}
+		o.Config.Reconciler = podip.Config{Mode: podip.Enforce, StartDelay: time.Hour, Interval: time.Hour}
 		dir := filepath.Dir(o.SocketPath)
 		o.MetricsAddress = "unix:" + filepath.Join(dir, "metrics.sock")
 		o.Config.IntrospectionBindAddress = "unix:" + filepath.Join(dir, "introspect.sock")
@@ -342,10 +344,10 @@ const devPoolENI0 = "eni-dev0000000000000"
 // and the reconciler in enforce mode, making no pass of its own.
 func startVerifyingDevNode(t *testing.T, pool devpool.Pool) (*testNode, *fakecri.Runtime) {
 	t.Helper()
-	rt, client := startFakeCRI(t)
+	rt, client := testsupport.StartFakeCRI(t)
 	n := startNodeOpts(t, t.TempDir(), pool, func(o *Options) {
 		o.CRI = client
-		o.Config.Reconciler = ReconcilerConfig{Mode: ReconcileEnforce, StartDelay: time.Hour, Interval: time.Hour}
+		o.Config.Reconciler = podip.Config{Mode: podip.Enforce, StartDelay: time.Hour, Interval: time.Hour}
 	})
 	require.Zero(t, n.agent.store.Stats().PendingIPs, "the start verified the pool against the runtime")
 	return n, rt
@@ -407,9 +409,9 @@ func TestJoiningAddressesWaitWhileTheRuntimeIsUnreachable(t *testing.T) {
 
 	res, err := n.agent.recon.VerifyNow(context.Background())
 	require.Error(t, err)
-	assert.Equal(t, verifyResult{Waiting: 3, Reason: waitRuntime}, res)
+	assert.Equal(t, podip.VerifyResult{Waiting: 3, Reason: podip.WaitRuntime}, res)
 	rep := n.agent.recon.Pass(context.Background(), false)
-	assert.Equal(t, skipCRIError, rep.Skipped)
+	assert.Equal(t, podip.SkipCRIError, rep.Skipped)
 	st := getReconStatus(t, n)
 	assert.Equal(t, reconStatusView{PendingAddresses: 3, PendingReason: "runtime unreachable", RuntimeReachable: false}, st)
 
@@ -426,7 +428,7 @@ func TestJoiningAddressesWaitWhileTheRuntimeIsUnreachable(t *testing.T) {
 		res, err = n.agent.recon.VerifyNow(context.Background())
 		return err == nil
 	}, 5*time.Second, 20*time.Millisecond, "the CRI client reconnects to the runtime on its socket")
-	assert.Equal(t, verifyResult{Verified: 2, Adopted: 1}, res)
+	assert.Equal(t, podip.VerifyResult{Verified: 2, Adopted: 1}, res)
 	a, ok := n.agent.store.Find(podKey("live"))
 	require.True(t, ok)
 	assert.Equal(t, joining[0], a.IP.String())
@@ -449,15 +451,15 @@ func TestNotReadySandboxHoldsAJoiningAddressUntilItIsGone(t *testing.T) {
 
 	res, err := n.agent.recon.VerifyNow(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, verifyResult{Waiting: 1, Reason: waitInUse}, res)
+	assert.Equal(t, podip.VerifyResult{Waiting: 1, Reason: podip.WaitInUse}, res)
 	rep := n.agent.recon.Pass(context.Background(), false)
-	assert.Equal(t, verifyResult{Waiting: 1, Reason: waitInUse}, rep.Pending)
+	assert.Equal(t, podip.VerifyResult{Waiting: 1, Reason: podip.WaitInUse}, rep.Pending)
 	inPool, free := n.agent.store.Holds(netip.MustParseAddr(ip))
 	assert.True(t, inPool)
 	assert.False(t, free)
 	_, adopted := n.agent.store.Find(podKey("stopping"))
 	assert.False(t, adopted, "a NOTREADY sandbox is not given the address")
-	assert.Equal(t, reconStatusView{PendingAddresses: 1, PendingReason: waitInUse, RuntimeReachable: true}, getReconStatus(t, n))
+	assert.Equal(t, reconStatusView{PendingAddresses: 1, PendingReason: podip.WaitInUse, RuntimeReachable: true}, getReconStatus(t, n))
 
 	conn := n.dial(t)
 	defer conn.Close()
@@ -468,6 +470,6 @@ func TestNotReadySandboxHoldsAJoiningAddressUntilItIsGone(t *testing.T) {
 	rt.Remove("stopping")
 	res, err = n.agent.recon.VerifyNow(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, verifyResult{Verified: 1}, res)
+	assert.Equal(t, podip.VerifyResult{Verified: 1}, res)
 	assert.Equal(t, ip, add(t, c, "b"))
 }

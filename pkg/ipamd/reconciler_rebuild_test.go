@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
@@ -25,9 +27,9 @@ import (
 
 // startRebuildNode runs an agent on a 2x3 DevPool (non-fresh: its ENIs
 // carry addresses) in dir, with no checkpoint unless one is there already.
-func startRebuildNode(t *testing.T, dir string, client sandboxSource, rc ReconcilerConfig) *testNode {
+func startRebuildNode(t *testing.T, dir string, client podip.SandboxSource, rc podip.Config) *testNode {
 	t.Helper()
-	rc.Mode = ReconcileEnforce
+	rc.Mode = podip.Enforce
 	return startNodeOpts(t, dir, devpool.Pool{ENIs: 2, PerENI: 3}, func(o *Options) {
 		o.CRI = client
 		o.Config.Reconciler = rc
@@ -42,10 +44,10 @@ func fileExists(path string) bool {
 }
 
 // emptyRuntime is a fake runtime that lists no sandbox at all.
-func emptyRuntime(t *testing.T) (*fakecri.Runtime, sandboxSource) {
+func emptyRuntime(t *testing.T) (*fakecri.Runtime, podip.SandboxSource) {
 	t.Helper()
-	rt, client := startFakeCRI(t)
-	rt.Remove(hostSandboxID)
+	rt, client := testsupport.StartFakeCRI(t)
+	rt.Remove(testsupport.HostSandboxID)
 	return rt, client
 }
 
@@ -58,7 +60,7 @@ func emptyRuntime(t *testing.T) (*fakecri.Runtime, sandboxSource) {
 func TestLostCheckpointWithEmptySandboxListNeverTrustsIt(t *testing.T) {
 	const grace = 300 * time.Millisecond
 	rt, client := emptyRuntime(t)
-	n := startRebuildNode(t, t.TempDir(), client, ReconcilerConfig{StartDelay: 10 * time.Millisecond, Interval: 20 * time.Millisecond, Grace: grace})
+	n := startRebuildNode(t, t.TempDir(), client, podip.Config{StartDelay: 10 * time.Millisecond, Interval: 20 * time.Millisecond, Grace: grace})
 	marker := markerOf(n)
 	b, err := os.ReadFile(marker)
 	require.NoError(t, err, "the lost checkpoint is recorded")
@@ -70,7 +72,7 @@ func TestLostCheckpointWithEmptySandboxListNeverTrustsIt(t *testing.T) {
 	assert.Empty(t, add(t, c, "early"), "no ADD is served from unverified addresses")
 	st := getReconStatus(t, n)
 	assert.Equal(t, 6, st.PendingAddresses)
-	assert.Equal(t, waitEmptyList, st.PendingReason)
+	assert.Equal(t, podip.WaitEmptyList, st.PendingReason)
 
 	// The agent's own passes (every 20 ms) never verify on an empty list,
 	// not even long after the grace period.
@@ -81,7 +83,7 @@ func TestLostCheckpointWithEmptySandboxListNeverTrustsIt(t *testing.T) {
 	assert.Equal(t, 6, n.agent.store.Stats().PendingIPs)
 	assert.Empty(t, add(t, c, "still"))
 
-	rt.Add(fakecri.Sandbox{ID: hostSandboxID, Name: "aws-node-test", Namespace: "kube-system", IP: "192.0.2.10",
+	rt.Add(fakecri.Sandbox{ID: testsupport.HostSandboxID, Name: "aws-node-test", Namespace: "kube-system", IP: "192.0.2.10",
 		State: runtimeapi.PodSandboxState_SANDBOX_READY})
 	require.Eventually(t, func() bool { return !fileExists(marker) && n.agent.store.Stats().PendingIPs == 0 },
 		3*time.Second, 10*time.Millisecond, "a non-empty list verifies the addresses and clears the marker")
@@ -95,10 +97,10 @@ func TestLostCheckpointWithEmptySandboxListNeverTrustsIt(t *testing.T) {
 // others at once (no grace wait) and removes the marker; no ADD ever gets
 // the running pod's address.
 func TestLostCheckpointRebuildAdoptsLiveAndFreesTheRest(t *testing.T) {
-	rt, client := startFakeCRI(t) // lists aws-node's own sandbox too
+	rt, client := testsupport.StartFakeCRI(t) // lists aws-node's own sandbox too
 	const liveIP = "10.250.1.2"
 	rt.Add(liveSandbox("live", "web", liveIP))
-	n := startRebuildNode(t, t.TempDir(), client, ReconcilerConfig{StartDelay: time.Hour, Interval: time.Hour})
+	n := startRebuildNode(t, t.TempDir(), client, podip.Config{StartDelay: time.Hour, Interval: time.Hour})
 
 	assert.False(t, fileExists(markerOf(n)), "fully rebuilt at start: marker removed")
 	assert.Zero(t, n.agent.store.Stats().PendingIPs)
@@ -125,7 +127,7 @@ func TestLostCheckpointRebuildAdoptsLiveAndFreesTheRest(t *testing.T) {
 func TestRebuildMarkerSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	rt, client := emptyRuntime(t)
-	rc := ReconcilerConfig{StartDelay: time.Hour, Interval: time.Hour, Grace: 100 * time.Millisecond}
+	rc := podip.Config{StartDelay: time.Hour, Interval: time.Hour, Grace: 100 * time.Millisecond}
 
 	first := startRebuildNode(t, dir, client, rc)
 	marker, checkpoint := markerOf(first), first.agent.opts.Config.CheckpointPath
@@ -138,7 +140,7 @@ func TestRebuildMarkerSurvivesRestart(t *testing.T) {
 	time.Sleep(2 * rc.Grace)
 	second := startRebuildNode(t, dir, client, rc)
 	rep := second.agent.recon.Pass(context.Background(), false)
-	assert.Equal(t, verifyResult{Waiting: 6, Reason: waitEmptyList}, rep.Pending, "an intact checkpoint written during a rebuild proves nothing")
+	assert.Equal(t, podip.VerifyResult{Waiting: 6, Reason: podip.WaitEmptyList}, rep.Pending, "an intact checkpoint written during a rebuild proves nothing")
 	assert.Equal(t, 6, second.agent.store.Stats().PendingIPs)
 	assert.True(t, fileExists(marker))
 	conn := second.dial(t)
@@ -146,14 +148,14 @@ func TestRebuildMarkerSurvivesRestart(t *testing.T) {
 	assert.Empty(t, add(t, c, "early"))
 	conn.Close()
 
-	rt.Add(fakecri.Sandbox{ID: hostSandboxID, Name: "aws-node-test", Namespace: "kube-system", IP: "192.0.2.10",
+	rt.Add(fakecri.Sandbox{ID: testsupport.HostSandboxID, Name: "aws-node-test", Namespace: "kube-system", IP: "192.0.2.10",
 		State: runtimeapi.PodSandboxState_SANDBOX_READY})
 	rep = second.agent.recon.Pass(context.Background(), false)
 	assert.Equal(t, 6, rep.Pending.Verified)
 	assert.False(t, fileExists(marker))
 	second.stop(t)
 
-	rt.Remove(hostSandboxID)
+	rt.Remove(testsupport.HostSandboxID)
 	third := startRebuildNode(t, dir, client, rc)
 	assert.Zero(t, third.agent.store.Stats().PendingIPs, "marker gone, checkpoint intact: a clean start trusts the empty list")
 	assert.False(t, fileExists(filepath.Join(dir, "ipam.json"+RebuildMarkerSuffix)), "a clean start writes no marker")

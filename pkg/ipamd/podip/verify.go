@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import (
 	"context"
@@ -31,17 +31,17 @@ const statusRetryAfter = 15 * time.Second
 
 // Why pending addresses still wait.
 const (
-	waitRuntime    = "runtime unreachable"
-	waitEmptyList  = "empty sandbox list not trusted"
-	waitStatuses   = "sandbox statuses incomplete"
-	waitInUse      = "in use by a sandbox"
-	waitNotStarted = "not checked yet"
+	WaitRuntime    = "runtime unreachable"
+	WaitEmptyList  = "empty sandbox list not trusted"
+	WaitStatuses   = "sandbox statuses incomplete"
+	WaitInUse      = "in use by a sandbox"
+	WaitNotStarted = "not checked yet"
 )
 
 // learnSandboxIPs asks the runtime for the IPs of listed sandboxes it does
 // not know yet and forgets sandboxes no longer listed. It reports whether
 // every listed sandbox's IPs are now known.
-func (r *reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbox) bool {
+func (r *Reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbox) bool {
 	listed := make(map[string]bool, len(sandboxes))
 	complete, calls, stop := true, 0, false
 	now := r.now()
@@ -102,31 +102,31 @@ type sandboxAddrs struct {
 // always lists aws-node's own sandbox, so an empty answer more likely
 // comes from the wrong runtime), and otherwise when the start was clean
 // (intact checkpoint or a fresh node).
-func (r *reconciler) emptyListTrusted() bool {
+func (r *Reconciler) emptyListTrusted() bool {
 	return r.trustEmptyAtStart && r.markerPath == "" && len(r.store.Allocations()) == 0
 }
 
-// verifyResult is what one verification did.
-type verifyResult struct {
+// VerifyResult is what one verification did.
+type VerifyResult struct {
 	Verified, Adopted, Waiting int
 	Reason                     string `json:",omitempty"`
 }
 
 // verifyPendingLocked settles the datastore's pending addresses against
 // sandboxes (a successful, current list). Requires r.mu.
-func (r *reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sandbox, evs *eventBatch) verifyResult {
+func (r *Reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sandbox, evs *eventBatch) VerifyResult {
 	pending := r.store.PendingAddresses()
-	res := verifyResult{Waiting: len(pending)}
+	res := VerifyResult{Waiting: len(pending)}
 	defer func() { r.noteVerifyLocked(res) }()
 	if len(pending) == 0 {
 		return res
 	}
 	if len(sandboxes) == 0 && !r.emptyListTrusted() {
-		res.Reason = waitEmptyList
+		res.Reason = WaitEmptyList
 		return res
 	}
 	if !r.learnSandboxIPs(ctx, sandboxes) {
-		res.Reason = waitStatuses
+		res.Reason = WaitStatuses
 		return res
 	}
 	users := map[netip.Addr]cri.Sandbox{}
@@ -142,13 +142,13 @@ func (r *reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 			free = append(free, p)
 			continue
 		}
-		if s.Ready && r.cfg.Mode == ReconcileEnforce && r.adopt(ctx, s, p.IP, evs) {
+		if s.Ready && r.cfg.Mode == Enforce && r.adopt(ctx, s, p.IP, evs) {
 			res.Adopted++
 			continue
 		}
 		r.log.Warn("address joining the pool is in use by a sandbox; kept out of the pool", "ip", p.IP.String(),
 			"sandbox", s.ID, "pod", s.Namespace+"/"+s.Name, "ready", s.Ready, "mode", r.cfg.Mode)
-		res.Reason = waitInUse
+		res.Reason = WaitInUse
 	}
 	res.Verified = r.store.Verify(free)
 	res.Waiting = len(pending) - res.Verified - res.Adopted
@@ -161,7 +161,7 @@ func (r *reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 
 // noteVerifyLocked records the outcome for status and metrics and, once
 // nothing waits, clears the rebuild marker of a lost checkpoint.
-func (r *reconciler) noteVerifyLocked(res verifyResult) {
+func (r *Reconciler) noteVerifyLocked(res VerifyResult) {
 	r.verify = res
 	podIPPending.Set(float64(res.Waiting))
 	if res.Waiting > 0 || r.markerPath == "" || r.lastList.IsZero() {
@@ -181,14 +181,14 @@ func (r *reconciler) noteVerifyLocked(res verifyResult) {
 // VerifyNow lists the runtime and settles pending addresses (called when
 // addresses join the pool, and at start). A runtime error leaves them
 // pending and is returned.
-func (r *reconciler) VerifyNow(ctx context.Context) (verifyResult, error) {
+func (r *Reconciler) VerifyNow(ctx context.Context) (VerifyResult, error) {
 	r.mu.Lock()
 	return r.verifyNowLocked(ctx)
 }
 
 // VerifyIfIdle is VerifyNow unless a pass is running (which verifies pending
 // addresses itself): the pool manager never waits behind a slow runtime.
-func (r *reconciler) VerifyIfIdle(ctx context.Context) {
+func (r *Reconciler) VerifyIfIdle(ctx context.Context) {
 	if r.mu.TryLock() {
 		_, _ = r.verifyNowLocked(ctx)
 	}
@@ -196,22 +196,22 @@ func (r *reconciler) VerifyIfIdle(ctx context.Context) {
 
 // verifyNowLocked does VerifyNow's work; it is called with r.mu held and
 // releases it before posting events.
-func (r *reconciler) verifyNowLocked(ctx context.Context) (verifyResult, error) {
+func (r *Reconciler) verifyNowLocked(ctx context.Context) (VerifyResult, error) {
 	var evs eventBatch
 	defer evs.post(ctx, r.events)
 	defer r.mu.Unlock()
 	if len(r.store.PendingAddresses()) == 0 {
-		r.noteVerifyLocked(verifyResult{})
+		r.noteVerifyLocked(VerifyResult{})
 		r.publishLocked()
 		return r.verify, nil
 	}
 	sandboxes, err := r.listLocked(ctx)
 	if err != nil {
 		level := r.log.Warn
-		if r.verify.Reason == waitRuntime {
+		if r.verify.Reason == WaitRuntime {
 			level = r.log.Debug // already said; the pool manager retries every step
 		}
-		res := verifyResult{Waiting: len(r.store.PendingAddresses()), Reason: waitRuntime}
+		res := VerifyResult{Waiting: len(r.store.PendingAddresses()), Reason: WaitRuntime}
 		r.noteVerifyLocked(res)
 		r.publishLocked()
 		level("addresses that joined the pool wait: the container runtime cannot be asked which are in use",
@@ -224,7 +224,7 @@ func (r *reconciler) verifyNowLocked(ctx context.Context) (verifyResult, error) 
 }
 
 // adopt assigns ip to the READY sandbox s that uses it.
-func (r *reconciler) adopt(ctx context.Context, s cri.Sandbox, ip netip.Addr, evs *eventBatch) bool {
+func (r *Reconciler) adopt(ctx context.Context, s cri.Sandbox, ip netip.Addr, evs *eventBatch) bool {
 	key := datastore.IPAMKey{NetworkName: r.cfg.NetworkName, ContainerID: s.ID, IfName: r.cfg.IfName}
 	meta := datastore.IPAMMetadata{K8SPodNamespace: s.Namespace, K8SPodName: s.Name}
 	if _, err := r.store.Adopt(ip, key, meta); err != nil {

@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"sort"
 )
 
-// collectGarbage handles a CNI GC: allocations of network whose
+// CollectGarbage handles a CNI GC: allocations of network whose
 // (containerID, ifName) is not in valid are candidates, under the same
 // rules as the reconciler's passes. One is released only if it is past the
 // grace period, its absence was already seen (by a pass or an earlier GC)
@@ -15,7 +15,7 @@ import (
 // are deferred. A GC that would free more than half of the allocations is
 // deferred whole (the passes handle a truly drained node, with their
 // brake).
-func (r *reconciler) collectGarbage(ctx context.Context, network string, valid map[[2]string]bool) (released, deferred int) {
+func (r *Reconciler) CollectGarbage(ctx context.Context, network string, valid map[[2]string]bool) (released, deferred int) {
 	var evs eventBatch
 	defer evs.post(ctx, r.events)
 	r.mu.Lock()
@@ -51,7 +51,7 @@ func (r *reconciler) collectGarbage(ctx context.Context, network string, valid m
 	if len(gone) == 0 {
 		return 0, deferred
 	}
-	if r.cfg.Mode != ReconcileEnforce || 2*len(gone) > len(allocs) {
+	if r.cfg.Mode != Enforce || 2*len(gone) > len(allocs) {
 		r.log.Warn("CNI GC: not releasing", "mode", r.cfg.Mode, "wouldRelease", len(gone), "allocations", len(allocs))
 		return 0, deferred + len(gone)
 	}

@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // the pool is remembered beyond that, so an address that joins the pool
 // later is still matched (by verification, since it joins pending).
 // Requires r.mu.
-func (r *reconciler) readoptLocked(ctx context.Context, sandboxes []cri.Sandbox, allocs []datastore.Allocation, rep *PassReport, evs *eventBatch) {
+func (r *Reconciler) readoptLocked(ctx context.Context, sandboxes []cri.Sandbox, allocs []datastore.Allocation, rep *PassReport, evs *eventBatch) {
 	held := make(map[string]bool, len(allocs))
 	for _, a := range allocs {
 		held[a.Key.ContainerID] = true
@@ -31,7 +31,7 @@ func (r *reconciler) readoptLocked(ctx context.Context, sandboxes []cri.Sandbox,
 				// Not ours, cooling, pending (verification adopts it) or
 				// held by another key (if that key's sandbox is gone the
 				// forward check frees it, and this sandbox gets it back).
-			case r.cfg.Mode == ReconcileReport:
+			case r.cfg.Mode == Report:
 				r.log.Warn("report mode: would re-adopt the IP of a running sandbox that the datastore lost", "ip", ip.String(), "sandbox", s.ID)
 			default:
 				if r.adopt(ctx, s, ip, evs) {

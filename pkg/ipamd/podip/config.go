@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import (
 	"fmt"
@@ -10,19 +10,19 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 )
 
-// ReconcileMode says what the pod-IP reconciler may do.
-type ReconcileMode string
+// Mode says what the pod-IP reconciler may do.
+type Mode string
 
 // Modes of POD_IP_RECONCILE_MODE.
 const (
-	ReconcileEnforce ReconcileMode = "enforce" // free confirmed leaks, re-adopt live IPs
-	ReconcileReport  ReconcileMode = "report"  // only log, count and post events
-	ReconcileOff     ReconcileMode = "off"
+	Enforce Mode = "enforce" // free confirmed leaks, re-adopt live IPs
+	Report  Mode = "report"  // only log, count and post events
+	Off     Mode = "off"
 )
 
-// ReconcilerConfig tunes the pod-IP reconciler.
-type ReconcilerConfig struct {
-	Mode ReconcileMode
+// Config tunes the pod-IP reconciler.
+type Config struct {
+	Mode Mode
 	// Interval between passes (POD_IP_RECONCILE_INTERVAL, 1m).
 	Interval time.Duration
 	// Grace: an allocation younger than this is never a candidate, because
@@ -50,7 +50,8 @@ type ReconcilerConfig struct {
 	NetworkName, IfName string
 }
 
-func (c *ReconcilerConfig) setDefaults() {
+// SetDefaults fills every unset field with its default.
+func (c *Config) SetDefaults() {
 	set := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -64,7 +65,7 @@ func (c *ReconcilerConfig) setDefaults() {
 	set(&c.MinTriggerGap, 2*time.Second)
 	set(&c.CRITimeout, 5*time.Second)
 	if c.Mode == "" {
-		c.Mode = ReconcileEnforce
+		c.Mode = Enforce
 	}
 	if c.MaxReleasePerPass <= 0 && c.MaxReleasePercent <= 0 {
 		c.MaxReleasePercent = 10
@@ -77,23 +78,23 @@ func (c *ReconcilerConfig) setDefaults() {
 	}
 }
 
-// loadReconcilerConfig reads the POD_IP_RECONCILE_* variables and
+// LoadConfig reads the POD_IP_RECONCILE_* variables and
 // CRI_RUNTIME_ENDPOINT. Unlike upstream's lenient parsing, a mode it does
 // not know is an error: guessing could free addresses the operator meant
 // only to report.
-func loadReconcilerConfig(env envutil.Lookup) (ReconcilerConfig, error) {
-	var c ReconcilerConfig
-	switch m := strings.ToLower(envutil.String(env, "POD_IP_RECONCILE_MODE", string(ReconcileEnforce))); m {
+func LoadConfig(env envutil.Lookup) (Config, error) {
+	var c Config
+	switch m := strings.ToLower(envutil.String(env, "POD_IP_RECONCILE_MODE", string(Enforce))); m {
 	case "enforce", "report", "off":
-		c.Mode = ReconcileMode(m)
+		c.Mode = Mode(m)
 	default:
 		return c, fmt.Errorf("POD_IP_RECONCILE_MODE=%q: must be enforce, report or off", m)
 	}
 	var err error
-	if c.Interval, err = envDuration(env, "POD_IP_RECONCILE_INTERVAL", time.Minute, MinReconcileInterval); err != nil {
+	if c.Interval, err = envDuration(env, "POD_IP_RECONCILE_INTERVAL", time.Minute, MinInterval); err != nil {
 		return c, err
 	}
-	if c.Grace, err = envDuration(env, "POD_IP_RECONCILE_GRACE_PERIOD", 5*time.Minute, MinReconcileGrace); err != nil {
+	if c.Grace, err = envDuration(env, "POD_IP_RECONCILE_GRACE_PERIOD", 5*time.Minute, MinGrace); err != nil {
 		return c, err
 	}
 	if v := strings.TrimSpace(envutil.String(env, "POD_IP_RECONCILE_MAX_RELEASE_PER_PASS", "")); v != "" {
@@ -117,7 +118,7 @@ func loadReconcilerConfig(env envutil.Lookup) (ReconcilerConfig, error) {
 			return c, err
 		}
 	}
-	c.setDefaults()
+	c.SetDefaults()
 	return c, nil
 }
 
@@ -125,8 +126,8 @@ func loadReconcilerConfig(env envutil.Lookup) (ReconcilerConfig, error) {
 // runtime, and a shorter grace could reach an allocation whose CNI ADD is
 // still running (runtimes list a sandbox only after its ADD returned).
 const (
-	MinReconcileInterval = 5 * time.Second
-	MinReconcileGrace    = 30 * time.Second
+	MinInterval = 5 * time.Second
+	MinGrace    = 30 * time.Second
 )
 
 // envDuration reads a Go duration with its unit ("90s", "5m") of at least

@@ -1,10 +1,8 @@
-package ipamd
+package podip
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -12,32 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
-
-// testClock is a manually advanced clock shared by the datastore and the
-// reconciler.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock { return &testClock{now: time.Unix(1_800_000_000, 0)} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // recordedEvent is one node event.
 type recordedEvent struct{ Type, Reason, Note string }
@@ -74,53 +51,29 @@ func (r *recordingEvents) count(reason string) int {
 	return n
 }
 
-// hostSandboxID is the host-network sandbox every fake runtime lists.
-const hostSandboxID = "aws-node-host-network-sandbox"
-
-// startFakeCRI serves a fake runtime on a short socket path and returns it
-// with a real CRI client connected to it.
-func startFakeCRI(t testing.TB) (*fakecri.Runtime, *cri.Client) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "cri")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	rt := fakecri.New()
-	sock := filepath.Join(dir, "cri.sock")
-	require.NoError(t, rt.Serve(sock))
-	t.Cleanup(rt.Stop)
-	// As on a real node, the runtime always lists aws-node's own
-	// (host-network) sandbox.
-	rt.Add(fakecri.Sandbox{ID: hostSandboxID, Name: "aws-node-test", Namespace: "kube-system", IP: "192.0.2.10",
-		State: runtimeapi.PodSandboxState_SANDBOX_READY})
-	c, err := cri.Dial(sock, 300*time.Millisecond, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return rt, c
-}
-
 // reconFixture is a datastore of 3 ENIs x 10 IPs, a fake runtime, and a
 // reconciler on a manual clock with the default timings.
 type reconFixture struct {
 	rt     *fakecri.Runtime
 	store  *datastore.DataStore
-	clk    *testClock
-	r      *reconciler
+	clk    *testsupport.Clock
+	r      *Reconciler
 	events *recordingEvents
 }
 
-func newReconFixture(t *testing.T, mutate ...func(*ReconcilerConfig)) *reconFixture {
+func newReconFixture(t *testing.T, mutate ...func(*Config)) *reconFixture {
 	t.Helper()
-	rt, client := startFakeCRI(t)
-	clk := newTestClock()
+	rt, client := testsupport.StartFakeCRI(t)
+	clk := testsupport.NewClock()
 	store := datastore.New(datastore.Config{Now: clk.Now, Cooldown: 30 * time.Second, Checkpointer: &datastore.MemoryCheckpointer{}})
 	t.Cleanup(func() { store.Close() })
 	require.NoError(t, devpool.Pool{ENIs: 3, PerENI: 10}.Populate(store))
-	cfg := ReconcilerConfig{}
+	cfg := Config{}
 	for _, m := range mutate {
 		m(&cfg)
 	}
 	ev := &recordingEvents{}
-	r := newReconciler(cfg, client, store, ev, nil)
+	r := New(cfg, client, store, ev, nil)
 	r.now = clk.Now
 	return &reconFixture{rt: rt, store: store, clk: clk, r: r, events: ev}
 }

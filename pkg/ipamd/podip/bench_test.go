@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import (
 	"context"
@@ -11,15 +11,16 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
 // reconBenchNode is an in-memory datastore of 1,100 addresses with n live
 // pods, each with a READY sandbox in the fake runtime.
-func reconBenchNode(b *testing.B, n int) (*datastore.DataStore, *reconciler) {
+func reconBenchNode(b *testing.B, n int) (*datastore.DataStore, *Reconciler) {
 	b.Helper()
-	rt, client := startFakeCRI(b)
+	rt, client := testsupport.StartFakeCRI(b)
 	store := datastore.New(datastore.Config{})
 	b.Cleanup(func() { store.Close() })
 	if err := (devpool.Pool{ENIs: 22, PerENI: 50}).Populate(store); err != nil {
@@ -34,7 +35,7 @@ func reconBenchNode(b *testing.B, n int) (*datastore.DataStore, *reconciler) {
 		}
 		rt.Add(fakecri.Sandbox{ID: id, Name: fmt.Sprint("pod-", i), Namespace: "bench", IP: a.IP.String(), State: runtimeapi.PodSandboxState_SANDBOX_READY})
 	}
-	return store, newReconciler(ReconcilerConfig{}, client, store, nil, nil)
+	return store, New(Config{}, client, store, nil, nil)
 }
 
 func BenchmarkReconcilePass(b *testing.B) {

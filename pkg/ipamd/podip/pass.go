@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import (
 	"context"
@@ -19,7 +19,7 @@ type PassReport struct {
 	Start        time.Time
 	Duration     humanDuration
 	Triggered    bool
-	Mode         ReconcileMode
+	Mode         Mode
 	Skipped      string `json:",omitempty"`
 	Sandboxes    int
 	Allocations  int
@@ -31,19 +31,19 @@ type PassReport struct {
 	Capped       bool
 	// Pending is what the verification of addresses that joined the pool
 	// did in this pass.
-	Pending verifyResult
+	Pending VerifyResult
 }
 
 // Pass runs one reconciliation. Passes never overlap; events are posted
 // after the reconciler's lock is released.
-func (r *reconciler) Pass(ctx context.Context, triggered bool) PassReport {
+func (r *Reconciler) Pass(ctx context.Context, triggered bool) PassReport {
 	var evs eventBatch
 	rep := r.pass(ctx, triggered, &evs)
 	evs.post(ctx, r.events)
 	return rep
 }
 
-func (r *reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) PassReport {
+func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) PassReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rep := PassReport{Start: r.now(), Triggered: triggered, Mode: r.cfg.Mode}
@@ -74,7 +74,7 @@ func (r *reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 	rep.Sandboxes, rep.Allocations = len(sandboxes), len(allocs)
 	if len(sandboxes) == 0 && len(allocs) > 0 {
 		// A real node always lists at least aws-node's own sandbox.
-		r.skip(&rep, skipEmptyList, "the runtime listed no sandbox at all while addresses are allocated")
+		r.skip(&rep, SkipEmptyList, "the runtime listed no sandbox at all while addresses are allocated")
 		return rep
 	}
 	confirmed := r.updateCandidates(sandboxes, allocs, triggered)
@@ -101,7 +101,7 @@ func (r *reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 
 // listLocked asks the runtime for every sandbox and records whether it
 // answered. Requires r.mu.
-func (r *reconciler) listLocked(ctx context.Context) ([]cri.Sandbox, error) {
+func (r *Reconciler) listLocked(ctx context.Context) ([]cri.Sandbox, error) {
 	sandboxes, err := r.cri.ListSandboxes(ctx)
 	r.reachable = err == nil
 	runtimeReachable.Set(boolGauge(r.reachable))
@@ -118,23 +118,23 @@ func (r *reconciler) listLocked(ctx context.Context) ([]cri.Sandbox, error) {
 
 // list is listLocked for a pass: any failure skips the pass, and pending
 // addresses keep waiting.
-func (r *reconciler) list(ctx context.Context, rep *PassReport) ([]cri.Sandbox, bool) {
+func (r *Reconciler) list(ctx context.Context, rep *PassReport) ([]cri.Sandbox, bool) {
 	sandboxes, err := r.listLocked(ctx)
 	if err != nil {
-		reason := skipCRIError
+		reason := SkipCRIError
 		if errors.Is(err, context.DeadlineExceeded) || status.Code(errors.Unwrap(err)) == codes.DeadlineExceeded || status.Code(err) == codes.DeadlineExceeded {
-			reason = skipCRITimeout
+			reason = SkipCRITimeout
 		}
 		r.skip(rep, reason, err.Error())
 		if n := len(r.store.PendingAddresses()); n > 0 {
-			r.noteVerifyLocked(verifyResult{Waiting: n, Reason: waitRuntime})
+			r.noteVerifyLocked(VerifyResult{Waiting: n, Reason: WaitRuntime})
 		}
 		return nil, false
 	}
 	return sandboxes, true
 }
 
-func (r *reconciler) skip(rep *PassReport, reason, detail string) {
+func (r *Reconciler) skip(rep *PassReport, reason, detail string) {
 	rep.Skipped = reason
 	reconcileSkipped.WithLabelValues(reason).Inc()
 	r.log.Warn("pod-IP reconcile pass skipped; nothing freed", "reason", reason, "detail", detail)
@@ -143,7 +143,7 @@ func (r *reconciler) skip(rep *PassReport, reason, detail string) {
 // updateCandidates records which allocations' sandboxes are absent and
 // returns those confirmed (seen absent on two passes a confirm delay apart),
 // oldest assignment first.
-func (r *reconciler) updateCandidates(sandboxes []cri.Sandbox, allocs []datastore.Allocation, triggered bool) []*candidate {
+func (r *Reconciler) updateCandidates(sandboxes []cri.Sandbox, allocs []datastore.Allocation, triggered bool) []*candidate {
 	listed := make(map[string]bool, len(sandboxes))
 	for _, s := range sandboxes {
 		listed[s.ID] = true
@@ -179,18 +179,18 @@ func (r *reconciler) updateCandidates(sandboxes []cri.Sandbox, allocs []datastor
 
 // release applies the brakes, re-lists, and frees what is still absent. It
 // returns the fresh sandbox list, or false when the pass had to stop.
-func (r *reconciler) release(ctx context.Context, confirmed []*candidate, allocations int, rep *PassReport, evs *eventBatch) ([]cri.Sandbox, bool) {
+func (r *Reconciler) release(ctx context.Context, confirmed []*candidate, allocations int, rep *PassReport, evs *eventBatch) ([]cri.Sandbox, bool) {
 	if 2*len(confirmed) > allocations {
 		r.massStreak++
 		if r.massStreak < 3 {
 			evs.warning("PodIPMassReleaseHeld", "ReconcilePodIPs", fmt.Sprintf(
 				"%d of %d pod IP allocations have no sandbox; holding the release until this repeats on 3 passes (%d so far)",
 				len(confirmed), allocations, r.massStreak))
-			r.skip(rep, skipMassHeld, fmt.Sprintf("%d of %d allocations would go", len(confirmed), allocations))
+			r.skip(rep, SkipMassHeld, fmt.Sprintf("%d of %d allocations would go", len(confirmed), allocations))
 			return nil, false
 		}
 		verb := "releasing"
-		if r.cfg.Mode == ReconcileReport {
+		if r.cfg.Mode == Report {
 			verb = "report mode, would release"
 		}
 		evs.warning("PodIPMassReleaseProceeding", "ReconcilePodIPs", fmt.Sprintf(
@@ -200,7 +200,7 @@ func (r *reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 		r.massStreak = 0
 	}
 	limit := r.maxRelease()
-	if r.cfg.Mode == ReconcileEnforce {
+	if r.cfg.Mode == Enforce {
 		limit = min(limit, r.budget)
 	}
 	if len(confirmed) > limit {
@@ -216,7 +216,7 @@ func (r *reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 		return fresh, true // CNI GC used this window's budget
 	}
 	if len(fresh) == 0 {
-		r.skip(rep, skipEmptyList, "the runtime listed no sandbox right before freeing")
+		r.skip(rep, SkipEmptyList, "the runtime listed no sandbox right before freeing")
 		return nil, false
 	}
 	listed := make(map[string]bool, len(fresh))
@@ -230,7 +230,7 @@ func (r *reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 			continue
 		}
 		age := r.now().Sub(a.AssignedAt).Round(time.Second)
-		if r.cfg.Mode == ReconcileReport {
+		if r.cfg.Mode == Report {
 			if c.reported {
 				continue // counted and announced once per leaked allocation
 			}

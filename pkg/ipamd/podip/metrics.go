@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import "github.com/prometheus/client_golang/prometheus"
 
@@ -55,18 +55,23 @@ var (
 	})
 )
 
-// Skip reasons.
+// Skip reasons (the reason label of awscni_ipamd_pod_ip_reconcile_skipped_passes_total).
 const (
-	skipCRIError   = "cri_error"
-	skipCRITimeout = "cri_timeout"
-	skipEmptyList  = "empty_sandbox_list"
-	skipMassHeld   = "mass_release_held"
+	SkipCRIError   = "cri_error"
+	SkipCRITimeout = "cri_timeout"
+	SkipEmptyList  = "empty_sandbox_list"
+	SkipMassHeld   = "mass_release_held"
 )
 
-func registerReconcilerMetrics() {
-	prometheus.MustRegister(reconcileCandidates, reconcileReclaimed, reconcileWouldReclaim, reconcileReadopted,
+// MarkRunning sets awscni_ipamd_pod_ip_reconciler_running.
+func MarkRunning(on bool) { reconcilerRunning.Set(boolGauge(on)) }
+
+// RegisterMetrics registers the reconciler's and the DEL queue's
+// collectors with reg (once per process: the collectors are shared).
+func RegisterMetrics(reg prometheus.Registerer) {
+	reg.MustRegister(delQueueReplayed, delQueueBad, reconcileCandidates, reconcileReclaimed, reconcileWouldReclaim, reconcileReadopted,
 		reconcileSkipped, reconcilePassSeconds, reconcileLastSuccess, reconcilerRunning, reconcileLeaked, podIPPending, runtimeReachable, reclaimedForAdd)
-	for _, r := range []string{skipCRIError, skipCRITimeout, skipEmptyList, skipMassHeld} {
+	for _, r := range []string{SkipCRIError, SkipCRITimeout, SkipEmptyList, SkipMassHeld} {
 		reconcileSkipped.WithLabelValues(r)
 	}
 }

@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import (
 	"log/slog"
@@ -14,20 +14,20 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 )
 
-// replayAgent is just enough of an agent to replay a DEL queue.
-func replayAgent(t *testing.T) (*Agent, string) {
+// replayAgent is a DEL queue over a small pool.
+func replayAgent(t *testing.T) (*DelQueue, string) {
 	t.Helper()
 	store := datastore.New(datastore.Config{})
 	t.Cleanup(func() { store.Close() })
 	require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 4}.Populate(store))
 	dir := filepath.Join(t.TempDir(), "delq")
-	return &Agent{opts: Options{DelQueueDir: dir}, log: slog.New(slog.DiscardHandler), store: store}, dir
+	return &DelQueue{Dir: dir, Store: store, Log: slog.New(slog.DiscardHandler)}, dir
 }
 
 func TestDelQueueReplayKeepsANewerDELForTheSameKey(t *testing.T) {
 	a, dir := replayAgent(t)
 	key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "c1", IfName: "eth0"}
-	first, err := a.store.Assign(key, datastore.IPAMMetadata{})
+	first, err := storeOf(a).Assign(key, datastore.IPAMMetadata{})
 	require.NoError(t, err)
 	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "c1", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: first.AssignedAt.Add(time.Second)}))
 
@@ -40,7 +40,7 @@ func TestDelQueueReplayKeepsANewerDELForTheSameKey(t *testing.T) {
 	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "c1", IfName: "eth0", NetworkName: "aws-cni", Reason: "second", QueuedAt: later}))
 	a.replayDelEntry(dir, read[0])
 
-	_, held := a.store.Find(key)
+	_, held := storeOf(a).Find(key)
 	assert.False(t, held, "the first DEL is replayed")
 	left, _ := delqueue.List(dir)
 	require.Len(t, left, 1, "the newer DEL is not removed with the one replayed")
@@ -48,11 +48,11 @@ func TestDelQueueReplayKeepsANewerDELForTheSameKey(t *testing.T) {
 	assert.True(t, left[0].QueuedAt.Equal(later))
 
 	// The next replay applies it.
-	second, err := a.store.Assign(key, datastore.IPAMMetadata{})
+	second, err := storeOf(a).Assign(key, datastore.IPAMMetadata{})
 	require.NoError(t, err)
 	require.True(t, second.AssignedAt.Before(later))
-	a.replayDelQueue()
-	_, held = a.store.Find(key)
+	a.Replay()
+	_, held = storeOf(a).Find(key)
 	assert.False(t, held, "the newer DEL is replayed next time")
 	left, _ = delqueue.List(dir)
 	assert.Empty(t, left)
@@ -63,32 +63,34 @@ func TestDelQueueReplayMatchesMigratedKeys(t *testing.T) {
 	// An allocation restored from a very old checkpoint, under the key those
 	// versions wrote when they migrated pods from the CRI.
 	scratch := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "scratch", IfName: "eth0"}
-	free, err := a.store.Assign(scratch, datastore.IPAMMetadata{})
+	free, err := storeOf(a).Assign(scratch, datastore.IPAMMetadata{})
 	require.NoError(t, err)
-	_, err = a.store.Release(scratch)
+	_, err = storeOf(a).Release(scratch)
 	require.NoError(t, err)
-	migrated, err := a.store.Adopt(free.IP, legacyMigratedKey("old"), datastore.IPAMMetadata{})
+	migrated, err := storeOf(a).Adopt(free.IP, legacyMigratedKey("old"), datastore.IPAMMetadata{})
 	require.NoError(t, err)
 	// Another migrated one, assigned after its (older) queued DEL: kept.
 	scratch.ContainerID = "scratch2"
-	free2, err := a.store.Assign(scratch, datastore.IPAMMetadata{})
+	free2, err := storeOf(a).Assign(scratch, datastore.IPAMMetadata{})
 	require.NoError(t, err)
-	_, err = a.store.Release(scratch)
+	_, err = storeOf(a).Release(scratch)
 	require.NoError(t, err)
-	_, err = a.store.Adopt(free2.IP, legacyMigratedKey("reused"), datastore.IPAMMetadata{})
+	_, err = storeOf(a).Adopt(free2.IP, legacyMigratedKey("reused"), datastore.IPAMMetadata{})
 	require.NoError(t, err)
 
 	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "old", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: migrated.AssignedAt.Add(time.Second)}))
 	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "reused", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: migrated.AssignedAt.Add(-time.Hour)}))
-	a.replayDelQueue()
+	a.Replay()
 
-	_, held := a.store.Find(legacyMigratedKey("old"))
+	_, held := storeOf(a).Find(legacyMigratedKey("old"))
 	assert.False(t, held, "a queued DEL releases the allocation held under the migrated key")
-	inPool, isFree := a.store.Holds(migrated.IP)
+	inPool, isFree := storeOf(a).Holds(migrated.IP)
 	assert.True(t, inPool && isFree, "its address is free again")
-	_, held = a.store.Find(legacyMigratedKey("reused"))
+	_, held = storeOf(a).Find(legacyMigratedKey("reused"))
 	assert.True(t, held, "a DEL queued before the allocation does not free it")
 	left, bad := delqueue.List(dir)
 	assert.Empty(t, left, "both entries are done")
 	assert.Empty(t, bad)
 }
+
+func storeOf(q *DelQueue) *datastore.DataStore { return q.Store.(*datastore.DataStore) }

@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func (b *eventBatch) normalForPod(m datastore.IPAMMetadata, reason, action, note
 }
 
 // post sends the events in order. Call it without holding r.mu.
-func (b *eventBatch) post(ctx context.Context, to eventPoster) {
+func (b *eventBatch) post(ctx context.Context, to EventPoster) {
 	for _, e := range *b {
 		pp, byPod := to.(podEventPoster)
 		switch {

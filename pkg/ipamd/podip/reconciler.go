@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import (
 	"context"
@@ -28,14 +28,14 @@ import (
 //     half of all allocations is held until that verdict repeats on three
 //     passes in a row.
 
-// sandboxSource is the runtime as the reconciler sees it (*cri.Runtime).
-type sandboxSource interface {
+// SandboxSource is the runtime as the reconciler sees it (*cri.Runtime).
+type SandboxSource interface {
 	ListSandboxes(ctx context.Context) ([]cri.Sandbox, error)
 	SandboxStatus(ctx context.Context, id string) (cri.SandboxStatus, error)
 }
 
-// reconcileStore is the part of the datastore the reconciler uses.
-type reconcileStore interface {
+// Store is the part of the datastore the reconciler uses.
+type Store interface {
 	Allocations() []datastore.Allocation
 	ReleaseIfUnchanged(datastore.IPAMKey, time.Time) (datastore.Allocation, error)
 	ReclaimIfUnchanged(datastore.IPAMKey, time.Time) (datastore.Allocation, error)
@@ -48,9 +48,10 @@ type reconcileStore interface {
 	Cooldown() time.Duration
 }
 
-// eventPoster posts node events (k8sapi.NodeEvents).
-type eventPoster interface {
-	nodeEventPoster
+// EventPoster posts node events (k8sapi.NodeEvents): warnings are
+// rate-limited per reason.
+type EventPoster interface {
+	Warning(ctx context.Context, reason, action, note string) bool
 	Normal(ctx context.Context, reason, action, note string) bool
 }
 
@@ -62,12 +63,12 @@ type candidate struct {
 	reported  bool // report mode: counted and announced once
 }
 
-type reconciler struct {
-	cfg    ReconcilerConfig
-	cri    sandboxSource
-	store  reconcileStore
+type Reconciler struct {
+	cfg    Config
+	cri    SandboxSource
+	store  Store
 	log    *slog.Logger
-	events eventPoster
+	events EventPoster
 	now    func() time.Time
 
 	trigger chan struct{}
@@ -91,39 +92,64 @@ type reconciler struct {
 	// onFirstList runs once, at the first successful list (turns
 	// verification on when no runtime existed at start).
 	onFirstList func()
-	verify      verifyResult
+	verify      VerifyResult
 	lastList    time.Time // last successful ListPodSandbox
 	reachable   bool
 	last        PassReport
 	lastPass    time.Time
-	totals      ReconcileTotals
-	published   atomic.Pointer[ReconcilerStatus]
+	totals      Totals
+	published   atomic.Pointer[Status]
 }
 
-// ReconcileTotals count what the reconciler did since start.
-type ReconcileTotals struct {
+// Totals count what the reconciler did since start.
+type Totals struct {
 	Passes, Skipped, Reclaimed, WouldReclaim, Readopted int
 }
 
-func newReconciler(cfg ReconcilerConfig, src sandboxSource, store reconcileStore, events eventPoster, log *slog.Logger) *reconciler {
-	cfg.setDefaults()
+func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *slog.Logger) *Reconciler {
+	cfg.SetDefaults()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if events == nil {
 		events = noEvents{}
 	}
-	r := &reconciler{cfg: cfg, cri: src, store: store, events: events, log: log, now: time.Now,
+	r := &Reconciler{cfg: cfg, cri: src, store: store, events: events, log: log, now: time.Now,
 		trigger: make(chan struct{}, 1), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{}, statusFailed: map[string]time.Time{},
 		trustEmptyAtStart: true}
-	r.verify.Reason = waitNotStarted
+	r.verify.Reason = WaitNotStarted
 	r.budget = r.maxRelease() // CNI GC may come before the first pass
 	return r
 }
 
+// SetCleanStart says whether the start was clean (intact checkpoint or a
+// fresh node): only then may an empty sandbox list verify pending
+// addresses (see emptyListTrusted). Call before the first verification.
+func (r *Reconciler) SetCleanStart(clean bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.trustEmptyAtStart = clean
+}
+
+// BeginRebuild records a lost checkpoint being rebuilt: the marker at path
+// is removed once every pending address is verified, the runtime has
+// answered, and mayClear (when set) holds.
+func (r *Reconciler) BeginRebuild(path string, mayClear func() bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.trustEmptyAtStart, r.markerPath, r.mayClearMarker = false, path, mayClear
+}
+
+// OnFirstList runs f once, at the first successful sandbox list.
+func (r *Reconciler) OnFirstList(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onFirstList = f
+}
+
 // Trigger asks for a pass now, with the short confirm delay (the max-pods
 // leak signal). It never blocks.
-func (r *reconciler) Trigger() {
+func (r *Reconciler) Trigger() {
 	select {
 	case r.trigger <- struct{}{}:
 	default:
@@ -133,8 +159,8 @@ func (r *reconciler) Trigger() {
 // run makes passes until ctx ends: shortly after start, then every
 // interval; while candidates await confirmation the next pass comes after
 // the confirm delay instead.
-func (r *reconciler) run(ctx context.Context) {
-	if r.cfg.Mode == ReconcileOff {
+func (r *Reconciler) Run(ctx context.Context) {
+	if r.cfg.Mode == Off {
 		r.log.Info("pod-IP reconciler is off (POD_IP_RECONCILE_MODE=off)")
 		return
 	}
@@ -186,14 +212,14 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
-func (r *reconciler) lastPassTime() time.Time {
+func (r *Reconciler) lastPassTime() time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastPass
 }
 
 // maxRelease is the per-pass cap.
-func (r *reconciler) maxRelease() int {
+func (r *Reconciler) maxRelease() int {
 	if r.cfg.MaxReleasePerPass > 0 {
 		return r.cfg.MaxReleasePerPass
 	}
@@ -205,12 +231,12 @@ type noEvents struct{}
 func (noEvents) Warning(context.Context, string, string, string) bool { return false }
 func (noEvents) Normal(context.Context, string, string, string) bool  { return false }
 
-// ReconcilerStatus is served on /v1/reconciler.
-type ReconcilerStatus struct {
-	Mode       ReconcileMode
+// Status is served on /v1/reconciler.
+type Status struct {
+	Mode       Mode
 	Interval   string
 	Grace      string
-	Totals     ReconcileTotals
+	Totals     Totals
 	LastPass   PassReport
 	Candidates []CandidateStatus
 	// Leaked counts candidates confirmed leaked that are still allocated
@@ -236,16 +262,16 @@ type CandidateStatus struct {
 
 // Status reports the last pass and the candidates it left. It never waits
 // for a pass in progress: each pass publishes its result when it ends.
-func (r *reconciler) Status() ReconcilerStatus {
+func (r *Reconciler) Status() Status {
 	if st := r.published.Load(); st != nil {
 		return *st
 	}
-	return ReconcilerStatus{Mode: r.cfg.Mode, Interval: r.cfg.Interval.String(), Grace: r.cfg.Grace.String(), Candidates: []CandidateStatus{}}
+	return Status{Mode: r.cfg.Mode, Interval: r.cfg.Interval.String(), Grace: r.cfg.Grace.String(), Candidates: []CandidateStatus{}}
 }
 
 // publishLocked snapshots the status for Status. Requires r.mu.
-func (r *reconciler) publishLocked() {
-	st := ReconcilerStatus{Mode: r.cfg.Mode, Interval: r.cfg.Interval.String(), Grace: r.cfg.Grace.String(), LastPass: r.last, Totals: r.totals,
+func (r *Reconciler) publishLocked() {
+	st := Status{Mode: r.cfg.Mode, Interval: r.cfg.Interval.String(), Grace: r.cfg.Grace.String(), LastPass: r.last, Totals: r.totals,
 		Candidates: []CandidateStatus{}, PendingAddresses: r.verify.Waiting, RuntimeReachable: r.reachable, LastSuccessfulList: r.lastList}
 	if r.verify.Waiting > 0 {
 		st.PendingReason = r.verify.Reason
@@ -266,6 +292,13 @@ func (r *reconciler) publishLocked() {
 
 // confirmed says whether c has been seen absent on two sightings at least
 // delay apart.
-func (r *reconciler) confirmed(c *candidate, now time.Time, delay time.Duration) bool {
+func (r *Reconciler) confirmed(c *candidate, now time.Time, delay time.Duration) bool {
 	return c.passes >= 2 && now.Sub(c.firstSeen) >= delay
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

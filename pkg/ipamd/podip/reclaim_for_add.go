@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 // with the passes and is conditional on the exact assignment observed.
 // The candidate must have been absent for the cooldown too, so the address
 // skips it and serves this ADD. It reports whether one was freed.
-func (r *reconciler) ReclaimForAdd(ctx context.Context) bool {
-	if r.cfg.Mode != ReconcileEnforce {
+func (r *Reconciler) ReclaimForAdd(ctx context.Context) bool {
+	if r.cfg.Mode != Enforce {
 		return false
 	}
 	var evs eventBatch

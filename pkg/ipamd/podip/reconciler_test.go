@@ -1,4 +1,4 @@
-package ipamd
+package podip
 
 import (
 	"context"
@@ -87,9 +87,9 @@ func TestReconcilerFailsClosed(t *testing.T) {
 		fault  func(rt *fakecri.Runtime)
 		reason string
 	}{
-		{"runtime down", func(rt *fakecri.Runtime) { rt.SetError(codes.Unavailable) }, skipCRIError},
-		{"empty answer", func(rt *fakecri.Runtime) { rt.SetEmpty(true) }, skipEmptyList},
-		{"timeout", func(rt *fakecri.Runtime) { rt.SetDelay(2 * time.Second) }, skipCRITimeout},
+		{"runtime down", func(rt *fakecri.Runtime) { rt.SetError(codes.Unavailable) }, SkipCRIError},
+		{"empty answer", func(rt *fakecri.Runtime) { rt.SetEmpty(true) }, SkipEmptyList},
+		{"timeout", func(rt *fakecri.Runtime) { rt.SetDelay(2 * time.Second) }, SkipCRITimeout},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,7 +117,7 @@ func TestReconcilerFailsClosed(t *testing.T) {
 // hookedSource runs a hook before each ListSandboxes call, to change the
 // runtime's state between the two lists of one pass.
 type hookedSource struct {
-	sandboxSource
+	SandboxSource
 	calls  int
 	before func(call int)
 }
@@ -125,7 +125,7 @@ type hookedSource struct {
 func (h *hookedSource) ListSandboxes(ctx context.Context) ([]cri.Sandbox, error) {
 	h.calls++
 	h.before(h.calls)
-	return h.sandboxSource.ListSandboxes(ctx)
+	return h.SandboxSource.ListSandboxes(ctx)
 }
 
 func TestReconcilerFreshListBeforeFreeing(t *testing.T) {
@@ -135,7 +135,7 @@ func TestReconcilerFreshListBeforeFreeing(t *testing.T) {
 	f.pod(t, "live2", false)
 	// The sandbox exists but is not listed yet (e.g. a slow runtime store).
 	f.rt.Add(fakecri.Sandbox{ID: a.Key.ContainerID, Name: "late", Namespace: "default", State: runtimeapi.PodSandboxState_SANDBOX_READY, Hidden: true})
-	f.r.cri = &hookedSource{sandboxSource: f.r.cri, before: func(call int) {
+	f.r.cri = &hookedSource{SandboxSource: f.r.cri, before: func(call int) {
 		if call == 3 { // the fresh list of the second pass
 			f.rt.Show(a.Key.ContainerID)
 		}
@@ -150,7 +150,7 @@ func TestReconcilerFreshListBeforeFreeing(t *testing.T) {
 }
 
 func TestReconcilerMassReleaseBrake(t *testing.T) {
-	f := newReconFixture(t, func(c *ReconcilerConfig) { c.MaxReleasePerPass = 2 })
+	f := newReconFixture(t, func(c *Config) { c.MaxReleasePerPass = 2 })
 	var leaked []datastore.Allocation
 	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
 		leaked = append(leaked, f.pod(t, n, true))
@@ -163,7 +163,7 @@ func TestReconcilerMassReleaseBrake(t *testing.T) {
 	for range 2 {
 		f.clk.Advance(time.Minute)
 		rep := f.pass(t)
-		assert.Equal(t, skipMassHeld, rep.Skipped, "6 of 8 would go: held")
+		assert.Equal(t, SkipMassHeld, rep.Skipped, "6 of 8 would go: held")
 		assert.Equal(t, 0, rep.Reclaimed)
 		held++
 	}
@@ -203,7 +203,7 @@ func TestReconcilerPerPassCapDefaultsToTenPercent(t *testing.T) {
 }
 
 func TestReconcilerReportMode(t *testing.T) {
-	f := newReconFixture(t, func(c *ReconcilerConfig) { c.Mode = ReconcileReport })
+	f := newReconFixture(t, func(c *Config) { c.Mode = Report })
 	a := f.pod(t, "leaked", true)
 	f.pod(t, "live1", false)
 	f.pod(t, "live2", false)
@@ -221,7 +221,7 @@ func TestReconcilerReportMode(t *testing.T) {
 // One leaked allocation is counted and announced once, however many passes
 // see it, and the gauge says how many are judged leaked right now.
 func TestReconcilerReportModeCountsEachLeakOnce(t *testing.T) {
-	f := newReconFixture(t, func(c *ReconcilerConfig) { c.Mode = ReconcileReport })
+	f := newReconFixture(t, func(c *Config) { c.Mode = Report })
 	a := f.pod(t, "leaked", true)
 	for i := range 4 {
 		f.pod(t, fmt.Sprintf("live%d", i), false)
@@ -255,7 +255,7 @@ func TestReconcilerReportModeCountsEachLeakOnce(t *testing.T) {
 // was held while an event was posted.
 type lockProbe struct {
 	recordingEvents
-	r             *reconciler
+	r             *Reconciler
 	heldWhilePost int
 }
 
@@ -297,7 +297,7 @@ func TestReconcilerPostsEventsOutsideItsLock(t *testing.T) {
 // CNI GC frees only confirmed leaks and draws from the same release budget
 // as the passes, so a runtime that calls GC often cannot bypass the cap.
 func TestCNIGCConfirmsAndSharesTheReleaseBudget(t *testing.T) {
-	f := newReconFixture(t, func(c *ReconcilerConfig) { c.MaxReleasePerPass = 2 })
+	f := newReconFixture(t, func(c *Config) { c.MaxReleasePerPass = 2 })
 	var gone []datastore.Allocation
 	for i := range 6 {
 		gone = append(gone, f.pod(t, fmt.Sprintf("gone%d", i), true))
@@ -317,10 +317,10 @@ func TestCNIGCConfirmsAndSharesTheReleaseBudget(t *testing.T) {
 	}
 	f.clk.Advance(10 * time.Minute)
 	ctx := context.Background()
-	released, _ := f.r.collectGarbage(ctx, "aws-cni", valid)
+	released, _ := f.r.CollectGarbage(ctx, "aws-cni", valid)
 	assert.Zero(t, released, "a single sighting frees nothing")
 	f.clk.Advance(5 * time.Second)
-	released, _ = f.r.collectGarbage(ctx, "aws-cni", valid)
+	released, _ = f.r.CollectGarbage(ctx, "aws-cni", valid)
 	assert.Zero(t, released, "nor a second one inside the confirm delay")
 
 	f.clk.Advance(30 * time.Second)
@@ -328,16 +328,16 @@ func TestCNIGCConfirmsAndSharesTheReleaseBudget(t *testing.T) {
 	assert.Equal(t, 2, rep.Reclaimed)
 	total := rep.Reclaimed
 	for range 5 {
-		n, _ := f.r.collectGarbage(ctx, "aws-cni", valid)
+		n, _ := f.r.CollectGarbage(ctx, "aws-cni", valid)
 		total += n
 	}
 	assert.Equal(t, 2, total, "GC calls between two passes share the pass's budget")
 
 	f.clk.Advance(time.Minute)
-	n, _ := f.r.collectGarbage(ctx, "aws-cni", valid)
+	n, _ := f.r.CollectGarbage(ctx, "aws-cni", valid)
 	assert.Zero(t, n, "still the same window until the next pass")
 	rep = f.pass(t)
-	n, _ = f.r.collectGarbage(ctx, "aws-cni", valid)
+	n, _ = f.r.CollectGarbage(ctx, "aws-cni", valid)
 	assert.Equal(t, 2, rep.Reclaimed+n, "a new pass opens a new budget")
 	held := 0
 	for _, a := range gone {
@@ -401,7 +401,7 @@ func TestReconcilerRestartMidConfirmationDoesNotFreeEarly(t *testing.T) {
 	f.clk.Advance(10 * time.Minute)
 	f.pass(t)
 	// ipamd restarts: a new reconciler has no memory of the first sighting.
-	r2 := newReconciler(ReconcilerConfig{}, f.r.cri, f.store, f.events, nil)
+	r2 := New(Config{}, f.r.cri, f.store, f.events, nil)
 	r2.now = f.clk.Now
 	f.clk.Advance(time.Minute)
 	rep := r2.Pass(context.Background(), false)
@@ -413,16 +413,14 @@ func TestReconcilerRestartMidConfirmationDoesNotFreeEarly(t *testing.T) {
 }
 
 func TestReconcilerTriggerReclaimsWithinSeconds(t *testing.T) {
-	f := newReconFixture(t, func(c *ReconcilerConfig) {
+	f := newReconFixture(t, func(c *Config) {
 		c.Interval = time.Hour
 		c.StartDelay = time.Hour
 		c.TriggeredConfirmDelay = 50 * time.Millisecond
 		c.MinTriggerGap = time.Millisecond
 	})
 	// Real time for the loop's timers; the pods were started 10 minutes ago.
-	f.clk.mu.Lock()
-	f.clk.now = time.Now().Add(-10 * time.Minute)
-	f.clk.mu.Unlock()
+	f.clk.Set(time.Now().Add(-10 * time.Minute))
 	f.r.now = time.Now
 	var leaked []datastore.Allocation
 	for _, n := range []string{"a", "b"} {
@@ -433,7 +431,7 @@ func TestReconcilerTriggerReclaimsWithinSeconds(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go f.r.run(ctx)
+	go f.r.Run(ctx)
 	start := time.Now()
 	f.r.Trigger()
 	require.Eventually(t, func() bool { return !f.held(leaked[0]) && !f.held(leaked[1]) }, 3*time.Second, 5*time.Millisecond,
@@ -446,7 +444,7 @@ func TestReconcilerTriggerReclaimsWithinSeconds(t *testing.T) {
 // postponed to the end of the gap, never dropped: the pool manager does not
 // signal again for a while.
 func TestReconcilerTriggerTooSoonIsPostponedNotDropped(t *testing.T) {
-	f := newReconFixture(t, func(c *ReconcilerConfig) {
+	f := newReconFixture(t, func(c *Config) {
 		c.Interval = time.Hour
 		c.StartDelay = time.Millisecond
 		c.MinTriggerGap = 300 * time.Millisecond
@@ -454,7 +452,7 @@ func TestReconcilerTriggerTooSoonIsPostponedNotDropped(t *testing.T) {
 	f.r.now = time.Now
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go f.r.run(ctx)
+	go f.r.Run(ctx)
 	require.Eventually(t, func() bool { return f.r.Status().Totals.Passes == 1 }, 2*time.Second, time.Millisecond)
 	f.r.Trigger() // well inside the gap
 	require.Eventually(t, func() bool { return f.r.Status().Totals.Passes == 2 }, 2*time.Second, 5*time.Millisecond,

@@ -1,8 +1,9 @@
-package ipamd
+package podip
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,18 +23,32 @@ var (
 	})
 )
 
-// replayDelQueue releases the addresses of DELs the plugin queued while
+// ReplayStore is the part of the datastore DEL replay uses.
+type ReplayStore interface {
+	Find(datastore.IPAMKey) (datastore.Allocation, bool)
+	ReleaseIfUnchanged(datastore.IPAMKey, time.Time) (datastore.Allocation, error)
+}
+
+// DelQueue replays the DELs the CNI plugin queued on the host while ipamd
+// was unreachable (pkg/delqueue).
+type DelQueue struct {
+	Dir   string
+	Store ReplayStore
+	Log   *slog.Logger
+}
+
+// Replay releases the addresses of DELs the plugin queued while
 // ipamd was unreachable. An entry is only applied to an allocation made
 // before it was queued, so a newer assignment under the same key is never
 // released; entries that are done (or moot) are removed, others kept for
 // the next replay. Removal takes away only the entry replayed: a newer DEL
 // the plugin queued for the same key meanwhile waits for the next replay.
-func (a *Agent) replayDelQueue() {
-	dir := a.opts.DelQueueDir
+func (a *DelQueue) Replay() {
+	dir := a.Dir
 	entries, bad := delqueue.List(dir)
 	for _, b := range bad {
 		delQueueBad.Inc()
-		a.log.Warn("unreadable DEL queue entry left in place", "path", b.Path, "error", b.Err)
+		a.Log.Warn("unreadable DEL queue entry left in place", "path", b.Path, "error", b.Err)
 	}
 	for _, e := range entries {
 		a.replayDelEntry(dir, e)
@@ -42,21 +57,21 @@ func (a *Agent) replayDelQueue() {
 
 // replayDelEntry applies one queued DEL and, once it is done or moot,
 // removes exactly that entry from the queue.
-func (a *Agent) replayDelEntry(dir string, e delqueue.Entry) {
+func (a *DelQueue) replayDelEntry(dir string, e delqueue.Entry) {
 	result := "unknown"
 	if alloc, ok := a.findQueuedDel(e); ok {
 		if !alloc.AssignedAt.Before(e.QueuedAt) {
 			result = "stale"
 		} else {
-			_, err := a.store.ReleaseIfUnchanged(alloc.Key, alloc.AssignedAt)
+			_, err := a.Store.ReleaseIfUnchanged(alloc.Key, alloc.AssignedAt)
 			switch {
 			case err == nil:
 				result = "released"
-				a.log.Info("replayed queued DEL", "ip", alloc.IP.String(), "pod", podRef(alloc.Metadata),
+				a.Log.Info("replayed queued DEL", "ip", alloc.IP.String(), "pod", podRef(alloc.Metadata),
 					"containerID", e.ContainerID, "queuedFor", time.Since(e.QueuedAt).Round(time.Second).String())
 			case errors.Is(err, datastore.ErrUnknownPod), errors.Is(err, datastore.ErrAllocationChanged):
 			default:
-				a.log.Error("could not replay queued DEL; will retry", "containerID", e.ContainerID, "error", err)
+				a.Log.Error("could not replay queued DEL; will retry", "containerID", e.ContainerID, "error", err)
 				return
 			}
 		}
@@ -65,9 +80,9 @@ func (a *Agent) replayDelEntry(dir string, e delqueue.Entry) {
 	switch err := delqueue.Remove(dir, e); {
 	case err == nil:
 	case errors.Is(err, delqueue.ErrChanged):
-		a.log.Info("a newer DEL was queued for the same interface; kept for the next replay", "containerID", e.ContainerID, "ifName", e.IfName)
+		a.Log.Info("a newer DEL was queued for the same interface; kept for the next replay", "containerID", e.ContainerID, "ifName", e.IfName)
 	default:
-		a.log.Warn("could not remove replayed DEL queue entry", "containerID", e.ContainerID, "error", err)
+		a.Log.Warn("could not remove replayed DEL queue entry", "containerID", e.ContainerID, "error", err)
 	}
 }
 
@@ -75,12 +90,12 @@ func (a *Agent) replayDelEntry(dir string, e delqueue.Entry) {
 // key or, like the datastore's Release, under the key very old ipamd
 // versions wrote when they migrated allocations from the CRI. The returned
 // allocation's Key is the one it is held under, for the conditional release.
-func (a *Agent) findQueuedDel(e delqueue.Entry) (datastore.Allocation, bool) {
+func (a *DelQueue) findQueuedDel(e delqueue.Entry) (datastore.Allocation, bool) {
 	key := datastore.IPAMKey{NetworkName: e.NetworkName, ContainerID: e.ContainerID, IfName: e.IfName}
-	if alloc, ok := a.store.Find(key); ok {
+	if alloc, ok := a.Store.Find(key); ok {
 		return alloc, true
 	}
-	return a.store.Find(legacyMigratedKey(e.ContainerID))
+	return a.Store.Find(legacyMigratedKey(e.ContainerID))
 }
 
 // legacyMigratedKey mirrors the datastore's key for allocations migrated
@@ -89,8 +104,8 @@ func legacyMigratedKey(containerID string) datastore.IPAMKey {
 	return datastore.IPAMKey{NetworkName: "_migrated-from-cri", ContainerID: containerID, IfName: "unknown"}
 }
 
-// runDelQueue replays the queue every interval until ctx ends.
-func (a *Agent) runDelQueue(ctx context.Context, every time.Duration) {
+// Run replays the queue every interval until ctx ends.
+func (a *DelQueue) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -98,11 +113,7 @@ func (a *Agent) runDelQueue(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			a.replayDelQueue()
+			a.Replay()
 		}
 	}
-}
-
-func registerDelQueueMetrics() {
-	prometheus.MustRegister(delQueueReplayed, delQueueBad)
 }

@@ -1,0 +1,76 @@
+// Package testsupport holds what the tests of ipamd's packages share: a
+// manual clock and a fake container runtime served over a real unix
+// socket. Only tests import it.
+package testsupport
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
+)
+
+// HostSandboxID is the host-network sandbox every fake runtime lists, as a
+// real node always lists aws-node's own.
+const HostSandboxID = "aws-node-host-network-sandbox"
+
+// HostSandbox is that sandbox.
+func HostSandbox() fakecri.Sandbox {
+	return fakecri.Sandbox{ID: HostSandboxID, Name: "aws-node-test", Namespace: "kube-system", IP: "192.0.2.10",
+		State: runtimeapi.PodSandboxState_SANDBOX_READY}
+}
+
+// StartFakeCRI serves a fake runtime (listing HostSandbox) on a short
+// socket path and returns it with a real CRI client connected to it.
+func StartFakeCRI(t testing.TB) (*fakecri.Runtime, *cri.Client) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cri")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	rt := fakecri.New()
+	sock := filepath.Join(dir, "cri.sock")
+	require.NoError(t, rt.Serve(sock))
+	t.Cleanup(rt.Stop)
+	rt.Add(HostSandbox())
+	c, err := cri.Dial(sock, 300*time.Millisecond, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return rt, c
+}
+
+// Clock is a manually advanced clock.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock starts a clock at a fixed instant.
+func NewClock() *Clock { return &Clock{now: time.Unix(1_800_000_000, 0)} }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}

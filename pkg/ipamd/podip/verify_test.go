@@ -1,0 +1,77 @@
+package podip
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stuckStatus is a runtime whose PodSandboxStatus fails for one sandbox
+// (a hung shim) and counts the status calls.
+type stuckStatus struct {
+	sandboxes []cri.Sandbox
+	stuck     string
+	mu        sync.Mutex
+	calls     map[string]int
+}
+
+func (s *stuckStatus) ListSandboxes(context.Context) ([]cri.Sandbox, error) { return s.sandboxes, nil }
+
+func (s *stuckStatus) SandboxStatus(_ context.Context, id string) (cri.SandboxStatus, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[id]++
+	if id == s.stuck {
+		return cri.SandboxStatus{}, context.DeadlineExceeded
+	}
+	return cri.SandboxStatus{Sandbox: cri.Sandbox{ID: id}, IP: "192.0.2.1"}, nil
+}
+
+func (s *stuckStatus) total() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		n += c
+	}
+	return n
+}
+
+// A sandbox whose status call fails ends the round at once (a hung runtime
+// must not cost one timeout per sandbox per pool step) and is asked again
+// only after a while; until then the pending addresses wait.
+func TestStatusFailureEndsTheRoundAndBacksOff(t *testing.T) {
+	clk := testsupport.NewClock()
+	store := datastore.New(datastore.Config{Now: clk.Now, VerifyNewAddresses: true})
+	t.Cleanup(func() { store.Close() })
+	require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 4}.Populate(store))
+	src := &stuckStatus{stuck: "sb-010", calls: map[string]int{}}
+	for i := range 50 {
+		src.sandboxes = append(src.sandboxes, cri.Sandbox{ID: fmt.Sprintf("sb-%03d", i), Ready: true})
+	}
+	r := New(Config{}, src, store, nil, nil)
+	r.now = clk.Now
+
+	res, err := r.VerifyNow(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, VerifyResult{Waiting: 4, Reason: WaitStatuses}, res)
+	assert.Equal(t, 11, src.total(), "ten answers, then the failure ends the round")
+
+	res, _ = r.VerifyNow(context.Background())
+	assert.Equal(t, 4, res.Waiting)
+	assert.Equal(t, 0, src.calls["sb-010"]-1, "the failing sandbox is not asked again at once")
+	assert.Equal(t, 50-1, len(r.sandboxIPs), "the others are learnt")
+
+	src.stuck = ""
+	clk.Advance(statusRetryAfter)
+	res, _ = r.VerifyNow(context.Background())
+	assert.Equal(t, 4, res.Verified, "once it answers, the addresses are verified")
+}

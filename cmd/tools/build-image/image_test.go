@@ -159,7 +159,9 @@ func baseTarball(t *testing.T, arch string) string {
 	_, err := tw.Write([]byte("ip"))
 	require.NoError(t, err)
 	require.NoError(t, tw.Close())
-	layer, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
+	})
 	require.NoError(t, err)
 	img, err := mutate.AppendLayers(empty.Image, layer)
 	require.NoError(t, err)

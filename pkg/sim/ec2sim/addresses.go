@@ -45,7 +45,7 @@ func newAddrPool(p netip.Prefix) *addrPool {
 	for _, off := range []int{0, 1, 2, 3, size - 1} {
 		pool.set(off)
 	}
-	pool.free = size - 5
+	pool.free = size - reservedCount
 	return pool
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
@@ -45,7 +46,7 @@ type Options struct {
 	Timings     Timings
 	// OnLeak is called when the pool is full of suspected leaked
 	// allocations (the pod-IP reconciler's trigger).
-	OnLeak LeakHook
+	OnLeak pool.LeakHook
 	// K8s is the API client; nil tries the in-cluster one when MY_NODE_NAME
 	// is set, and runs without the API server if that fails.
 	K8s kubernetes.Interface
@@ -70,7 +71,8 @@ type Agent struct {
 	aws     awsAPI
 	store   *datastore.DataStore
 	rpc     rpcserver.Options
-	pool    *poolManager // nil with a development pool
+	pool    *pool.Manager // nil with a development pool
+	poolCfg *pool.Config  // sized at node init; nil with a development pool
 	events  *k8sapi.NodeEvents
 	recon   *podip.Reconciler   // nil when off or no runtime is reachable
 	runtime podip.SandboxSource // what the reconciler lists; nil when off
@@ -149,6 +151,7 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	if err == nil {
 		a.connectRuntime(a.runtime, verifying)
+		a.buildPool()
 		err = a.restore(ctx)
 	}
 	if err != nil {
@@ -170,7 +173,7 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 		a.rpc.Reclaim = a.recon.ReclaimForAdd
 		a.rpc.GC = a.recon.CollectGarbage
 	}
-	pool.set(a.store)
+	poolGauges.set(a.store)
 	return a, nil
 }
 
@@ -222,7 +225,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	if a.pool != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); a.pool.run(httpCtx) }()
+		go func() { defer wg.Done(); a.pool.Run(httpCtx) }()
 	}
 	if a.recon != nil {
 		wg.Add(1)

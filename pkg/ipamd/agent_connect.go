@@ -8,6 +8,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
@@ -100,16 +101,27 @@ func (a *Agent) connectRuntime(src podip.SandboxSource, verifying bool) {
 		})
 	}
 	podip.MarkRunning(true)
-	if a.pool != nil {
+}
+
+// buildPool makes the pool manager (none with a development pool) once the
+// reconciler it signals is known.
+func (a *Agent) buildPool() {
+	if a.poolCfg == nil {
+		return
+	}
+	deps := pool.Deps{AWS: a.aws, Store: a.store, Log: a.log, SetupENI: a.setupENI, TeardownENI: a.teardownENI,
+		OnLeak: a.opts.OnLeak, Events: a.events, Errors: ipamdErrors}
+	if a.recon != nil {
 		hook := a.opts.OnLeak
-		a.pool.onLeak = func(d warmpool.Decision, s datastore.Stats) {
+		deps.OnLeak = func(d warmpool.Decision, s datastore.Stats) {
 			a.recon.Trigger()
 			if hook != nil {
 				hook(d, s)
 			}
 		}
-		a.pool.verifyPending = a.recon.VerifyIfIdle
+		deps.VerifyPending = a.recon.VerifyIfIdle
 	}
+	a.pool = pool.New(*a.poolCfg, deps)
 }
 
 // vpcCIDRs are the VPC's IPv4 CIDRs for AddNetwork replies.

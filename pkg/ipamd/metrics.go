@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
@@ -30,7 +31,7 @@ var (
 		Help: "VPC CNI build information",
 	}, []string{"version", "goversion"})
 
-	pool = &poolCollector{}
+	poolGauges = &poolCollector{}
 
 	registerOnce sync.Once
 	rpcMetrics   *rpcserver.Metrics // the gRPC request counters
@@ -41,9 +42,9 @@ var (
 // Safe to call more than once.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		prometheus.MustRegister(ipamdErrors, checkpointWrites, buildInfo, pool)
+		prometheus.MustRegister(ipamdErrors, checkpointWrites, buildInfo, poolGauges)
 		rpcMetrics = rpcserver.NewMetrics(prometheus.DefaultRegisterer)
-		registerPoolMetrics()
+		pool.RegisterMetrics(prometheus.DefaultRegisterer)
 		podip.RegisterMetrics(prometheus.DefaultRegisterer)
 		buildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
 	})
@@ -101,35 +102,4 @@ func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descPerCIDR, c.Assigned, c.CIDR.String())
 		}
 	}
-}
-
-// Pool-manager metrics. awscni_eni_max, awscni_ip_max,
-// awscni_ipamd_action_inprogress and awscni_reconcile_count are upstream's;
-// the max-pods gauges and the leak trigger counter are ours.
-var (
-	eniMax = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "awscni_eni_max", Help: "The maximum number of ENIs that can be attached to the instance, accounting for unmanaged ENIs",
-	})
-	ipMax = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "awscni_ip_max", Help: "The maximum number of IP addresses that can be allocated to the instance",
-	})
-	actionInProgress = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "awscni_ipamd_action_inprogress", Help: "The number of ipamd actions in progress",
-	}, []string{"fn"})
-	reconcileCount = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "awscni_reconcile_count", Help: "The number of times ipamd reconciles on ENIs and IP/Prefix addresses",
-	}, []string{"fn"})
-	poolAtMaxPods = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "awscni_ipamd_pool_at_max_pods", Help: "1 when the pool holds as many addresses as the node may run pods, so it does not grow",
-	})
-	poolLeakSuspected = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "awscni_ipamd_pool_leak_suspected", Help: "1 when the pool is at max pods and its allocations suggest leaked addresses",
-	})
-	leakTriggers = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "awscni_ipamd_leak_reconcile_triggers_total", Help: "Times the pool manager asked the pod-IP reconciler to run because of suspected leaks",
-	})
-)
-
-func registerPoolMetrics() {
-	prometheus.MustRegister(eniMax, ipMax, actionInProgress, reconcileCount, poolAtMaxPods, poolLeakSuspected, leakTriggers)
 }

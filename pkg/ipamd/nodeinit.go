@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/vpc"
 )
@@ -58,7 +59,7 @@ func (a *Agent) maxPods(instanceType string) int {
 }
 
 // initFromAWS fills the datastore with the instance's managed ENIs and their
-// addresses as EC2 reports them, and builds the pool manager.
+// addresses as EC2 reports them, and sizes the pool manager's config.
 func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	cfg := a.opts.Config
 	id := a.aws.InstanceIdentity()
@@ -70,7 +71,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		return fmt.Errorf("list the instance's ENIs: %w", err)
 	}
 	for _, e := range enis {
-		if !e.Attached || e.NetworkCard != 0 || !isManaged(e, id) {
+		if !e.Attached || e.NetworkCard != 0 || !pool.IsManaged(e, id) {
 			a.log.Info("ENI not managed by ipamd", "eni", e.ID, "type", e.InterfaceType, "card", e.NetworkCard)
 			continue
 		}
@@ -82,7 +83,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 			a.leftOut = append(a.leftOut, e.ID)
 			continue
 		}
-		if err := addENIToStore(a.store, e); err != nil {
+		if err := pool.AddENI(a.store, e); err != nil {
 			return fmt.Errorf("add ENI %s: %w", e.ID, err)
 		}
 	}
@@ -91,37 +92,30 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		maxENIs = cfg.MaxENI
 	}
 	slots := max(limits.ipv4PerENI-1, 0)
-	eniMax.Set(float64(maxENIs))
-	ipMax.Set(float64(maxENIs * slots))
 	maxAddresses := maxENIs * slots
 	if a.store.PrefixDelegation() {
 		maxAddresses *= warmpool.AddressesPerPrefix
 	}
-	pc := poolConfig{
-		targets: warmpool.Config{
+	a.poolCfg = &pool.Config{
+		Targets: warmpool.Config{
 			WarmENITarget: cfg.WarmENITarget, WarmIPTarget: cfg.WarmIPTarget,
 			MinimumIPTarget: cfg.MinimumIPTarget, WarmPrefixTarget: cfg.WarmPrefixTarget,
 			MaxPods: a.maxPods(id.InstanceType), MaxAddresses: maxAddresses, IPsPerENI: slots, PrefixDelegation: a.store.PrefixDelegation(),
 		},
-		maxENIs:           maxENIs,
-		slotsPerENI:       slots,
-		provisioning:      !cfg.DisableNetworkResourceProvisioning,
-		interval:          a.opts.Timings.PoolInterval,
-		reconcileInterval: a.opts.Timings.ReconcileInterval,
-		decreaseInterval:  a.opts.Timings.DecreaseInterval,
-		subnetCooldown:    a.opts.Timings.SubnetCooldown,
-		minENILifetime:    a.opts.Timings.MinENILifetime,
-		releasedCacheTTL:  a.opts.Timings.ReconcileInterval,
-		leakHookInterval:  a.opts.Timings.LeakHookInterval,
-		ec2VerifyInterval: a.opts.Timings.EC2VerifyInterval,
+		MaxENIs:           maxENIs,
+		SlotsPerENI:       slots,
+		Provisioning:      !cfg.DisableNetworkResourceProvisioning,
+		Interval:          a.opts.Timings.PoolInterval,
+		SyncInterval:      a.opts.Timings.ReconcileInterval,
+		DecreaseInterval:  a.opts.Timings.DecreaseInterval,
+		SubnetCooldown:    a.opts.Timings.SubnetCooldown,
+		MinENILifetime:    a.opts.Timings.MinENILifetime,
+		ReleasedCacheTTL:  a.opts.Timings.ReconcileInterval,
+		LeakHookInterval:  a.opts.Timings.LeakHookInterval,
+		EC2VerifyInterval: a.opts.Timings.EC2VerifyInterval,
 	}
-	a.pool = newPoolManager(pc, a.aws, a.store, a.log)
-	a.pool.onLeak = a.opts.OnLeak
-	a.pool.setupENI = a.setupENI
-	a.pool.teardownENI = a.teardownENI
-	a.pool.events = a.events
 	a.log.Info("node initialised", "instance", id.InstanceID, "type", id.InstanceType, "enis", len(a.store.ENISummaries()),
-		"maxENIs", maxENIs, "slotsPerENI", slots, "maxPods", pc.targets.MaxPods, "maxAddresses", maxAddresses, "prefixDelegation", a.store.PrefixDelegation())
+		"maxENIs", maxENIs, "slotsPerENI", slots, "maxPods", a.poolCfg.Targets.MaxPods, "maxAddresses", maxAddresses, "prefixDelegation", a.store.PrefixDelegation())
 	return nil
 }
 
@@ -129,15 +123,15 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 // IPs after switching to prefix delegation, or prefixes after switching
 // back) once nothing holds them, then sizes the pool once before serving.
 func (a *Agent) afterRestore(ctx context.Context) {
-	if a.pool == nil || !a.pool.cfg.provisioning {
+	if a.pool == nil || !a.pool.Config().Provisioning {
 		return
 	}
 	other := !a.store.PrefixDelegation()
 	if stale := a.store.FreeCIDRs(other, math.MaxInt); len(stale) > 0 {
 		a.log.Info("returning idle addresses of the other IPAM mode", "count", len(stale), "prefixes", other)
-		a.pool.release(ctx, stale, other)
+		a.pool.Release(ctx, stale, other)
 	}
-	a.pool.step(ctx)
+	a.pool.Step(ctx)
 }
 
 // Timings tune the pool manager; zero values take upstream's defaults.

@@ -62,7 +62,7 @@ func churnAgainstSim(b *testing.B, instanceType string, env map[string]string, p
 	n := startSimNodeTB(b, ec2sim.Config{InstanceType: instanceType}, env, func(o *Options) { o.Timings = scaledTimings })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go n.agent.pool.run(ctx)
+	go n.agent.pool.Run(ctx)
 	time.Sleep(300 * time.Millisecond) // initial warm-up
 	n.sim.ResetCalls()
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -99,7 +99,7 @@ func BenchmarkBurstOf30PodsOnEmptyPool(b *testing.B) {
 		// Realistic EC2: 100 ms per call, 2 s to attach an ENI; default pool timings.
 		n := startSimNodeTB(b, ec2sim.Config{InstanceType: "m5.xlarge", Latency: 100 * time.Millisecond, AttachDelay: 2 * time.Second}, nil)
 		ctx, cancel := context.WithCancel(context.Background())
-		go n.agent.pool.run(ctx)
+		go n.agent.pool.Run(ctx)
 		start := time.Now()
 		var wg sync.WaitGroup
 		for i := range 30 {

@@ -2,7 +2,6 @@ package ipamd
 
 import (
 	"context"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -18,9 +17,9 @@ func TestNodeInitFreshInstance(t *testing.T) {
 	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, nil)
 	p := n.agent.pool
 	require.NotNil(t, p)
-	assert.Equal(t, 3, p.cfg.maxENIs)
-	assert.Equal(t, 9, p.cfg.slotsPerENI)
-	assert.Equal(t, 29, p.cfg.targets.MaxPods, "from the max-pods table")
+	assert.Equal(t, 3, p.Config().MaxENIs)
+	assert.Equal(t, 9, p.Config().SlotsPerENI)
+	assert.Equal(t, 29, p.Config().Targets.MaxPods, "from the max-pods table")
 	// NewAgent sized the pool once: WARM_ENI_TARGET=1 puts 9 IPs on the primary.
 	enis, ips, _ := n.ec2Totals()
 	assert.Equal(t, 1, enis)
@@ -102,7 +101,7 @@ func TestMaxENI(t *testing.T) {
 	n.settle(t, 10)
 	n.assign(t, 9, "pod")
 	for range 5 {
-		n.agent.pool.step(context.Background())
+		n.agent.pool.Step(context.Background())
 	}
 	enis, ips, _ := n.ec2Totals()
 	assert.Equal(t, 1, enis, "MAX_ENI=1 never attaches a second ENI")
@@ -126,11 +125,11 @@ func TestMaxPodsClampAndLeakHook(t *testing.T) {
 
 	n.assign(t, 2, "more")
 	time.Sleep(2 * fastTimings.LeakHookInterval)
-	d := n.agent.pool.step(context.Background())
+	d := n.agent.pool.Step(context.Background())
 	assert.True(t, d.AtMaxPods)
 	assert.True(t, d.LeakSuspected)
 	require.Len(t, hooks, 1, "the reconciler is asked to run")
-	n.agent.pool.step(context.Background())
+	n.agent.pool.Step(context.Background())
 	assert.Len(t, hooks, 1, "rate-limited")
 	_, ips, _ := n.ec2Totals()
 	assert.Equal(t, 12, ips)
@@ -143,7 +142,7 @@ func TestSubnetExhaustionThenRecovery(t *testing.T) {
 	n.sim.ResetCalls()
 	n.assign(t, 1, "pod")
 	for range 20 {
-		n.agent.pool.step(context.Background())
+		n.agent.pool.Step(context.Background())
 	}
 	calls := n.sim.Calls()
 	assert.LessOrEqual(t, calls["CreateNetworkInterface"], 1, "growth pauses after exhaustion instead of hammering EC2")
@@ -185,7 +184,7 @@ func TestStaleIMDSNeverDropsOrInventsAddresses(t *testing.T) {
 	n.settle(t, 10)
 	grown := n.agent.store.Stats().TotalIPs
 	require.Greater(t, grown, before)
-	n.agent.pool.reconcileENIs(context.Background())
+	n.agent.pool.SyncENIs(context.Background())
 	assert.Equal(t, grown, n.agent.store.Stats().TotalIPs, "an address missing from IMDS but in EC2 is kept")
 
 	// Shrink while IMDS lags: IMDS still shows the returned addresses.
@@ -193,21 +192,20 @@ func TestStaleIMDSNeverDropsOrInventsAddresses(t *testing.T) {
 	n.settle(t, 10)
 	shrunk := n.agent.store.Stats().TotalIPs
 	require.Less(t, shrunk, grown)
-	n.agent.pool.released = map[netip.Prefix]time.Time{} // forget the release cache: EC2 alone must decide
-	n.agent.pool.reconcileENIs(context.Background())
+	time.Sleep(fastTimings.ReconcileInterval + 20*time.Millisecond) // the release cache expires: EC2 alone must decide
+	n.agent.pool.SyncENIs(context.Background())
 	assert.Equal(t, shrunk, n.agent.store.Stats().TotalIPs, "an address IMDS shows but EC2 does not is never added")
 	n.storeHasOnlyEC2Addresses(t)
 }
 
 func TestOutOfBandRemovalCaughtByEC2Verify(t *testing.T) {
-	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, nil)
+	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, nil, func(o *Options) { o.Timings.EC2VerifyInterval = time.Nanosecond })
 	n.settle(t, 10)
 	n.sim.SetIMDSLag(time.Hour)
 	s := n.agent.store.ENISummaries()[0]
 	victim := s.SecondaryIPs[0].Addr()
 	require.NoError(t, n.sim.RemoveSecondaryIP(s.Info.ID, victim))
-	n.agent.pool.cfg.ec2VerifyInterval = time.Nanosecond
-	n.agent.pool.reconcileENIs(context.Background())
+	n.agent.pool.SyncENIs(context.Background())
 	n.storeHasOnlyEC2Addresses(t)
 }
 

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,8 +26,8 @@ func TestStandardNodeAtCapacityRaisesLeakSignal(t *testing.T) {
 		TriggeredConfirmDelay: 100 * time.Millisecond, MinTriggerGap: time.Millisecond}
 	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, nil,
 		func(o *Options) { o.CRI = client; o.Config.Reconciler = rc })
-	require.Equal(t, 29, n.agent.pool.cfg.targets.MaxPods)
-	require.Equal(t, 27, n.agent.pool.cfg.targets.MaxAddresses)
+	require.Equal(t, 29, n.agent.pool.Config().Targets.MaxPods)
+	require.Equal(t, 27, n.agent.pool.Config().Targets.MaxAddresses)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go n.agent.recon.Run(ctx)
@@ -39,11 +38,11 @@ func TestStandardNodeAtCapacityRaisesLeakSignal(t *testing.T) {
 	require.ErrorIs(t, err, datastore.ErrNoAvailableIP, "the node is full")
 	time.Sleep(rc.Grace)
 
-	triggers := testutil.ToFloat64(leakTriggers)
-	d := n.agent.pool.step(context.Background())
+	triggers := gathered(t, "awscni_ipamd_leak_reconcile_triggers_total")
+	d := n.agent.pool.Step(context.Background())
 	require.True(t, d.AtCapacity && d.LeakSuspected && !d.AtMaxPods, d.String())
-	assert.Equal(t, triggers+1, testutil.ToFloat64(leakTriggers))
-	assert.Equal(t, 1.0, testutil.ToFloat64(poolLeakSuspected))
+	assert.Equal(t, triggers+1, gathered(t, "awscni_ipamd_leak_reconcile_triggers_total"))
+	assert.Equal(t, 1.0, gathered(t, "awscni_ipamd_pool_leak_suspected"))
 	require.Eventually(t, func() bool {
 		_, err := n.agent.store.Assign(key, datastore.IPAMMetadata{})
 		return err == nil
@@ -89,12 +88,4 @@ func TestExhaustedADDReclaimsAConfirmedLeakInline(t *testing.T) {
 	assert.Len(t, n.agent.store.Allocations(), 4, "three leaks left, one new pod")
 	st := n.agent.recon.Status()
 	assert.Equal(t, 3, len(st.Candidates))
-}
-
-func TestPoolManagerWakeCoalesces(t *testing.T) {
-	p := &poolManager{wake: make(chan struct{}, 1)}
-	for range 100 {
-		p.Wake() // never blocks; wake-ups coalesce into one pending step
-	}
-	assert.Len(t, p.wake, 1)
 }

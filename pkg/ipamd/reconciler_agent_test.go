@@ -86,7 +86,7 @@ func TestMaxPodsLeakTriggerRecoversFullNode(t *testing.T) {
 	time.Sleep(rc.Grace)
 
 	start := time.Now()
-	d := n.agent.pool.step(context.Background()) // the pool manager sees the leak and triggers the reconciler
+	d := n.agent.pool.Step(context.Background()) // the pool manager sees the leak and triggers the reconciler
 	require.True(t, d.AtMaxPods && d.LeakSuspected, d.String())
 	require.Eventually(t, func() bool {
 		_, err := n.agent.store.Assign(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "new", IfName: "eth0"}, datastore.IPAMMetadata{})

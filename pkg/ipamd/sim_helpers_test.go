@@ -99,7 +99,7 @@ func (n *simNode) settle(t *testing.T, maxSteps int) int {
 	t.Helper()
 	p := n.agent.pool
 	for i := 1; i <= maxSteps; i++ {
-		d := p.step(context.Background())
+		d := p.Step(context.Background())
 		if d.Short == 0 && d.Over == 0 {
 			return i
 		}

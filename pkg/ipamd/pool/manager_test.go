@@ -1,11 +1,10 @@
-package ipamd
+package pool
 
 import (
-	"log/slog"
 	"math/rand/v2"
 	"testing"
-	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
@@ -26,8 +25,7 @@ func TestLeakHookCalledExactlyWhenLeakSuspected(t *testing.T) {
 		total := rng.IntN(100)
 		s := datastore.Stats{TotalIPs: total, AssignedIPs: rng.IntN(total + 20), TotalPrefixes: total / 16}
 		called := 0
-		p := &poolManager{cfg: poolConfig{targets: cfg}, log: slog.New(slog.DiscardHandler), now: nowFunc(),
-			onLeak: func(warmpool.Decision, datastore.Stats) { called++ }}
+		p := New(Config{Targets: cfg}, Deps{OnLeak: func(warmpool.Decision, datastore.Stats) { called++ }})
 		d := warmpool.Decide(toWarmStats(s), cfg)
 		p.observe(d, s)
 		want := 0
@@ -38,4 +36,10 @@ func TestLeakHookCalledExactlyWhenLeakSuspected(t *testing.T) {
 	}
 }
 
-func nowFunc() func() time.Time { return time.Now }
+func TestWakeCoalesces(t *testing.T) {
+	p := New(Config{}, Deps{})
+	for range 100 {
+		p.Wake() // never blocks; wake-ups coalesce into one pending step
+	}
+	assert.Len(t, p.wake, 1)
+}

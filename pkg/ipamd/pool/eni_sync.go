@@ -1,4 +1,4 @@
-package ipamd
+package pool
 
 import (
 	"context"
@@ -12,23 +12,23 @@ import (
 // reconcileENIs keeps the datastore in line with the ENIs attached to the
 // instance. IMDS is cheap but lags EC2, so it is only used to notice that
 // something changed; what is added or removed is decided from EC2's answer.
-func (p *poolManager) reconcileENIs(ctx context.Context) {
+func (p *Manager) SyncENIs(ctx context.Context) {
 	actionInProgress.WithLabelValues("nodeIPPoolReconcile").Inc()
 	defer actionInProgress.WithLabelValues("nodeIPPoolReconcile").Dec()
 	p.expireReleased()
-	attached, err := p.aws.AttachedENIs(ctx)
+	attached, err := p.AWS.AttachedENIs(ctx)
 	if err != nil {
-		ipamdErrors.WithLabelValues("reconcileFailedGetENIs").Inc()
-		p.log.Warn("ENI reconcile: IMDS unavailable", "error", err)
+		p.Errors.WithLabelValues("reconcileFailedGetENIs").Inc()
+		p.Log.Warn("ENI reconcile: IMDS unavailable", "error", err)
 		return
 	}
-	if p.imdsAgrees(attached) && p.now().Sub(p.lastEC2Verify) < p.cfg.ec2VerifyInterval {
+	if p.imdsAgrees(attached) && p.now().Sub(p.lastEC2Verify) < p.cfg.EC2VerifyInterval {
 		return
 	}
-	truth, err := p.aws.InstanceENIs(ctx)
+	truth, err := p.AWS.InstanceENIs(ctx)
 	if err != nil {
-		ipamdErrors.WithLabelValues("reconcileFailedGetENIs").Inc()
-		p.log.Warn("ENI reconcile: EC2 unavailable; changing nothing", "error", err)
+		p.Errors.WithLabelValues("reconcileFailedGetENIs").Inc()
+		p.Log.Warn("ENI reconcile: EC2 unavailable; changing nothing", "error", err)
 		return
 	}
 	p.lastEC2Verify = p.now()
@@ -37,9 +37,9 @@ func (p *poolManager) reconcileENIs(ctx context.Context) {
 
 // imdsAgrees reports whether IMDS shows exactly the datastore's ENIs and
 // addresses (then there is nothing to ask EC2).
-func (p *poolManager) imdsAgrees(attached []awsutils.ENIMetadata) bool {
+func (p *Manager) imdsAgrees(attached []awsutils.ENIMetadata) bool {
 	inStore := map[string][]netip.Prefix{}
-	for _, s := range p.store.ENISummaries() {
+	for _, s := range p.Store.ENISummaries() {
 		inStore[s.Info.ID] = append(slices.Clone(s.SecondaryIPs), s.Prefixes...)
 	}
 	seen := 0
@@ -77,21 +77,21 @@ func sameSet(a, b []netip.Prefix) bool {
 // are added (except ones ipamd itself just released, which EC2 may still
 // report for a moment), vanished ones removed, forcibly if a pod held them
 // (EC2 no longer routes them to this node).
-func (p *poolManager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
-	id := p.aws.InstanceIdentity()
+func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
+	id := p.AWS.InstanceIdentity()
 	attached := map[string]awsutils.ENI{}
 	for _, e := range truth {
-		if e.Attached && e.NetworkCard == 0 && isManaged(e, id) {
+		if e.Attached && e.NetworkCard == 0 && IsManaged(e, id) {
 			attached[e.ID] = e
 		}
 	}
-	for _, s := range p.store.ENISummaries() {
+	for _, s := range p.Store.ENISummaries() {
 		e, ok := attached[s.Info.ID]
 		if !ok {
-			released, err := p.store.RemoveENI(s.Info.ID, true)
+			released, err := p.Store.RemoveENI(s.Info.ID, true)
 			if err == nil {
 				reconcileCount.WithLabelValues("eniReconcileDel").Inc()
-				p.log.Warn("ENI reconcile: ENI no longer attached; removed", "eni", s.Info.ID, "podsAffected", len(released))
+				p.Log.Warn("ENI reconcile: ENI no longer attached; removed", "eni", s.Info.ID, "podsAffected", len(released))
 			}
 			continue
 		}
@@ -100,74 +100,74 @@ func (p *poolManager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 	}
 	for _, e := range attached {
 		if err := p.addENI(ctx, p.withoutReleased(e)); err != nil {
-			p.log.Error("ENI reconcile: could not add ENI", "eni", e.ID, "error", err)
+			p.Log.Error("ENI reconcile: could not add ENI", "eni", e.ID, "error", err)
 			continue
 		}
 		reconcileCount.WithLabelValues("eniReconcileAdd").Inc()
-		p.log.Info("ENI reconcile: added ENI found attached", "eni", e.ID, "device", e.DeviceNumber)
+		p.Log.Info("ENI reconcile: added ENI found attached", "eni", e.ID, "device", e.DeviceNumber)
 	}
 }
 
-func (p *poolManager) syncCIDRs(s datastore.ENISummary, e awsutils.ENI) {
+func (p *Manager) syncCIDRs(s datastore.ENISummary, e awsutils.ENI) {
 	have := append(slices.Clone(s.SecondaryIPs), s.Prefixes...)
 	want := eniCIDRs(p.withoutReleased(e))
 	for _, c := range want {
 		if !slices.Contains(have, c) {
-			if err := p.store.AddCIDR(e.ID, c); err == nil {
+			if err := p.Store.AddCIDR(e.ID, c); err == nil {
 				reconcileCount.WithLabelValues("eniDataStorePoolReconcileAdd").Inc()
-				p.log.Info("ENI reconcile: added address EC2 has", "eni", e.ID, "cidr", c.String())
+				p.Log.Info("ENI reconcile: added address EC2 has", "eni", e.ID, "cidr", c.String())
 			}
 		}
 	}
 	for _, c := range have {
 		if !slices.Contains(want, c) && !p.recentlyReleased(c) {
-			released, err := p.store.RemoveCIDR(e.ID, c, true)
+			released, err := p.Store.RemoveCIDR(e.ID, c, true)
 			if err == nil {
 				reconcileCount.WithLabelValues("eniIPPoolReconcileDel").Inc()
-				p.log.Warn("ENI reconcile: address gone from EC2; removed", "eni", e.ID, "cidr", c.String(), "podsAffected", len(released))
+				p.Log.Warn("ENI reconcile: address gone from EC2; removed", "eni", e.ID, "cidr", c.String(), "podsAffected", len(released))
 			}
 		}
 	}
 }
 
 // resyncENI reloads one ENI's addresses from EC2.
-func (p *poolManager) resyncENI(ctx context.Context, eniID string) {
-	enis, err := p.aws.DescribeENIs(ctx, []string{eniID})
+func (p *Manager) resyncENI(ctx context.Context, eniID string) {
+	enis, err := p.AWS.DescribeENIs(ctx, []string{eniID})
 	if err != nil || len(enis) != 1 {
-		p.log.Warn("resync ENI failed", "eni", eniID, "error", err)
+		p.Log.Warn("resync ENI failed", "eni", eniID, "error", err)
 		return
 	}
-	for _, s := range p.store.ENISummaries() {
+	for _, s := range p.Store.ENISummaries() {
 		if s.Info.ID == eniID {
 			p.syncCIDRs(s, enis[0])
 		}
 	}
 }
 
-func (p *poolManager) withoutReleased(e awsutils.ENI) awsutils.ENI {
+func (p *Manager) withoutReleased(e awsutils.ENI) awsutils.ENI {
 	e.SecondaryIPs = slices.DeleteFunc(slices.Clone(e.SecondaryIPs), func(ip netip.Addr) bool { return p.recentlyReleased(netip.PrefixFrom(ip, 32)) })
 	e.Prefixes = slices.DeleteFunc(slices.Clone(e.Prefixes), p.recentlyReleased)
 	return e
 }
 
-func (p *poolManager) recentlyReleased(c netip.Prefix) bool {
+func (p *Manager) recentlyReleased(c netip.Prefix) bool {
 	at, ok := p.released[c]
-	return ok && p.now().Sub(at) < p.cfg.releasedCacheTTL
+	return ok && p.now().Sub(at) < p.cfg.ReleasedCacheTTL
 }
 
-func (p *poolManager) expireReleased() {
+func (p *Manager) expireReleased() {
 	for c, at := range p.released {
-		if p.now().Sub(at) >= p.cfg.releasedCacheTTL {
+		if p.now().Sub(at) >= p.cfg.ReleasedCacheTTL {
 			delete(p.released, c)
 		}
 	}
 }
 
-// isManaged applies upstream's rule: the primary ENI always; an ENI tagged
+// IsManaged applies upstream's rule: the primary ENI always; an ENI tagged
 // no_manage=true never; otherwise ENIs tagged with this instance's ID or,
 // as MANAGE_UNTAGGED_ENI's default says, untagged ones. Trunk and EFA ENIs
 // are left alone (security groups for pods and EFA are not supported).
-func isManaged(e awsutils.ENI, id awsutils.Identity) bool {
+func IsManaged(e awsutils.ENI, id awsutils.Identity) bool {
 	if e.ID == id.PrimaryENIID {
 		return true
 	}

@@ -1,4 +1,4 @@
-package ipamd
+package pool
 
 import (
 	"context"
@@ -12,38 +12,38 @@ import (
 
 // grow adds addresses as the decision asks: onto an ENI with room (one EC2
 // call per step, as upstream), else by attaching a new ENI.
-func (p *poolManager) grow(ctx context.Context, d warmpool.Decision) {
-	if !p.cfg.provisioning || p.now().Before(p.subnetCooldownUntil) {
+func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
+	if !p.cfg.Provisioning || p.now().Before(p.subnetCooldownUntil) {
 		return
 	}
 	actionInProgress.WithLabelValues("increaseDatastorePool").Inc()
 	defer actionInProgress.WithLabelValues("increaseDatastorePool").Dec()
 	want := d.Short
 	if d.Unit == warmpool.UnitENI {
-		want = p.cfg.slotsPerENI // a whole ENI's worth, on an ENI with room or a new one
+		want = p.cfg.SlotsPerENI // a whole ENI's worth, on an ENI with room or a new one
 	}
 	prefixes := d.Unit == warmpool.UnitPrefix
-	for _, e := range p.store.ENISummaries() {
-		room := p.cfg.slotsPerENI - e.CIDRCount()
+	for _, e := range p.Store.ENISummaries() {
+		room := p.cfg.SlotsPerENI - e.CIDRCount()
 		if room <= 0 {
 			continue
 		}
 		p.assignTo(ctx, e.Info.ID, min(room, want), prefixes)
 		return
 	}
-	p.attachENI(ctx, min(want, p.cfg.slotsPerENI), prefixes)
+	p.attachENI(ctx, min(want, p.cfg.SlotsPerENI), prefixes)
 }
 
 // assignTo asks EC2 for n more addresses (or prefixes) on an ENI and adds
 // what EC2 returned to the datastore.
-func (p *poolManager) assignTo(ctx context.Context, eniID string, n int, prefixes bool) {
+func (p *Manager) assignTo(ctx context.Context, eniID string, n int, prefixes bool) {
 	var cidrs []netip.Prefix
 	var err error
 	if prefixes {
-		cidrs, err = p.aws.AssignPrefixes(ctx, eniID, n)
+		cidrs, err = p.AWS.AssignPrefixes(ctx, eniID, n)
 	} else {
 		var ips []netip.Addr
-		ips, err = p.aws.AssignIPs(ctx, eniID, n)
+		ips, err = p.AWS.AssignIPs(ctx, eniID, n)
 		for _, ip := range ips {
 			cidrs = append(cidrs, netip.PrefixFrom(ip, 32))
 		}
@@ -52,22 +52,22 @@ func (p *poolManager) assignTo(ctx context.Context, eniID string, n int, prefixe
 		p.growFailed(ctx, eniID, err)
 	}
 	for _, c := range cidrs {
-		if err := p.store.AddCIDR(eniID, c); err != nil && !errors.Is(err, datastore.ErrIPAlreadyInStore) {
-			p.log.Error("could not add an address EC2 assigned", "eni", eniID, "cidr", c.String(), "error", err)
+		if err := p.Store.AddCIDR(eniID, c); err != nil && !errors.Is(err, datastore.ErrIPAlreadyInStore) {
+			p.Log.Error("could not add an address EC2 assigned", "eni", eniID, "cidr", c.String(), "error", err)
 		}
 	}
 	if len(cidrs) > 0 {
-		p.log.Info("grew the pool", "eni", eniID, "added", len(cidrs), "prefixes", prefixes)
+		p.Log.Info("grew the pool", "eni", eniID, "added", len(cidrs), "prefixes", prefixes)
 	}
 }
 
 // attachENI creates and attaches an ENI carrying n addresses or prefixes,
 // sets up its host side, then makes its addresses available.
-func (p *poolManager) attachENI(ctx context.Context, n int, prefixes bool) {
-	if len(p.store.ENISummaries()) >= p.cfg.maxENIs {
-		p.log.Debug("pool short but the node has all the ENIs it may use", "maxENIs", p.cfg.maxENIs)
-		if s := p.store.Stats(); s.AvailableIPs() <= 0 {
-			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.targets), s, "pool has all the ENIs it may use and no address is available")
+func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
+	if len(p.Store.ENISummaries()) >= p.cfg.MaxENIs {
+		p.Log.Debug("pool short but the node has all the ENIs it may use", "maxENIs", p.cfg.MaxENIs)
+		if s := p.Store.Stats(); s.AvailableIPs() <= 0 {
+			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.Targets), s, "pool has all the ENIs it may use and no address is available")
 		}
 		return
 	}
@@ -75,73 +75,73 @@ func (p *poolManager) attachENI(ctx context.Context, n int, prefixes bool) {
 	if prefixes {
 		opts = awsutils.AllocOptions{Prefixes: n}
 	}
-	eni, err := p.aws.AllocENI(ctx, opts)
+	eni, err := p.AWS.AllocENI(ctx, opts)
 	if err != nil {
-		ipamdErrors.WithLabelValues("increaseIPPoolAllocENI").Inc()
+		p.Errors.WithLabelValues("increaseIPPoolAllocENI").Inc()
 		p.growFailed(ctx, "", err)
 		return
 	}
-	attached, err := p.aws.WaitAttached(ctx, eni.ID)
+	attached, err := p.AWS.WaitAttached(ctx, eni.ID)
 	if err != nil {
-		ipamdErrors.WithLabelValues("increaseIPPoolwaitENIAttachedFailed").Inc()
-		p.log.Error("new ENI did not attach; the ENI reconcile picks it up if it does later", "eni", eni.ID, "error", err)
+		p.Errors.WithLabelValues("increaseIPPoolwaitENIAttachedFailed").Inc()
+		p.Log.Error("new ENI did not attach; the ENI reconcile picks it up if it does later", "eni", eni.ID, "error", err)
 		return
 	}
 	if err := p.addENI(ctx, attached); err != nil {
-		ipamdErrors.WithLabelValues("increaseIPPoolsetupENIFailed").Inc()
-		p.log.Error("could not set up new ENI", "eni", eni.ID, "error", err)
+		p.Errors.WithLabelValues("increaseIPPoolsetupENIFailed").Inc()
+		p.Log.Error("could not set up new ENI", "eni", eni.ID, "error", err)
 	}
 }
 
 // addENI sets up an attached ENI's host side and adds it with its addresses.
-func (p *poolManager) addENI(ctx context.Context, e awsutils.ENI) error {
+func (p *Manager) addENI(ctx context.Context, e awsutils.ENI) error {
 	if !e.Attached && e.DeviceNumber != 0 {
 		return errors.New("not attached")
 	}
-	if p.setupENI != nil && e.DeviceNumber != 0 {
-		if err := p.setupENI(ctx, e); err != nil {
+	if p.SetupENI != nil && e.DeviceNumber != 0 {
+		if err := p.SetupENI(ctx, e); err != nil {
 			return err
 		}
 	}
-	return addENIToStore(p.store, e)
+	return AddENI(p.Store, e)
 }
 
 // growFailed classifies an EC2 failure during growth. A failure growth
 // cannot get past (subnet exhausted, address or ENI limit) while nothing is
 // available is a suspected leak: the reconciler is the only way to free
 // addresses then.
-func (p *poolManager) growFailed(ctx context.Context, eniID string, err error) {
+func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 	if errors.Is(err, awsutils.ErrSubnetExhausted) || errors.Is(err, awsutils.ErrAddressLimit) || errors.Is(err, awsutils.ErrENILimit) {
-		if s := p.store.Stats(); s.AvailableIPs() <= 0 {
-			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.targets), s, "pool cannot grow ("+err.Error()+") and no address is available")
+		if s := p.Store.Stats(); s.AvailableIPs() <= 0 {
+			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.Targets), s, "pool cannot grow ("+err.Error()+") and no address is available")
 		}
 	}
 	switch {
 	case errors.Is(err, awsutils.ErrSubnetExhausted):
-		p.subnetCooldownUntil = p.now().Add(p.cfg.subnetCooldown)
-		p.log.Warn("subnet has no free addresses; pausing pool growth", "for", p.cfg.subnetCooldown.String(), "error", err)
+		p.subnetCooldownUntil = p.now().Add(p.cfg.SubnetCooldown)
+		p.Log.Warn("subnet has no free addresses; pausing pool growth", "for", p.cfg.SubnetCooldown.String(), "error", err)
 	case errors.Is(err, awsutils.ErrAddressLimit) && eniID != "":
 		// The datastore is behind EC2: take EC2's word for this ENI.
-		p.log.Warn("ENI is at its address limit in EC2; resyncing it", "eni", eniID)
+		p.Log.Warn("ENI is at its address limit in EC2; resyncing it", "eni", eniID)
 		p.resyncENI(ctx, eniID)
-	case errors.Is(err, awsutils.ErrENILimit) && len(p.store.ENISummaries()) < p.cfg.maxENIs:
+	case errors.Is(err, awsutils.ErrENILimit) && len(p.Store.ENISummaries()) < p.cfg.MaxENIs:
 		// EC2 has an attached ENI ipamd does not know (one whose wait for
 		// attachment failed): adopt it now rather than after the next
 		// periodic ENI reconcile, or every growth attempt fails until then.
-		p.log.Warn("EC2 has no room for another ENI but ipamd knows fewer: reconciling ENIs now", "error", err)
-		p.reconcileENIs(ctx)
+		p.Log.Warn("EC2 has no room for another ENI but ipamd knows fewer: reconciling ENIs now", "error", err)
+		p.SyncENIs(ctx)
 	case errors.Is(err, awsutils.ErrENILimit):
-		p.log.Warn("instance has no room for another ENI", "error", err)
+		p.Log.Warn("instance has no room for another ENI", "error", err)
 	default:
-		ipamdErrors.WithLabelValues("increaseIPPoolAllocIPAddressesFailed").Inc()
-		p.log.Error("pool growth failed", "eni", eniID, "error", err)
+		p.Errors.WithLabelValues("increaseIPPoolAllocIPAddressesFailed").Inc()
+		p.Log.Error("pool growth failed", "eni", eniID, "error", err)
 	}
 }
 
-// addENIToStore adds an ENI and its addresses (duplicates tolerated).
-func addENIToStore(store *datastore.DataStore, e awsutils.ENI) error {
+// AddENI adds an ENI and its addresses (duplicates tolerated).
+func AddENI(store Store, e awsutils.ENI) error {
 	info := datastore.ENIInfo{ID: e.ID, DeviceNumber: e.DeviceNumber, Primary: e.DeviceNumber == 0 && e.NetworkCard == 0,
-		RouteTableID: routeTableFor(e.DeviceNumber), SubnetID: e.SubnetID, PrimaryIP: e.PrimaryIP}
+		RouteTableID: RouteTableFor(e.DeviceNumber), SubnetID: e.SubnetID, PrimaryIP: e.PrimaryIP}
 	if err := store.AddENI(info); err != nil && !errors.Is(err, datastore.ErrDuplicateENI) {
 		return err
 	}
@@ -161,9 +161,9 @@ func eniCIDRs(e awsutils.ENI) []netip.Prefix {
 	return append(out, e.Prefixes...)
 }
 
-// routeTableFor is the host route table of an ENI on network card 0: the
+// RouteTableFor is the host route table of an ENI on network card 0: the
 // main table for the primary ENI, device number + 1 otherwise.
-func routeTableFor(deviceNumber int) int {
+func RouteTableFor(deviceNumber int) int {
 	if deviceNumber == 0 {
 		return 254
 	}

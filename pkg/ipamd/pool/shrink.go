@@ -1,4 +1,4 @@
-package ipamd
+package pool
 
 import (
 	"context"
@@ -10,25 +10,25 @@ import (
 
 // shrink returns at most d.Over idle addresses (or fully free prefixes) to
 // EC2; never one that is assigned or still cooling.
-func (p *poolManager) shrink(ctx context.Context, d warmpool.Decision) {
-	if !p.cfg.provisioning || d.Unit == warmpool.UnitENI || p.now().Sub(p.lastDecrease) < p.cfg.decreaseInterval {
+func (p *Manager) shrink(ctx context.Context, d warmpool.Decision) {
+	if !p.cfg.Provisioning || d.Unit == warmpool.UnitENI || p.now().Sub(p.lastDecrease) < p.cfg.DecreaseInterval {
 		return
 	}
 	actionInProgress.WithLabelValues("decreaseDatastorePool").Inc()
 	defer actionInProgress.WithLabelValues("decreaseDatastorePool").Dec()
 	p.lastDecrease = p.now()
 	prefixes := d.Unit == warmpool.UnitPrefix
-	p.release(ctx, p.store.FreeCIDRs(prefixes, d.Over), prefixes)
+	p.Release(ctx, p.Store.FreeCIDRs(prefixes, d.Over), prefixes)
 }
 
 // release takes idle CIDRs out of the datastore, then returns them to EC2.
 // The datastore goes first so no pod can be handed an address that is on
 // its way out; one that got assigned meanwhile is skipped.
-func (p *poolManager) release(ctx context.Context, free []datastore.FreeCIDR, prefixes bool) {
+func (p *Manager) Release(ctx context.Context, free []datastore.FreeCIDR, prefixes bool) {
 	byENI := map[string][]netip.Prefix{}
 	for _, f := range free {
-		if _, err := p.store.RemoveCIDR(f.ENIID, f.CIDR, false); err != nil {
-			p.log.Debug("address became busy before release; keeping it", "cidr", f.CIDR.String(), "error", err)
+		if _, err := p.Store.RemoveCIDR(f.ENIID, f.CIDR, false); err != nil {
+			p.Log.Debug("address became busy before release; keeping it", "cidr", f.CIDR.String(), "error", err)
 			continue
 		}
 		byENI[f.ENIID] = append(byENI[f.ENIID], f.CIDR)
@@ -37,42 +37,42 @@ func (p *poolManager) release(ctx context.Context, free []datastore.FreeCIDR, pr
 	for eniID, cidrs := range byENI {
 		var err error
 		if prefixes {
-			err = p.aws.UnassignPrefixes(ctx, eniID, cidrs)
+			err = p.AWS.UnassignPrefixes(ctx, eniID, cidrs)
 		} else {
 			ips := make([]netip.Addr, len(cidrs))
 			for i, c := range cidrs {
 				ips[i] = c.Addr()
 			}
-			err = p.aws.UnassignIPs(ctx, eniID, ips)
+			err = p.AWS.UnassignIPs(ctx, eniID, ips)
 		}
 		if err != nil {
-			ipamdErrors.WithLabelValues("decreaseIPPool").Inc()
+			p.Errors.WithLabelValues("decreaseIPPool").Inc()
 			// Still attached in EC2: let the ENI reconcile add them back.
 			for _, c := range cidrs {
 				delete(p.released, c)
 			}
-			p.log.Error("could not return addresses to EC2", "eni", eniID, "count", len(cidrs), "error", err)
+			p.Log.Error("could not return addresses to EC2", "eni", eniID, "count", len(cidrs), "error", err)
 			continue
 		}
-		p.log.Info("shrank the pool", "eni", eniID, "released", len(cidrs), "prefixes", prefixes)
+		p.Log.Info("shrank the pool", "eni", eniID, "released", len(cidrs), "prefixes", prefixes)
 	}
 }
 
 // maybeFreeENI detaches and deletes one idle secondary ENI when the pool
 // would still meet its targets without it (upstream's WARM_ENI_TARGET rule:
 // keep E spare ENIs' worth of addresses).
-func (p *poolManager) maybeFreeENI(ctx context.Context) {
-	if !p.cfg.provisioning {
+func (p *Manager) maybeFreeENI(ctx context.Context) {
+	if !p.cfg.Provisioning {
 		return
 	}
-	enis := p.store.ENISummaries()
+	enis := p.Store.ENISummaries()
 	for i := len(enis) - 1; i >= 0; i-- {
 		e := enis[i]
-		if e.Info.Primary || e.Assigned > 0 || e.Cooling > 0 || p.now().Sub(e.CreatedAt) < p.cfg.minENILifetime {
+		if e.Info.Primary || e.Assigned > 0 || e.Cooling > 0 || p.now().Sub(e.CreatedAt) < p.cfg.MinENILifetime {
 			continue
 		}
-		without := toWarmStats(p.store.Stats())
-		if p.cfg.targets.PrefixDelegation {
+		without := toWarmStats(p.Store.Stats())
+		if p.cfg.Targets.PrefixDelegation {
 			without.TotalIPs -= warmpool.AddressesPerPrefix * len(e.Prefixes)
 			without.TotalPrefixes -= len(e.Prefixes)
 			without.FreePrefixes -= len(e.Prefixes)
@@ -81,21 +81,21 @@ func (p *poolManager) maybeFreeENI(ctx context.Context) {
 			without.TotalPrefixes -= len(e.Prefixes)
 			without.FreePrefixes -= len(e.Prefixes)
 		}
-		if warmpool.Decide(without, p.cfg.targets).Short > 0 {
+		if warmpool.Decide(without, p.cfg.Targets).Short > 0 {
 			continue
 		}
-		if _, err := p.store.RemoveENI(e.Info.ID, false); err != nil {
+		if _, err := p.Store.RemoveENI(e.Info.ID, false); err != nil {
 			continue
 		}
-		if err := p.aws.FreeENI(ctx, e.Info.ID); err != nil {
-			ipamdErrors.WithLabelValues("decreaseIPPoolFreeENIFailed").Inc()
-			p.log.Error("could not free ENI; the ENI reconcile re-adds it while it stays attached", "eni", e.Info.ID, "error", err)
+		if err := p.AWS.FreeENI(ctx, e.Info.ID); err != nil {
+			p.Errors.WithLabelValues("decreaseIPPoolFreeENIFailed").Inc()
+			p.Log.Error("could not free ENI; the ENI reconcile re-adds it while it stays attached", "eni", e.Info.ID, "error", err)
 			return
 		}
-		if p.teardownENI != nil {
-			p.teardownENI(ctx, e.Info.PrimaryIP)
+		if p.TeardownENI != nil {
+			p.TeardownENI(ctx, e.Info.PrimaryIP)
 		}
-		p.log.Info("freed idle ENI", "eni", e.Info.ID, "device", e.Info.DeviceNumber)
+		p.Log.Info("freed idle ENI", "eni", e.Info.ID, "device", e.Info.DeviceNumber)
 		return
 	}
 }

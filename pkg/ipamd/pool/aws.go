@@ -1,0 +1,41 @@
+package pool
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+)
+
+// AWS is what the pool manager needs from EC2 and IMDS; *awsutils.Client
+// satisfies it, and tests run it against the in-repo simulator.
+type AWS interface {
+	InstanceIdentity() awsutils.Identity
+	AttachedENIs(ctx context.Context) ([]awsutils.ENIMetadata, error)
+	InstanceENIs(ctx context.Context) ([]awsutils.ENI, error)
+	DescribeENIs(ctx context.Context, ids []string) ([]awsutils.ENI, error)
+	AllocENI(ctx context.Context, o awsutils.AllocOptions) (awsutils.ENI, error)
+	WaitAttached(ctx context.Context, eniID string) (awsutils.ENI, error)
+	FreeENI(ctx context.Context, eniID string) error
+	AssignIPs(ctx context.Context, eniID string, n int) ([]netip.Addr, error)
+	AssignPrefixes(ctx context.Context, eniID string, n int) ([]netip.Prefix, error)
+	UnassignIPs(ctx context.Context, eniID string, ips []netip.Addr) error
+	UnassignPrefixes(ctx context.Context, eniID string, ps []netip.Prefix) error
+}
+
+var _ AWS = (*awsutils.Client)(nil)
+
+// Store is the part of the datastore the pool manager changes and reads.
+type Store interface {
+	AddENI(datastore.ENIInfo) error
+	AddCIDR(eniID string, p netip.Prefix) error
+	RemoveCIDR(eniID string, p netip.Prefix, force bool) ([]datastore.Allocation, error)
+	RemoveENI(eniID string, force bool) ([]datastore.Allocation, error)
+	ENISummaries() []datastore.ENISummary
+	FreeCIDRs(prefixes bool, max int) []datastore.FreeCIDR
+	PendingCount() int
+	Stats() datastore.Stats
+}
+
+var _ Store = (*datastore.DataStore)(nil)

@@ -1,0 +1,11 @@
+// Package pool owns the node's address pool against EC2: the pool manager
+// that grows and shrinks the warm pool with warmpool.Decide (secondary IPs,
+// /28 prefixes, ENIs), raises the leak signal when the pool cannot grow,
+// and keeps the datastore's ENIs and addresses in line with what IMDS and
+// EC2 report (the ENI sync).
+//
+// It never hands addresses to pods and never frees one a pod holds, except
+// when EC2 no longer has it. It reaches EC2 only through AWS and the
+// datastore only through Store; it never imports the agent (pkg/ipamd),
+// the RPC server or the pod-IP reconciler.
+package pool

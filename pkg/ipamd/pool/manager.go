@@ -1,0 +1,231 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config is what the pool manager needs to know about the node.
+type Config struct {
+	Targets warmpool.Config // targets, max pods, capacity, PD, IPs per new ENI
+	// MaxENIs is the number of ENIs ipamd may use (MAX_ENI or the limit).
+	MaxENIs int
+	// SlotsPerENI is how many secondary IPs or /28 prefixes one ENI holds
+	// (IPv4 addresses per ENI minus the primary). Targets.IPsPerENI is the
+	// same number.
+	SlotsPerENI  int
+	Provisioning bool // false under DISABLE_NETWORK_RESOURCE_PROVISIONING
+
+	Interval         time.Duration // pool decisions (upstream: 5 s)
+	SyncInterval     time.Duration // ENI sync against IMDS/EC2 (60 s)
+	DecreaseInterval time.Duration // at most one shrink per this (30 s)
+	SubnetCooldown   time.Duration // pause growth after subnet exhaustion (120 s)
+	MinENILifetime   time.Duration // never free a younger ENI (1 min)
+	ReleasedCacheTTL time.Duration // ignore just-released addresses in the sync (60 s)
+	LeakHookInterval time.Duration // at most one reconciler trigger per this
+	// EC2VerifyInterval forces an EC2 check even when IMDS agrees with the
+	// datastore, to catch addresses removed behind ipamd's back while IMDS
+	// lags (5 min: one DescribeNetworkInterfaces per node per 5 minutes).
+	EC2VerifyInterval time.Duration
+}
+
+func (c *Config) setDefaults() {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	set(&c.Interval, 5*time.Second)
+	set(&c.SyncInterval, time.Minute)
+	set(&c.DecreaseInterval, 30*time.Second)
+	set(&c.SubnetCooldown, 2*time.Minute)
+	set(&c.MinENILifetime, time.Minute)
+	set(&c.ReleasedCacheTTL, time.Minute)
+	set(&c.LeakHookInterval, 10*time.Second)
+	set(&c.EC2VerifyInterval, 5*time.Minute)
+}
+
+// LeakHook is called when the pool cannot grow, nothing is available, or
+// more addresses are assigned than pods can exist: the pod-IP reconciler
+// should run now.
+type LeakHook func(warmpool.Decision, datastore.Stats)
+
+// Deps are the pool manager's collaborators and the callbacks it makes.
+// Nil callbacks are skipped.
+type Deps struct {
+	AWS   AWS
+	Store Store
+	Log   *slog.Logger
+	// SetupENI prepares the host side of a new secondary ENI (link, route
+	// table, rules) before its addresses are handed out.
+	SetupENI func(ctx context.Context, e awsutils.ENI) error
+	// TeardownENI removes the host side of a freed ENI.
+	TeardownENI func(ctx context.Context, primaryIP netip.Addr)
+	// OnLeak is the leak signal (the pod-IP reconciler's trigger).
+	OnLeak LeakHook
+	// VerifyPending checks addresses that joined the pool against the
+	// runtime (the pod-IP reconciler); nil when addresses join free.
+	VerifyPending func(ctx context.Context)
+	Events        EventPoster
+	// Errors is upstream's awscni_ipamd_error_count.
+	Errors *prometheus.CounterVec
+}
+
+// EventPoster posts rate-limited warning events on the node.
+type EventPoster interface {
+	Warning(ctx context.Context, reason, action, note string) bool
+}
+
+// Manager keeps the warm pool at its targets by calling EC2. It runs in
+// one goroutine: pool steps and ENI syncs never overlap.
+type Manager struct {
+	cfg Config
+	Deps
+	now func() time.Time
+	// wake asks for a step now (an ADD found no address); buffered, so
+	// wake-ups coalesce.
+	wake chan struct{}
+
+	subnetCooldownUntil time.Time
+	lastDecrease        time.Time
+	lastLeakHook        time.Time
+	lastEC2Verify       time.Time
+	lastStep            time.Time
+	released            map[netip.Prefix]time.Time // returned to EC2 at
+}
+
+// New returns a pool manager; Run drives it.
+func New(cfg Config, deps Deps) *Manager {
+	cfg.setDefaults()
+	eniMax.Set(float64(cfg.MaxENIs))
+	ipMax.Set(float64(cfg.MaxENIs * cfg.SlotsPerENI))
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{cfg: cfg, Deps: deps, now: time.Now, released: map[netip.Prefix]time.Time{}, wake: make(chan struct{}, 1)}
+}
+
+// Config is the configuration the manager runs with (defaults filled).
+func (p *Manager) Config() Config { return p.cfg }
+
+// run steps the pool every interval and reconciles ENIs every
+// reconcileInterval until ctx ends.
+func (p *Manager) Run(ctx context.Context) {
+	tick := time.NewTicker(p.cfg.Interval)
+	defer tick.Stop()
+	lastSync := p.now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-p.wake:
+			if p.now().Sub(p.lastStep) < minWakeGap {
+				continue // a step just ran; the next tick comes soon anyway
+			}
+		}
+		p.lastStep = p.now()
+		p.Step(ctx)
+		if p.now().Sub(lastSync) >= p.cfg.SyncInterval {
+			p.SyncENIs(ctx)
+			lastSync = p.now()
+			p.settlePending(ctx)
+		}
+	}
+}
+
+// minWakeGap bounds how often failed ADDs can make the pool manager step
+// (and call EC2) between its regular ticks.
+const minWakeGap = time.Second
+
+// Wake asks for a pool step now (an ADD found no address). It never
+// blocks; wake-ups that arrive while one is queued merge into it.
+func (p *Manager) Wake() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// settlePending has addresses that joined the pool checked at once rather
+// than at the reconciler's next pass.
+func (p *Manager) settlePending(ctx context.Context) {
+	if p.VerifyPending != nil && p.Store.PendingCount() > 0 {
+		p.VerifyPending(ctx)
+	}
+}
+
+func toWarmStats(s datastore.Stats) warmpool.Stats {
+	return warmpool.Stats{TotalIPs: s.TotalIPs, AssignedIPs: s.AssignedIPs, CooldownIPs: s.CooldownIPs,
+		TotalPrefixes: s.TotalPrefixes, FreePrefixes: s.FreePrefixes}
+}
+
+// step makes one pool decision and acts on it.
+func (p *Manager) Step(ctx context.Context) warmpool.Decision {
+	s := p.Store.Stats()
+	d := warmpool.Decide(toWarmStats(s), p.cfg.Targets)
+	p.observe(d, s)
+	switch {
+	case d.Short > 0:
+		p.grow(ctx, d)
+	case d.Over > 0:
+		p.shrink(ctx, d)
+	}
+	// New addresses, or ones still waiting because the runtime did not
+	// answer last time, are checked now rather than at the next pass.
+	p.settlePending(ctx)
+	p.maybeFreeENI(ctx)
+	return d
+}
+
+// observe exports the decision and raises the leak signal.
+func (p *Manager) observe(d warmpool.Decision, s datastore.Stats) {
+	poolAtMaxPods.Set(boolGauge(d.AtMaxPods))
+	poolLeakSuspected.Set(boolGauge(d.LeakSuspected))
+	if !d.LeakSuspected {
+		return
+	}
+	why := "pool at max pods"
+	if d.AtCapacity && !d.AtMaxPods {
+		why = "pool at the instance's address capacity"
+	}
+	p.suspectLeak(d, s, why)
+}
+
+// suspectLeak tells the pod-IP reconciler to run now (rate-limited): the
+// pool cannot grow and nothing is available, or more addresses are
+// assigned than pods can exist.
+func (p *Manager) suspectLeak(d warmpool.Decision, s datastore.Stats, why string) {
+	now := p.now()
+	if now.Sub(p.lastLeakHook) < p.cfg.LeakHookInterval {
+		return
+	}
+	p.lastLeakHook = now
+	leakTriggers.Inc()
+	p.Log.Warn(why+": suspected leaked pod IPs, asking the pod-IP reconciler to run now",
+		"maxPods", p.cfg.Targets.MaxPods, "maxAddresses", p.cfg.Targets.MaxAddresses, "totalIPs", s.TotalIPs,
+		"assignedIPs", s.AssignedIPs, "cooldownIPs", s.CooldownIPs, "pendingIPs", s.PendingIPs, "decision", d.String())
+	if p.Events != nil {
+		p.Events.Warning(context.Background(), "PodIPLeakSuspected", "ReconcilePodIPs", fmt.Sprintf(
+			"%s with %d of %d addresses assigned: suspected leaked pod IPs, pod-IP reconciler triggered",
+			why, s.AssignedIPs, s.TotalIPs))
+	}
+	if p.OnLeak != nil {
+		p.OnLeak(d, s)
+	}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

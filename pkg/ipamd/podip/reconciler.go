@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/trigger"
 )
 
 // The pod-IP reconciler frees addresses whose pod sandbox no longer exists
@@ -71,7 +72,7 @@ type Reconciler struct {
 	events EventPoster
 	now    func() time.Time
 
-	trigger chan struct{}
+	trigger *trigger.Trigger
 
 	mu         sync.Mutex // guards what introspection reads, and serialises passes
 	candidates map[datastore.IPAMKey]*candidate
@@ -115,7 +116,7 @@ func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *sl
 		events = noEvents{}
 	}
 	r := &Reconciler{cfg: cfg, cri: src, store: store, events: events, log: log, now: time.Now,
-		trigger: make(chan struct{}, 1), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{}, statusFailed: map[string]time.Time{},
+		trigger: trigger.New(), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{}, statusFailed: map[string]time.Time{},
 		trustEmptyAtStart: true}
 	r.verify.Reason = WaitNotStarted
 	r.budget = r.maxRelease() // CNI GC may come before the first pass
@@ -149,12 +150,7 @@ func (r *Reconciler) OnFirstList(f func()) {
 
 // Trigger asks for a pass now, with the short confirm delay (the max-pods
 // leak signal). It never blocks.
-func (r *Reconciler) Trigger() {
-	select {
-	case r.trigger <- struct{}{}:
-	default:
-	}
-}
+func (r *Reconciler) Trigger() { r.trigger.Fire() }
 
 // run makes passes until ctx ends: shortly after start, then every
 // interval; while candidates await confirmation the next pass comes after
@@ -176,7 +172,7 @@ func (r *Reconciler) Run(ctx context.Context) {
 			return
 		case <-timer.C:
 			triggered, postponed = postponed, false
-		case <-r.trigger:
+		case <-r.trigger.C():
 			if gap := r.cfg.MinTriggerGap - r.now().Sub(r.lastPassTime()); gap > 0 {
 				// Too soon after a pass: run it when the gap ends rather
 				// than drop it (the pool manager signals again only later).

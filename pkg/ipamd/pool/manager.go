@@ -10,6 +10,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/trigger"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -90,9 +91,8 @@ type Manager struct {
 	cfg Config
 	Deps
 	now func() time.Time
-	// wake asks for a step now (an ADD found no address); buffered, so
-	// wake-ups coalesce.
-	wake chan struct{}
+	// wake asks for a step now (an ADD found no address).
+	wake *trigger.Trigger
 
 	subnetCooldownUntil time.Time
 	lastDecrease        time.Time
@@ -110,7 +110,7 @@ func New(cfg Config, deps Deps) *Manager {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{cfg: cfg, Deps: deps, now: time.Now, released: map[netip.Prefix]time.Time{}, wake: make(chan struct{}, 1)}
+	return &Manager{cfg: cfg, Deps: deps, now: time.Now, released: map[netip.Prefix]time.Time{}, wake: trigger.New()}
 }
 
 // Config is the configuration the manager runs with (defaults filled).
@@ -127,7 +127,7 @@ func (p *Manager) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case <-p.wake:
+		case <-p.wake.C():
 			if p.now().Sub(p.lastStep) < minWakeGap {
 				continue // a step just ran; the next tick comes soon anyway
 			}
@@ -148,12 +148,7 @@ const minWakeGap = time.Second
 
 // Wake asks for a pool step now (an ADD found no address). It never
 // blocks; wake-ups that arrive while one is queued merge into it.
-func (p *Manager) Wake() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
+func (p *Manager) Wake() { p.wake.Fire() }
 
 // settlePending has addresses that joined the pool checked at once rather
 // than at the reconciler's next pass.

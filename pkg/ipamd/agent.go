@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
@@ -105,73 +104,13 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	RegisterMetrics()
-	cfg := opts.Config
 	a := &Agent{opts: opts, log: log, aws: opts.AWS}
-	pd := cfg.PrefixDelegation
-	var limits nodeLimits
-	if opts.DevPool == nil {
-		if a.aws == nil {
-			c, err := awsutils.New(ctx, awsutils.Options{Version: cfg.VPCCNIVersion, ClusterName: cfg.ClusterName, Logger: log})
-			if err != nil {
-				return nil, fmt.Errorf("AWS: %w", err)
-			}
-			a.aws = c
+	if err := a.start(ctx); err != nil {
+		if a.store != nil {
+			_ = a.store.Close()
 		}
-		var err error
-		limits, err = instanceLimits(ctx, a.aws, a.aws.InstanceIdentity().InstanceType)
-		if err != nil {
-			return nil, err
-		}
-		if pd && !limits.pdSupported {
-			log.Warn("ENABLE_PREFIX_DELEGATION=true but the instance type does not support prefixes; using secondary IPs",
-				"instanceType", a.aws.InstanceIdentity().InstanceType)
-			pd = false
-		}
-	}
-	a.connectK8s(ctx)
-	cp, err := datastore.NewFileCheckpointer(cfg.CheckpointPath)
-	if err != nil {
-		return nil, err
-	}
-	// The runtime is resolved first: with one, every address that joins
-	// the pool waits for the check against its sandboxes.
-	var verifying bool
-	a.runtime, verifying = a.runtimeSource()
-	a.store = datastore.New(datastore.Config{
-		PrefixDelegation:   pd,
-		Cooldown:           cfg.IPCooldown,
-		Checkpointer:       timedCheckpointer{cp},
-		Logger:             log,
-		VerifyNewAddresses: verifying,
-	})
-	if opts.DevPool != nil {
-		err = a.fillDevPool()
-	} else {
-		err = a.initFromAWS(ctx, limits)
-	}
-	if err == nil {
-		a.connectRuntime(a.runtime, verifying)
-		a.buildPool()
-		err = a.restore(ctx)
-	}
-	if err != nil {
-		_ = a.store.Close()
 		a.closeClients()
 		return nil, err
-	}
-	a.delq = &podip.DelQueue{Dir: opts.DelQueueDir, Store: a.store, Log: log}
-	a.delq.Replay()
-	a.afterRestore(ctx)
-	a.rpc = rpcserver.Options{Store: a.store, Stats: a.store, Version: version.RPCVersion,
-		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
-		ExternalSNAT: cfg.ExternalSNAT, ExcludeSNATCIDRs: cfg.ExcludeSNATCIDRs,
-		VPCCIDRs: a.vpcCIDRs, Errors: ipamdErrors, Log: log}
-	if a.pool != nil {
-		a.rpc.OnExhausted = a.pool.Wake
-	}
-	if a.recon != nil {
-		a.rpc.Reclaim = a.recon.ReclaimForAdd
-		a.rpc.GC = a.recon.CollectGarbage
 	}
 	poolGauges.set(a.store)
 	return a, nil
@@ -180,7 +119,7 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 // Store exposes the datastore (for in-process tools and tests).
 func (a *Agent) Store() *datastore.DataStore { return a.store }
 
-// podip.Status reports the pod-IP reconciler; false when it is not
+// ReconcilerStatus reports the pod-IP reconciler; false when it is not
 // running (off, or no runtime).
 func (a *Agent) ReconcilerStatus() (podip.Status, bool) {
 	if a.recon == nil {

@@ -106,11 +106,11 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		SlotsPerENI:       slots,
 		Provisioning:      !cfg.DisableNetworkResourceProvisioning,
 		Interval:          a.opts.Timings.PoolInterval,
-		SyncInterval:      a.opts.Timings.ReconcileInterval,
+		SyncInterval:      a.opts.Timings.ENISyncInterval,
 		DecreaseInterval:  a.opts.Timings.DecreaseInterval,
 		SubnetCooldown:    a.opts.Timings.SubnetCooldown,
 		MinENILifetime:    a.opts.Timings.MinENILifetime,
-		ReleasedCacheTTL:  a.opts.Timings.ReconcileInterval,
+		ReleasedCacheTTL:  a.opts.Timings.ENISyncInterval,
 		LeakHookInterval:  a.opts.Timings.LeakHookInterval,
 		EC2VerifyInterval: a.opts.Timings.EC2VerifyInterval,
 	}
@@ -129,7 +129,7 @@ func (a *Agent) afterRestore(ctx context.Context) {
 	other := !a.store.PrefixDelegation()
 	if stale := a.store.FreeCIDRs(other, math.MaxInt); len(stale) > 0 {
 		a.log.Info("returning idle addresses of the other IPAM mode", "count", len(stale), "prefixes", other)
-		a.pool.Release(ctx, stale, other)
+		a.pool.ReturnToEC2(ctx, stale, other)
 	}
 	a.pool.Step(ctx)
 }
@@ -137,7 +137,7 @@ func (a *Agent) afterRestore(ctx context.Context) {
 // Timings tune the pool manager; zero values take upstream's defaults.
 type Timings struct {
 	PoolInterval      time.Duration // 5 s
-	ReconcileInterval time.Duration // 1 min
+	ENISyncInterval   time.Duration // 1 min: ENI sync against IMDS/EC2
 	DecreaseInterval  time.Duration // 30 s
 	SubnetCooldown    time.Duration // 2 min
 	MinENILifetime    time.Duration // 1 min

@@ -20,7 +20,7 @@ import (
 
 var scaledTimings = Timings{
 	PoolInterval:      50 * time.Millisecond,
-	ReconcileInterval: 600 * time.Millisecond,
+	ENISyncInterval:   600 * time.Millisecond,
 	DecreaseInterval:  300 * time.Millisecond,
 	SubnetCooldown:    1200 * time.Millisecond,
 	MinENILifetime:    600 * time.Millisecond,

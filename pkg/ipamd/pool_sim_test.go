@@ -192,7 +192,7 @@ func TestStaleIMDSNeverDropsOrInventsAddresses(t *testing.T) {
 	n.settle(t, 10)
 	shrunk := n.agent.store.Stats().TotalIPs
 	require.Less(t, shrunk, grown)
-	time.Sleep(fastTimings.ReconcileInterval + 20*time.Millisecond) // the release cache expires: EC2 alone must decide
+	time.Sleep(fastTimings.ENISyncInterval + 20*time.Millisecond) // the release cache expires: EC2 alone must decide
 	n.agent.pool.SyncENIs(context.Background())
 	assert.Equal(t, shrunk, n.agent.store.Stats().TotalIPs, "an address IMDS shows but EC2 does not is never added")
 	n.storeHasOnlyEC2Addresses(t)

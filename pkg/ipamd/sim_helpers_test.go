@@ -27,7 +27,7 @@ type simNode struct {
 // fastTimings make the pool manager react in milliseconds.
 var fastTimings = Timings{
 	PoolInterval:      20 * time.Millisecond,
-	ReconcileInterval: 100 * time.Millisecond,
+	ENISyncInterval:   100 * time.Millisecond,
 	DecreaseInterval:  time.Millisecond,
 	SubnetCooldown:    300 * time.Millisecond,
 	MinENILifetime:    time.Millisecond,

@@ -184,7 +184,7 @@ func newAgent(o options, dir, criSock string, log *slog.Logger) (*ipamd.Agent, e
 		SocketPath:     filepath.Join(dir, "ipamd.sock"),
 		DelQueueDir:    filepath.Join(dir, "del-queue"),
 		MetricsAddress: "unix:" + filepath.Join(dir, "metrics.sock"),
-		Timings:        ipamd.Timings{PoolInterval: time.Second, ReconcileInterval: 10 * time.Second, DecreaseInterval: 5 * time.Second},
+		Timings:        ipamd.Timings{PoolInterval: time.Second, ENISyncInterval: 10 * time.Second, DecreaseInterval: 5 * time.Second},
 	})
 }
 

@@ -18,13 +18,13 @@ func (p *Manager) shrink(ctx context.Context, d warmpool.Decision) {
 	defer actionInProgress.WithLabelValues("decreaseDatastorePool").Dec()
 	p.lastDecrease = p.now()
 	prefixes := d.Unit == warmpool.UnitPrefix
-	p.Release(ctx, p.Store.FreeCIDRs(prefixes, d.Over), prefixes)
+	p.ReturnToEC2(ctx, p.Store.FreeCIDRs(prefixes, d.Over), prefixes)
 }
 
-// release takes idle CIDRs out of the datastore, then returns them to EC2.
+// ReturnToEC2 takes idle CIDRs out of the datastore, then returns them to EC2.
 // The datastore goes first so no pod can be handed an address that is on
 // its way out; one that got assigned meanwhile is skipped.
-func (p *Manager) Release(ctx context.Context, free []datastore.FreeCIDR, prefixes bool) {
+func (p *Manager) ReturnToEC2(ctx context.Context, free []datastore.FreeCIDR, prefixes bool) {
 	byENI := map[string][]netip.Prefix{}
 	for _, f := range free {
 		if _, err := p.Store.RemoveCIDR(f.ENIID, f.CIDR, false); err != nil {

@@ -1,0 +1,141 @@
+package ipamd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
+)
+
+// phase is one named step of start-up. The order is the contract: each
+// phase may use what the phases before it built, never what comes after.
+type phase struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// phases is ipamd's start-up, in order:
+//   - instance: the AWS client and the instance's limits (skipped with a
+//     development pool);
+//   - kubernetes: the API client, the node's max pods, node events;
+//   - runtime: the container runtime, before the datastore, because with
+//     one every address that joins the pool waits for the check against it;
+//   - datastore: the store and its checkpointer;
+//   - addresses: the node's ENIs and addresses (EC2, or the development
+//     pool), which join the datastore pending;
+//   - reconciler: the pod-IP reconciler on the runtime;
+//   - pool: the pool manager, wired to the reconciler it signals;
+//   - restore: the checkpoint, then the check of every other address
+//     against the runtime (the rebuild of a lost checkpoint);
+//   - delqueue: the DELs the plugin queued while ipamd was down;
+//   - size: addresses of the other IPAM mode returned, the pool sized once;
+//   - rpc: what the gRPC handlers serve from.
+func (a *Agent) phases(st *startState) []phase {
+	return []phase{
+		{"instance", st.instance},
+		{"kubernetes", func(ctx context.Context) error { a.connectK8s(ctx); return nil }},
+		{"runtime", func(context.Context) error { a.runtime, st.verifying = a.runtimeSource(); return nil }},
+		{"datastore", st.datastore},
+		{"addresses", st.addresses},
+		{"reconciler", func(context.Context) error { a.connectRuntime(a.runtime, st.verifying); return nil }},
+		{"pool", func(context.Context) error { a.buildPool(); return nil }},
+		{"restore", a.restore},
+		{"delqueue", func(context.Context) error {
+			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Store: a.store, Log: a.log}
+			a.delq.Replay()
+			return nil
+		}},
+		{"size", func(ctx context.Context) error { a.afterRestore(ctx); return nil }},
+		{"rpc", func(context.Context) error { a.wireRPC(); return nil }},
+	}
+}
+
+// startState carries what early phases decide for later ones.
+type startState struct {
+	a         *Agent
+	limits    nodeLimits
+	pd        bool // prefix delegation, once the instance type is known
+	verifying bool // addresses join pending
+}
+
+// start runs the phases in order and stops at the first error.
+func (a *Agent) start(ctx context.Context) error {
+	st := &startState{a: a, pd: a.opts.Config.PrefixDelegation}
+	for _, p := range a.phases(st) {
+		t := time.Now()
+		if err := p.run(ctx); err != nil {
+			return err
+		}
+		a.log.Debug("start-up phase done", "phase", p.name, "took", time.Since(t).String())
+	}
+	return nil
+}
+
+func (st *startState) instance(ctx context.Context) error {
+	a, cfg := st.a, st.a.opts.Config
+	if a.opts.DevPool != nil {
+		return nil
+	}
+	if a.aws == nil {
+		c, err := awsutils.New(ctx, awsutils.Options{Version: cfg.VPCCNIVersion, ClusterName: cfg.ClusterName, Logger: a.log})
+		if err != nil {
+			return fmt.Errorf("AWS: %w", err)
+		}
+		a.aws = c
+	}
+	var err error
+	st.limits, err = instanceLimits(ctx, a.aws, a.aws.InstanceIdentity().InstanceType)
+	if err != nil {
+		return err
+	}
+	if st.pd && !st.limits.pdSupported {
+		a.log.Warn("ENABLE_PREFIX_DELEGATION=true but the instance type does not support prefixes; using secondary IPs",
+			"instanceType", a.aws.InstanceIdentity().InstanceType)
+		st.pd = false
+	}
+	return nil
+}
+
+func (st *startState) datastore(context.Context) error {
+	a, cfg := st.a, st.a.opts.Config
+	cp, err := datastore.NewFileCheckpointer(cfg.CheckpointPath)
+	if err != nil {
+		return err
+	}
+	a.store = datastore.New(datastore.Config{
+		PrefixDelegation:   st.pd,
+		Cooldown:           cfg.IPCooldown,
+		Checkpointer:       timedCheckpointer{cp},
+		Logger:             a.log,
+		VerifyNewAddresses: st.verifying,
+	})
+	return nil
+}
+
+func (st *startState) addresses(ctx context.Context) error {
+	if st.a.opts.DevPool != nil {
+		return st.a.fillDevPool()
+	}
+	return st.a.initFromAWS(ctx, st.limits)
+}
+
+// wireRPC sets what the gRPC handlers serve from.
+func (a *Agent) wireRPC() {
+	cfg := a.opts.Config
+	a.rpc = rpcserver.Options{Store: a.store, Stats: a.store, Version: version.RPCVersion,
+		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
+		ExternalSNAT: cfg.ExternalSNAT, ExcludeSNATCIDRs: cfg.ExcludeSNATCIDRs,
+		VPCCIDRs: a.vpcCIDRs, Errors: ipamdErrors, Log: a.log}
+	if a.pool != nil {
+		a.rpc.OnExhausted = a.pool.Wake
+	}
+	if a.recon != nil {
+		a.rpc.Reclaim = a.recon.ReclaimForAdd
+		a.rpc.GC = a.recon.CollectGarbage
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 
@@ -59,6 +60,9 @@ type Options struct {
 	// (default /var/run/aws-node/del-queue).
 	DelQueueDir string
 	Logger      *slog.Logger
+	// Registry receives this agent's collectors; /metrics serves it with
+	// the default registry (go_*, process_*, AWS client). Nil: a new one.
+	Registry *prometheus.Registry
 	// ShutdownTimeout bounds how long in-flight RPCs may run at stop.
 	ShutdownTimeout time.Duration
 }
@@ -72,6 +76,7 @@ type Agent struct {
 	rpc     rpcserver.Options
 	pool    *pool.Manager // nil with a development pool
 	poolCfg *pool.Config  // sized at node init; nil with a development pool
+	metrics *agentMetrics
 	events  *k8sapi.NodeEvents
 	recon   *podip.Reconciler   // nil when off or no runtime is reachable
 	runtime podip.SandboxSource // what the reconciler lists; nil when off
@@ -103,8 +108,16 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	RegisterMetrics()
 	a := &Agent{opts: opts, log: log, aws: opts.AWS}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	a.metrics = newAgentMetrics(opts.Registry, func() poolSource {
+		if a.store == nil {
+			return nil
+		}
+		return a.store
+	})
 	if err := a.start(ctx); err != nil {
 		if a.store != nil {
 			_ = a.store.Close()
@@ -112,7 +125,6 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 		a.closeClients()
 		return nil, err
 	}
-	poolGauges.set(a.store)
 	return a, nil
 }
 
@@ -139,7 +151,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.closeClients()
 		return err
 	}
-	srv, hs := rpcserver.New(a.rpc, rpcMetrics)
+	srv, hs := rpcserver.New(a.rpc, a.metrics.rpc)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 	a.log.Info("ipamd serving", "socket", a.opts.SocketPath, "version", version.Version)
@@ -157,7 +169,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if !cfg.DisableMetrics {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.Handler())
+		mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.gatherer(), promhttp.HandlerOpts{}))
 		wg.Add(1)
 		go func() { defer wg.Done(); a.serveHTTP(httpCtx, "metrics", a.opts.MetricsAddress, mux) }()
 	}

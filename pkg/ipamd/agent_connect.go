@@ -48,7 +48,6 @@ func (a *Agent) connectK8s(ctx context.Context) {
 // a runtime appears and answers).
 func (a *Agent) runtimeSource() (podip.SandboxSource, bool) {
 	rc := a.opts.Config.Reconciler
-	podip.MarkRunning(false)
 	if rc.Mode == podip.Off {
 		return nil, false
 	}
@@ -93,14 +92,14 @@ func (a *Agent) connectRuntime(src podip.SandboxSource, verifying bool) {
 		return
 	}
 	rc := a.opts.Config.Reconciler
-	a.recon = podip.New(rc, src, a.store, a.events, a.log)
+	a.recon = podip.New(rc, src, a.store, a.events, a.log, a.metrics.podip)
 	if !verifying {
 		a.recon.OnFirstList(func() {
 			a.log.Info("container runtime answered: addresses that join the pool from now on are checked against its sandboxes")
 			a.store.SetVerifyNewAddresses(true)
 		})
 	}
-	podip.MarkRunning(true)
+	a.metrics.podip.MarkRunning(true)
 }
 
 // buildPool makes the pool manager (none with a development pool) once the
@@ -110,7 +109,7 @@ func (a *Agent) buildPool() {
 		return
 	}
 	deps := pool.Deps{AWS: a.aws, Store: a.store, Log: a.log, SetupENI: a.setupENI, TeardownENI: a.teardownENI,
-		OnLeak: a.opts.OnLeak, Events: a.events, Errors: ipamdErrors}
+		OnLeak: a.opts.OnLeak, Events: a.events, Errors: a.metrics.errors, Metrics: a.metrics.pool}
 	if a.recon != nil {
 		hook := a.opts.OnLeak
 		deps.OnLeak = func(d warmpool.Decision, s datastore.Stats) {

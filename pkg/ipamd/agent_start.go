@@ -46,7 +46,7 @@ func (a *Agent) phases(st *startState) []phase {
 		{"pool", func(context.Context) error { a.buildPool(); return nil }},
 		{"restore", a.restore},
 		{"delqueue", func(context.Context) error {
-			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Store: a.store, Log: a.log}
+			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Store: a.store, Log: a.log, Metrics: a.metrics.podip}
 			a.delq.Replay()
 			return nil
 		}},
@@ -110,7 +110,7 @@ func (st *startState) datastore(context.Context) error {
 	a.store = datastore.New(datastore.Config{
 		PrefixDelegation:   st.pd,
 		Cooldown:           cfg.IPCooldown,
-		Checkpointer:       timedCheckpointer{cp},
+		Checkpointer:       timedCheckpointer{cp, a.metrics},
 		Logger:             a.log,
 		VerifyNewAddresses: st.verifying,
 	})
@@ -130,7 +130,7 @@ func (a *Agent) wireRPC() {
 	a.rpc = rpcserver.Options{Store: a.store, Stats: a.store, Version: version.RPCVersion,
 		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
 		ExternalSNAT: cfg.ExternalSNAT, ExcludeSNATCIDRs: cfg.ExcludeSNATCIDRs,
-		VPCCIDRs: a.vpcCIDRs, Errors: ipamdErrors, Log: a.log}
+		VPCCIDRs: a.vpcCIDRs, Errors: a.metrics.errors, Log: a.log}
 	if a.pool != nil {
 		a.rpc.OnExhausted = a.pool.Wake
 	}

@@ -189,14 +189,14 @@ func TestGRPCExhaustionIsSuccessFalse(t *testing.T) {
 	conn := n.dial(t)
 	defer conn.Close()
 	c := rpc.NewCNIBackendClient(conn)
-	before := counterValue(t, "awscni_no_available_ip_addresses")
+	before := gathered(t, n.agent, "awscni_no_available_ip_addresses")
 	r, err := c.AddNetwork(context.Background(), addReq("a"))
 	require.NoError(t, err)
 	require.True(t, r.Success)
 	r, err = c.AddNetwork(context.Background(), addReq("b"))
 	require.NoError(t, err)
 	assert.False(t, r.Success, "no address: Success=false, as upstream")
-	assert.Equal(t, before+1, counterValue(t, "awscni_no_available_ip_addresses"))
+	assert.Equal(t, before+1, gathered(t, n.agent, "awscni_no_available_ip_addresses"))
 }
 
 func TestGRPCRejectsMalformedRequests(t *testing.T) {
@@ -220,13 +220,13 @@ func TestGRPCRejectsMalformedRequests(t *testing.T) {
 	}
 	for _, tc := range addCases {
 		t.Run("add/"+tc.name, func(t *testing.T) {
-			before := invalidCount(t, "AddNetwork", tc.reason)
+			before := invalidCount(t, n.agent, "AddNetwork", tc.reason)
 			req := addReq("x")
 			tc.mutate(req)
 			_, err := c.AddNetwork(ctx, req)
 			require.Error(t, err)
 			assert.Equal(t, codes.InvalidArgument, status.Code(err))
-			assert.Equal(t, before+1, invalidCount(t, "AddNetwork", tc.reason))
+			assert.Equal(t, before+1, invalidCount(t, n.agent, "AddNetwork", tc.reason))
 		})
 	}
 	t.Run("del/missing container ID", func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 // many fail, without the datastore knowing about metrics.
 type timedCheckpointer struct {
 	datastore.Checkpointer
+	m *agentMetrics
 }
 
 func (t timedCheckpointer) Write(entries []datastore.CheckpointEntry) error {
@@ -18,9 +19,9 @@ func (t timedCheckpointer) Write(entries []datastore.CheckpointEntry) error {
 	result := "success"
 	if err != nil {
 		result = "error"
-		ipamdErrors.WithLabelValues("checkpointWrite").Inc()
+		t.m.errors.WithLabelValues("checkpointWrite").Inc()
 	}
-	checkpointWrites.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	t.m.checkpointWrites.WithLabelValues(result).Observe(time.Since(start).Seconds())
 	return err
 }
 

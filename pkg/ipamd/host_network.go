@@ -58,7 +58,7 @@ func (a *Agent) teardownENI(ctx context.Context, primaryIP netip.Addr) {
 		return
 	}
 	if err := a.host.TeardownENINetwork(ctx, primaryIP); err != nil {
-		ipamdErrors.WithLabelValues("freeENIDeleteRulesFailed").Inc()
+		a.metrics.errors.WithLabelValues("freeENIDeleteRulesFailed").Inc()
 		a.log.Warn("could not remove a freed ENI's host rules", "ip", primaryIP.String(), "error", err)
 	}
 }

@@ -2,8 +2,6 @@ package ipamd
 
 import (
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,40 +12,48 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
 
-// Metric names starting awscni_ are upstream's and must not change; the
+// agentMetrics are one agent's collectors, all registered with the agent's
+// own registry (Options.Registry), which /metrics serves together with the
+// process-wide default registry (go_*, process_*, the AWS client's). Metric
+// names starting awscni_ are upstream's and must not change; the
 // awscni_ipamd_* additions are ours.
-var (
-	ipamdErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "awscni_ipamd_error_count",
-		Help: "The number of errors encountered in ipamd",
-	}, []string{"fn"})
-	checkpointWrites = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "awscni_ipamd_checkpoint_write_seconds",
-		Help:    "Time to write the checkpoint durably (temp file, fsync, rename, fsync dir), by result",
-		Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .5, 1},
-	}, []string{"result"})
-	buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+type agentMetrics struct {
+	reg              *prometheus.Registry
+	errors           *prometheus.CounterVec
+	checkpointWrites *prometheus.HistogramVec
+	rpc              *rpcserver.Metrics
+	pool             *pool.Metrics
+	podip            *podip.Metrics
+}
+
+func newAgentMetrics(reg *prometheus.Registry, src func() poolSource) *agentMetrics {
+	m := &agentMetrics{
+		reg: reg,
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "awscni_ipamd_error_count",
+			Help: "The number of errors encountered in ipamd",
+		}, []string{"fn"}),
+		checkpointWrites: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "awscni_ipamd_checkpoint_write_seconds",
+			Help:    "Time to write the checkpoint durably (temp file, fsync, rename, fsync dir), by result",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .5, 1},
+		}, []string{"result"}),
+		rpc:   rpcserver.NewMetrics(reg),
+		pool:  pool.NewMetrics(reg),
+		podip: podip.NewMetrics(reg),
+	}
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "awscni_build_info",
 		Help: "VPC CNI build information",
 	}, []string{"version", "goversion"})
+	buildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
+	reg.MustRegister(m.errors, m.checkpointWrites, buildInfo, &poolCollector{src: src})
+	return m
+}
 
-	poolGauges = &poolCollector{}
-
-	registerOnce sync.Once
-	rpcMetrics   *rpcserver.Metrics // the gRPC request counters
-)
-
-// RegisterMetrics registers ipamd's collectors with the default registry
-// (which also carries the go_* and process_* collectors, as upstream).
-// Safe to call more than once.
-func RegisterMetrics() {
-	registerOnce.Do(func() {
-		prometheus.MustRegister(ipamdErrors, checkpointWrites, buildInfo, poolGauges)
-		rpcMetrics = rpcserver.NewMetrics(prometheus.DefaultRegisterer)
-		pool.RegisterMetrics(prometheus.DefaultRegisterer)
-		podip.RegisterMetrics(prometheus.DefaultRegisterer)
-		buildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
-	})
+// gatherer is what /metrics serves.
+func (m *agentMetrics) gatherer() prometheus.Gatherer {
+	return prometheus.Gatherers{prometheus.DefaultGatherer, m.reg}
 }
 
 // poolSource is what the pool gauges are computed from at scrape time.
@@ -60,7 +66,7 @@ type poolSource interface {
 // path never updates gauges and removed ENIs and CIDRs drop out by
 // themselves.
 type poolCollector struct {
-	src atomic.Pointer[poolSource]
+	src func() poolSource // nil until the datastore exists
 }
 
 var (
@@ -73,8 +79,6 @@ var (
 	descCooldownIPs = prometheus.NewDesc("awscni_ipamd_cooldown_ip_addresses", "Released addresses still resting before reuse", nil, nil)
 )
 
-func (p *poolCollector) set(src poolSource) { p.src.Store(&src) }
-
 func (p *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descENIs, descTotalIPs, descAssigned, descPrefixes, descPerENI, descPerCIDR, descCooldownIPs} {
 		ch <- d
@@ -82,11 +86,10 @@ func (p *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	ptr := p.src.Load()
-	if ptr == nil {
+	src := p.src()
+	if src == nil {
 		return
 	}
-	src := *ptr
 	s := src.Stats()
 	gauge := func(d *prometheus.Desc, v int, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)

@@ -3,15 +3,14 @@ package ipamd
 import (
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 )
 
-// gathered reads one sample (counter or gauge) from the registry the agent
-// serves on /metrics; 0 when the series does not exist yet.
-func gathered(t *testing.T, name string, labels ...string) float64 {
+// gathered reads one sample (counter or gauge) from what agent a serves on
+// /metrics; 0 when the series does not exist yet.
+func gathered(t *testing.T, a *Agent, name string, labels ...string) float64 {
 	t.Helper()
-	families, err := prometheus.DefaultGatherer.Gather()
+	families, err := a.metrics.gatherer().Gather()
 	require.NoError(t, err)
 	want := map[string]string{}
 	for i := 0; i+1 < len(labels); i += 2 {
@@ -41,8 +40,6 @@ func gathered(t *testing.T, name string, labels ...string) float64 {
 	return 0
 }
 
-func counterValue(t *testing.T, name string) float64 { return gathered(t, name) }
-
-func invalidCount(t *testing.T, rpcName, reason string) float64 {
-	return gathered(t, "awscni_ipamd_invalid_request_count", "rpc", rpcName, "reason", reason)
+func invalidCount(t *testing.T, a *Agent, rpcName, reason string) float64 {
+	return gathered(t, a, "awscni_ipamd_invalid_request_count", "rpc", rpcName, "reason", reason)
 }

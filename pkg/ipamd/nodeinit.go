@@ -78,7 +78,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		if err := a.setupENI(ctx, e); err != nil {
 			// As upstream: an ENI whose link is not ready is left out now and
 			// added by the ENI reconcile once it is.
-			ipamdErrors.WithLabelValues("waitENIAttachedMaxRetryExceeded").Inc()
+			a.metrics.errors.WithLabelValues("waitENIAttachedMaxRetryExceeded").Inc()
 			a.log.Error("could not set up ENI; leaving it out for now", "eni", e.ID, "error", err)
 			a.leftOut = append(a.leftOut, e.ID)
 			continue

@@ -38,11 +38,11 @@ func TestStandardNodeAtCapacityRaisesLeakSignal(t *testing.T) {
 	require.ErrorIs(t, err, datastore.ErrNoAvailableIP, "the node is full")
 	time.Sleep(rc.Grace)
 
-	triggers := gathered(t, "awscni_ipamd_leak_reconcile_triggers_total")
+	triggers := gathered(t, n.agent, "awscni_ipamd_leak_reconcile_triggers_total")
 	d := n.agent.pool.Step(context.Background())
 	require.True(t, d.AtCapacity && d.LeakSuspected && !d.AtMaxPods, d.String())
-	assert.Equal(t, triggers+1, gathered(t, "awscni_ipamd_leak_reconcile_triggers_total"))
-	assert.Equal(t, 1.0, gathered(t, "awscni_ipamd_pool_leak_suspected"))
+	assert.Equal(t, triggers+1, gathered(t, n.agent, "awscni_ipamd_leak_reconcile_triggers_total"))
+	assert.Equal(t, 1.0, gathered(t, n.agent, "awscni_ipamd_pool_leak_suspected"))
 	require.Eventually(t, func() bool {
 		_, err := n.agent.store.Assign(key, datastore.IPAMMetadata{})
 		return err == nil
@@ -80,11 +80,11 @@ func TestExhaustedADDReclaimsAConfirmedLeakInline(t *testing.T) {
 	require.Equal(t, 4, rep.Candidates)
 	time.Sleep(rc.ConfirmDelay + 20*time.Millisecond)
 
-	before := gathered(t, "awscni_ipamd_pod_ip_reconcile_reclaimed_for_add_total")
+	before := gathered(t, n.agent, "awscni_ipamd_pod_ip_reconcile_reclaimed_for_add_total")
 	r, err = c.AddNetwork(context.Background(), addReq("second"))
 	require.NoError(t, err)
 	require.True(t, r.Success, "a confirmed leak is reclaimed for this ADD, which is served")
-	assert.Equal(t, before+1, gathered(t, "awscni_ipamd_pod_ip_reconcile_reclaimed_for_add_total"))
+	assert.Equal(t, before+1, gathered(t, n.agent, "awscni_ipamd_pod_ip_reconcile_reclaimed_for_add_total"))
 	assert.Len(t, n.agent.store.Allocations(), 4, "three leaks left, one new pod")
 	st := n.agent.recon.Status()
 	assert.Equal(t, 3, len(st.Candidates))

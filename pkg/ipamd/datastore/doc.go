@@ -12,5 +12,8 @@
 //     indexed, never found by scanning ENIs.
 //
 // It never talks to EC2, the kernel or Kubernetes; its only I/O goes through
-// the Checkpointer it is given.
+// the Checkpointer it is given. It never imports the agent (pkg/ipamd) or
+// any other package under it (pool, podip, rpcserver, warmpool), the
+// simulators, the AWS SDK, client-go, gRPC or Prometheus, and its tests
+// keep to the same rule.
 package datastore

@@ -35,7 +35,7 @@ func reconBenchNode(b *testing.B, n int) (*datastore.DataStore, *Reconciler) {
 		}
 		rt.Add(fakecri.Sandbox{ID: id, Name: fmt.Sprint("pod-", i), Namespace: "bench", IP: a.IP.String(), State: runtimeapi.PodSandboxState_SANDBOX_READY})
 	}
-	return store, New(Config{}, client, store, nil, nil)
+	return store, New(Config{}, client, store, nil, nil, nil)
 }
 
 func BenchmarkReconcilePass(b *testing.B) {

@@ -6,21 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
-)
-
-var (
-	delQueueReplayed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "awscni_ipamd_del_queue_replayed_total",
-		Help: "Queued CNI DELs replayed by ipamd, by result (released, unknown, stale)",
-	}, []string{"result"})
-	delQueueBad = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "awscni_ipamd_del_queue_bad_entries_total",
-		Help: "Unreadable files found in the DEL queue (left in place for the operator)",
-	})
 )
 
 // ReplayStore is the part of the datastore DEL replay uses.
@@ -32,9 +19,10 @@ type ReplayStore interface {
 // DelQueue replays the DELs the CNI plugin queued on the host while ipamd
 // was unreachable (pkg/delqueue).
 type DelQueue struct {
-	Dir   string
-	Store ReplayStore
-	Log   *slog.Logger
+	Dir     string
+	Store   ReplayStore
+	Log     *slog.Logger
+	Metrics *Metrics
 }
 
 // Replay releases the addresses of DELs the plugin queued while
@@ -47,7 +35,7 @@ func (a *DelQueue) Replay() {
 	dir := a.Dir
 	entries, bad := delqueue.List(dir)
 	for _, b := range bad {
-		delQueueBad.Inc()
+		a.Metrics.delQueueBad.Inc()
 		a.Log.Warn("unreadable DEL queue entry left in place", "path", b.Path, "error", b.Err)
 	}
 	for _, e := range entries {
@@ -76,7 +64,7 @@ func (a *DelQueue) replayDelEntry(dir string, e delqueue.Entry) {
 			}
 		}
 	}
-	delQueueReplayed.WithLabelValues(result).Inc()
+	a.Metrics.delQueueReplayed.WithLabelValues(result).Inc()
 	switch err := delqueue.Remove(dir, e); {
 	case err == nil:
 	case errors.Is(err, delqueue.ErrChanged):

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -21,7 +22,7 @@ func replayAgent(t *testing.T) (*DelQueue, string) {
 	t.Cleanup(func() { store.Close() })
 	require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 4}.Populate(store))
 	dir := filepath.Join(t.TempDir(), "delq")
-	return &DelQueue{Dir: dir, Store: store, Log: slog.New(slog.DiscardHandler)}, dir
+	return &DelQueue{Dir: dir, Store: store, Log: slog.New(slog.DiscardHandler), Metrics: NewMetrics(prometheus.NewRegistry())}, dir
 }
 
 func TestDelQueueReplayKeepsANewerDELForTheSameKey(t *testing.T) {

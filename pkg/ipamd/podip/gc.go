@@ -83,7 +83,7 @@ func (r *Reconciler) CollectGarbage(ctx context.Context, network string, valid m
 		delete(r.candidates, a.Key)
 		r.budget--
 		released++
-		reconcileReclaimed.Inc()
+		r.m.reconcileReclaimed.Inc()
 		r.totals.Reclaimed++
 		r.log.Info("CNI GC released pod IP", "ip", a.IP.String(), "pod", podRef(a.Metadata), "containerID", a.Key.ContainerID)
 		evs.normalForPod(a.Metadata, "PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(

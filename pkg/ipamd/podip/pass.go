@@ -49,9 +49,9 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 	rep := PassReport{Start: r.now(), Triggered: triggered, Mode: r.cfg.Mode}
 	defer func() {
 		rep.Duration = humanDuration(r.now().Sub(rep.Start))
-		reconcilePassSeconds.Observe(time.Duration(rep.Duration).Seconds())
+		r.m.reconcilePassSeconds.Observe(time.Duration(rep.Duration).Seconds())
 		if rep.Skipped == "" {
-			reconcileLastSuccess.Set(float64(r.now().Unix()))
+			r.m.reconcileLastSuccess.Set(float64(r.now().Unix()))
 		} else {
 			r.totals.Skipped++
 		}
@@ -104,7 +104,7 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 func (r *Reconciler) listLocked(ctx context.Context) ([]cri.Sandbox, error) {
 	sandboxes, err := r.cri.ListSandboxes(ctx)
 	r.reachable = err == nil
-	runtimeReachable.Set(boolGauge(r.reachable))
+	r.m.runtimeReachable.Set(boolGauge(r.reachable))
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (r *Reconciler) list(ctx context.Context, rep *PassReport) ([]cri.Sandbox, 
 
 func (r *Reconciler) skip(rep *PassReport, reason, detail string) {
 	rep.Skipped = reason
-	reconcileSkipped.WithLabelValues(reason).Inc()
+	r.m.reconcileSkipped.WithLabelValues(reason).Inc()
 	r.log.Warn("pod-IP reconcile pass skipped; nothing freed", "reason", reason, "detail", detail)
 }
 
@@ -236,7 +236,7 @@ func (r *Reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 			}
 			c.reported = true
 			rep.WouldReclaim++
-			reconcileWouldReclaim.Inc()
+			r.m.reconcileWouldReclaim.Inc()
 			r.log.Info("report mode: would reclaim leaked pod IP", "ip", a.IP.String(), "pod", podRef(a.Metadata),
 				"containerID", a.Key.ContainerID, "age", age.String())
 			evs.normalForPod(a.Metadata, "PodIPLeakReported", "ReconcilePodIPs", fmt.Sprintf(
@@ -254,7 +254,7 @@ func (r *Reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 		delete(r.candidates, a.Key)
 		r.budget--
 		rep.Reclaimed++
-		reconcileReclaimed.Inc()
+		r.m.reconcileReclaimed.Inc()
 		r.log.Info("reclaimed leaked pod IP", "ip", a.IP.String(), "pod", podRef(a.Metadata),
 			"containerID", a.Key.ContainerID, "age", age.String())
 		evs.normalForPod(a.Metadata, "PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(

@@ -58,8 +58,8 @@ func (r *Reconciler) ReclaimForAdd(ctx context.Context) bool {
 		}
 		r.budget--
 		r.totals.Reclaimed++
-		reconcileReclaimed.Inc()
-		reclaimedForAdd.Inc()
+		r.m.reconcileReclaimed.Inc()
+		r.m.reclaimedForAdd.Inc()
 		age := now.Sub(a.AssignedAt).Round(time.Second)
 		r.log.Info("reclaimed leaked pod IP for an ADD that found the pool exhausted", "ip", a.IP.String(),
 			"pod", podRef(a.Metadata), "containerID", a.Key.ContainerID, "age", age.String())

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/trigger"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The pod-IP reconciler frees addresses whose pod sandbox no longer exists
@@ -65,6 +66,7 @@ type candidate struct {
 }
 
 type Reconciler struct {
+	m      *Metrics
 	cfg    Config
 	cri    SandboxSource
 	store  Store
@@ -107,7 +109,10 @@ type Totals struct {
 	Passes, Skipped, Reclaimed, WouldReclaim, Readopted int
 }
 
-func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *slog.Logger) *Reconciler {
+func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *slog.Logger, metrics *Metrics) *Reconciler {
+	if metrics == nil {
+		metrics = NewMetrics(prometheus.NewRegistry()) // counted, but not served
+	}
 	cfg.SetDefaults()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -115,7 +120,7 @@ func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *sl
 	if events == nil {
 		events = noEvents{}
 	}
-	r := &Reconciler{cfg: cfg, cri: src, store: store, events: events, log: log, now: time.Now,
+	r := &Reconciler{m: metrics, cfg: cfg, cri: src, store: store, events: events, log: log, now: time.Now,
 		trigger: trigger.New(), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{}, statusFailed: map[string]time.Time{},
 		trustEmptyAtStart: true}
 	r.verify.Reason = WaitNotStarted
@@ -281,8 +286,8 @@ func (r *Reconciler) publishLocked() {
 		st.Candidates = append(st.Candidates, CandidateStatus{IP: c.alloc.IP.String(), ContainerID: c.alloc.Key.ContainerID,
 			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.passes, Confirmed: confirmed})
 	}
-	reconcileCandidates.Set(float64(len(r.candidates)))
-	reconcileLeaked.Set(float64(st.Leaked))
+	r.m.reconcileCandidates.Set(float64(len(r.candidates)))
+	r.m.reconcileLeaked.Set(float64(st.Leaked))
 	r.published.Store(&st)
 }
 

@@ -23,7 +23,7 @@ func TestReconcilerReclaimsLostDELAfterTwoPasses(t *testing.T) {
 	live := f.pod(t, "live", false)
 	leaked := f.pod(t, "leaked", true)
 	f.clk.Advance(6 * time.Minute) // past the grace period
-	before := testutil.ToFloat64(reconcileReclaimed)
+	before := testutil.ToFloat64(f.r.m.reconcileReclaimed)
 
 	rep := f.pass(t)
 	assert.Equal(t, 1, rep.Candidates)
@@ -40,7 +40,7 @@ func TestReconcilerReclaimsLostDELAfterTwoPasses(t *testing.T) {
 	assert.Equal(t, 1, rep.Reclaimed)
 	assert.False(t, f.held(leaked))
 	assert.True(t, f.held(live))
-	assert.Equal(t, before+1, testutil.ToFloat64(reconcileReclaimed))
+	assert.Equal(t, before+1, testutil.ToFloat64(f.r.m.reconcileReclaimed))
 	assert.Equal(t, 1, f.events.count("PodIPReclaimed"))
 	assert.Equal(t, 1, f.store.Stats().CooldownIPs, "freed through the normal path: cooldown applies")
 
@@ -99,7 +99,7 @@ func TestReconcilerFailsClosed(t *testing.T) {
 				allocs = append(allocs, f.pod(t, n, false))
 			}
 			f.clk.Advance(10 * time.Minute)
-			before := testutil.ToFloat64(reconcileSkipped.WithLabelValues(tc.reason))
+			before := testutil.ToFloat64(f.r.m.reconcileSkipped.WithLabelValues(tc.reason))
 			tc.fault(f.rt)
 			for range 4 {
 				rep := f.pass(t)
@@ -109,7 +109,7 @@ func TestReconcilerFailsClosed(t *testing.T) {
 			for _, a := range allocs {
 				assert.True(t, f.held(a), "nothing is freed on a bad runtime answer")
 			}
-			assert.Equal(t, before+4, testutil.ToFloat64(reconcileSkipped.WithLabelValues(tc.reason)))
+			assert.Equal(t, before+4, testutil.ToFloat64(f.r.m.reconcileSkipped.WithLabelValues(tc.reason)))
 		})
 	}
 }
@@ -208,13 +208,13 @@ func TestReconcilerReportMode(t *testing.T) {
 	f.pod(t, "live1", false)
 	f.pod(t, "live2", false)
 	f.clk.Advance(10 * time.Minute)
-	before := testutil.ToFloat64(reconcileWouldReclaim)
+	before := testutil.ToFloat64(f.r.m.reconcileWouldReclaim)
 	for range 3 {
 		f.pass(t)
 		f.clk.Advance(time.Minute)
 	}
 	assert.True(t, f.held(a), "report mode frees nothing")
-	assert.GreaterOrEqual(t, testutil.ToFloat64(reconcileWouldReclaim), before+1)
+	assert.GreaterOrEqual(t, testutil.ToFloat64(f.r.m.reconcileWouldReclaim), before+1)
 	assert.GreaterOrEqual(t, f.events.count("PodIPLeakReported"), 1)
 }
 
@@ -227,7 +227,7 @@ func TestReconcilerReportModeCountsEachLeakOnce(t *testing.T) {
 		f.pod(t, fmt.Sprintf("live%d", i), false)
 	}
 	f.clk.Advance(10 * time.Minute)
-	before := testutil.ToFloat64(reconcileWouldReclaim)
+	before := testutil.ToFloat64(f.r.m.reconcileWouldReclaim)
 	would := 0
 	for range 10 {
 		would += f.pass(t).WouldReclaim
@@ -235,9 +235,9 @@ func TestReconcilerReportModeCountsEachLeakOnce(t *testing.T) {
 	}
 	assert.True(t, f.held(a))
 	assert.Equal(t, 1, would, "one leaked allocation, counted once over 10 passes")
-	assert.Equal(t, before+1, testutil.ToFloat64(reconcileWouldReclaim))
+	assert.Equal(t, before+1, testutil.ToFloat64(f.r.m.reconcileWouldReclaim))
 	assert.Equal(t, 1, f.events.count("PodIPLeakReported"))
-	assert.Equal(t, 1.0, testutil.ToFloat64(reconcileLeaked))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.r.m.reconcileLeaked))
 	st := f.r.Status()
 	assert.Equal(t, 1, st.Leaked)
 	for _, e := range f.events.events {
@@ -248,7 +248,7 @@ func TestReconcilerReportModeCountsEachLeakOnce(t *testing.T) {
 	_, err := f.store.Release(a.Key)
 	require.NoError(t, err)
 	f.pass(t)
-	assert.Equal(t, 0.0, testutil.ToFloat64(reconcileLeaked))
+	assert.Equal(t, 0.0, testutil.ToFloat64(f.r.m.reconcileLeaked))
 }
 
 // lockProbe is an event poster that records whether the reconciler's lock
@@ -401,7 +401,7 @@ func TestReconcilerRestartMidConfirmationDoesNotFreeEarly(t *testing.T) {
 	f.clk.Advance(10 * time.Minute)
 	f.pass(t)
 	// ipamd restarts: a new reconciler has no memory of the first sighting.
-	r2 := New(Config{}, f.r.cri, f.store, f.events, nil)
+	r2 := New(Config{}, f.r.cri, f.store, f.events, nil, f.r.m)
 	r2.now = f.clk.Now
 	f.clk.Advance(time.Minute)
 	rep := r2.Pass(context.Background(), false)

@@ -163,7 +163,7 @@ func (r *Reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 // nothing waits, clears the rebuild marker of a lost checkpoint.
 func (r *Reconciler) noteVerifyLocked(res VerifyResult) {
 	r.verify = res
-	podIPPending.Set(float64(res.Waiting))
+	r.m.podIPPending.Set(float64(res.Waiting))
 	if res.Waiting > 0 || r.markerPath == "" || r.lastList.IsZero() {
 		return // the marker goes only after the runtime has answered
 	}
@@ -233,7 +233,7 @@ func (r *Reconciler) adopt(ctx context.Context, s cri.Sandbox, ip netip.Addr, ev
 		}
 		return false
 	}
-	reconcileReadopted.Inc()
+	r.m.reconcileReadopted.Inc()
 	r.log.Warn("adopted the IP of a running sandbox that the datastore did not hold", "ip", ip.String(),
 		"pod", podRef(meta), "sandbox", s.ID)
 	evs.warning("PodIPReadopted", "AdoptPodIP", fmt.Sprintf(

@@ -57,7 +57,7 @@ func TestStatusFailureEndsTheRoundAndBacksOff(t *testing.T) {
 	for i := range 50 {
 		src.sandboxes = append(src.sandboxes, cri.Sandbox{ID: fmt.Sprintf("sb-%03d", i), Ready: true})
 	}
-	r := New(Config{}, src, store, nil, nil)
+	r := New(Config{}, src, store, nil, nil, nil)
 	r.now = clk.Now
 
 	res, err := r.VerifyNow(context.Background())

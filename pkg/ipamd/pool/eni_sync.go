@@ -13,8 +13,8 @@ import (
 // instance. IMDS is cheap but lags EC2, so it is only used to notice that
 // something changed; what is added or removed is decided from EC2's answer.
 func (p *Manager) SyncENIs(ctx context.Context) {
-	actionInProgress.WithLabelValues("nodeIPPoolReconcile").Inc()
-	defer actionInProgress.WithLabelValues("nodeIPPoolReconcile").Dec()
+	p.m.actionInProgress.WithLabelValues("nodeIPPoolReconcile").Inc()
+	defer p.m.actionInProgress.WithLabelValues("nodeIPPoolReconcile").Dec()
 	p.expireReleased()
 	attached, err := p.AWS.AttachedENIs(ctx)
 	if err != nil {
@@ -90,7 +90,7 @@ func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 		if !ok {
 			released, err := p.Store.RemoveENI(s.Info.ID, true)
 			if err == nil {
-				reconcileCount.WithLabelValues("eniReconcileDel").Inc()
+				p.m.reconcileCount.WithLabelValues("eniReconcileDel").Inc()
 				p.Log.Warn("ENI reconcile: ENI no longer attached; removed", "eni", s.Info.ID, "podsAffected", len(released))
 			}
 			continue
@@ -103,7 +103,7 @@ func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 			p.Log.Error("ENI reconcile: could not add ENI", "eni", e.ID, "error", err)
 			continue
 		}
-		reconcileCount.WithLabelValues("eniReconcileAdd").Inc()
+		p.m.reconcileCount.WithLabelValues("eniReconcileAdd").Inc()
 		p.Log.Info("ENI reconcile: added ENI found attached", "eni", e.ID, "device", e.DeviceNumber)
 	}
 }
@@ -114,7 +114,7 @@ func (p *Manager) syncCIDRs(s datastore.ENISummary, e awsutils.ENI) {
 	for _, c := range want {
 		if !slices.Contains(have, c) {
 			if err := p.Store.AddCIDR(e.ID, c); err == nil {
-				reconcileCount.WithLabelValues("eniDataStorePoolReconcileAdd").Inc()
+				p.m.reconcileCount.WithLabelValues("eniDataStorePoolReconcileAdd").Inc()
 				p.Log.Info("ENI reconcile: added address EC2 has", "eni", e.ID, "cidr", c.String())
 			}
 		}
@@ -123,7 +123,7 @@ func (p *Manager) syncCIDRs(s datastore.ENISummary, e awsutils.ENI) {
 		if !slices.Contains(want, c) && !p.recentlyReleased(c) {
 			released, err := p.Store.RemoveCIDR(e.ID, c, true)
 			if err == nil {
-				reconcileCount.WithLabelValues("eniIPPoolReconcileDel").Inc()
+				p.m.reconcileCount.WithLabelValues("eniIPPoolReconcileDel").Inc()
 				p.Log.Warn("ENI reconcile: address gone from EC2; removed", "eni", e.ID, "cidr", c.String(), "podsAffected", len(released))
 			}
 		}

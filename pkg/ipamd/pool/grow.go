@@ -16,8 +16,8 @@ func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 	if !p.cfg.Provisioning || p.now().Before(p.subnetCooldownUntil) {
 		return
 	}
-	actionInProgress.WithLabelValues("increaseDatastorePool").Inc()
-	defer actionInProgress.WithLabelValues("increaseDatastorePool").Dec()
+	p.m.actionInProgress.WithLabelValues("increaseDatastorePool").Inc()
+	defer p.m.actionInProgress.WithLabelValues("increaseDatastorePool").Dec()
 	want := d.Short
 	if d.Unit == warmpool.UnitENI {
 		want = p.cfg.SlotsPerENI // a whole ENI's worth, on an ENI with room or a new one

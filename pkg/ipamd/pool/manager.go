@@ -78,6 +78,8 @@ type Deps struct {
 	Events        EventPoster
 	// Errors is upstream's awscni_ipamd_error_count.
 	Errors *prometheus.CounterVec
+	// Metrics are the pool manager's own collectors (nil: a private set).
+	Metrics *Metrics
 }
 
 // EventPoster posts rate-limited warning events on the node.
@@ -89,6 +91,7 @@ type EventPoster interface {
 // one goroutine: pool steps and ENI syncs never overlap.
 type Manager struct {
 	cfg Config
+	m   *Metrics
 	Deps
 	now func() time.Time
 	// wake asks for a step now (an ADD found no address).
@@ -105,12 +108,15 @@ type Manager struct {
 // New returns a pool manager; Run drives it.
 func New(cfg Config, deps Deps) *Manager {
 	cfg.setDefaults()
-	eniMax.Set(float64(cfg.MaxENIs))
-	ipMax.Set(float64(cfg.MaxENIs * cfg.SlotsPerENI))
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{cfg: cfg, Deps: deps, now: time.Now, released: map[netip.Prefix]time.Time{}, wake: trigger.New()}
+	if deps.Metrics == nil {
+		deps.Metrics = NewMetrics(prometheus.NewRegistry()) // counted, but not served
+	}
+	deps.Metrics.eniMax.Set(float64(cfg.MaxENIs))
+	deps.Metrics.ipMax.Set(float64(cfg.MaxENIs * cfg.SlotsPerENI))
+	return &Manager{cfg: cfg, Deps: deps, m: deps.Metrics, now: time.Now, released: map[netip.Prefix]time.Time{}, wake: trigger.New()}
 }
 
 // Config is the configuration the manager runs with (defaults filled).
@@ -183,8 +189,8 @@ func (p *Manager) Step(ctx context.Context) warmpool.Decision {
 
 // observe exports the decision and raises the leak signal.
 func (p *Manager) observe(d warmpool.Decision, s datastore.Stats) {
-	poolAtMaxPods.Set(boolGauge(d.AtMaxPods))
-	poolLeakSuspected.Set(boolGauge(d.LeakSuspected))
+	p.m.poolAtMaxPods.Set(boolGauge(d.AtMaxPods))
+	p.m.poolLeakSuspected.Set(boolGauge(d.LeakSuspected))
 	if !d.LeakSuspected {
 		return
 	}
@@ -204,7 +210,7 @@ func (p *Manager) suspectLeak(d warmpool.Decision, s datastore.Stats, why string
 		return
 	}
 	p.lastLeakHook = now
-	leakTriggers.Inc()
+	p.m.leakTriggers.Inc()
 	p.Log.Warn(why+": suspected leaked pod IPs, asking the pod-IP reconciler to run now",
 		"maxPods", p.cfg.Targets.MaxPods, "maxAddresses", p.cfg.Targets.MaxAddresses, "totalIPs", s.TotalIPs,
 		"assignedIPs", s.AssignedIPs, "cooldownIPs", s.CooldownIPs, "pendingIPs", s.PendingIPs, "decision", d.String())

@@ -2,35 +2,45 @@ package pool
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Pool-manager metrics. awscni_eni_max, awscni_ip_max,
+// Metrics are the pool manager's collectors. awscni_eni_max, awscni_ip_max,
 // awscni_ipamd_action_inprogress and awscni_reconcile_count are upstream's;
-// the max-pods gauges and the leak trigger counter are ours.
-var (
-	eniMax = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "awscni_eni_max", Help: "The maximum number of ENIs that can be attached to the instance, accounting for unmanaged ENIs",
-	})
-	ipMax = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "awscni_ip_max", Help: "The maximum number of IP addresses that can be allocated to the instance",
-	})
-	actionInProgress = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "awscni_ipamd_action_inprogress", Help: "The number of ipamd actions in progress",
-	}, []string{"fn"})
-	reconcileCount = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "awscni_reconcile_count", Help: "The number of times ipamd reconciles on ENIs and IP/Prefix addresses",
-	}, []string{"fn"})
-	poolAtMaxPods = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "awscni_ipamd_pool_at_max_pods", Help: "1 when the pool holds as many addresses as the node may run pods, so it does not grow",
-	})
-	poolLeakSuspected = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "awscni_ipamd_pool_leak_suspected", Help: "1 when the pool is at max pods and its allocations suggest leaked addresses",
-	})
-	leakTriggers = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "awscni_ipamd_leak_reconcile_triggers_total", Help: "Times the pool manager asked the pod-IP reconciler to run because of suspected leaks",
-	})
-)
+// the max-pods gauges and the leak trigger counter are ours. One set per
+// agent, registered with its registry.
+type Metrics struct {
+	eniMax            prometheus.Gauge
+	ipMax             prometheus.Gauge
+	actionInProgress  *prometheus.GaugeVec
+	reconcileCount    *prometheus.CounterVec
+	poolAtMaxPods     prometheus.Gauge
+	poolLeakSuspected prometheus.Gauge
+	leakTriggers      prometheus.Counter
+}
 
-// RegisterMetrics registers the pool manager's collectors with reg (once
-// per process: the collectors are shared).
-func RegisterMetrics(reg prometheus.Registerer) {
-	reg.MustRegister(eniMax, ipMax, actionInProgress, reconcileCount, poolAtMaxPods, poolLeakSuspected, leakTriggers)
+// NewMetrics builds the collectors and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		eniMax: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "awscni_eni_max", Help: "The maximum number of ENIs that can be attached to the instance, accounting for unmanaged ENIs",
+		}),
+		ipMax: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "awscni_ip_max", Help: "The maximum number of IP addresses that can be allocated to the instance",
+		}),
+		actionInProgress: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "awscni_ipamd_action_inprogress", Help: "The number of ipamd actions in progress",
+		}, []string{"fn"}),
+		reconcileCount: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "awscni_reconcile_count", Help: "The number of times ipamd reconciles on ENIs and IP/Prefix addresses",
+		}, []string{"fn"}),
+		poolAtMaxPods: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "awscni_ipamd_pool_at_max_pods", Help: "1 when the pool holds as many addresses as the node may run pods, so it does not grow",
+		}),
+		poolLeakSuspected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "awscni_ipamd_pool_leak_suspected", Help: "1 when the pool is at max pods and its allocations suggest leaked addresses",
+		}),
+		leakTriggers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "awscni_ipamd_leak_reconcile_triggers_total", Help: "Times the pool manager asked the pod-IP reconciler to run because of suspected leaks",
+		}),
+	}
+	reg.MustRegister(m.eniMax, m.ipMax, m.actionInProgress, m.reconcileCount, m.poolAtMaxPods, m.poolLeakSuspected, m.leakTriggers)
+	return m
 }

@@ -14,8 +14,8 @@ func (p *Manager) shrink(ctx context.Context, d warmpool.Decision) {
 	if !p.cfg.Provisioning || d.Unit == warmpool.UnitENI || p.now().Sub(p.lastDecrease) < p.cfg.DecreaseInterval {
 		return
 	}
-	actionInProgress.WithLabelValues("decreaseDatastorePool").Inc()
-	defer actionInProgress.WithLabelValues("decreaseDatastorePool").Dec()
+	p.m.actionInProgress.WithLabelValues("decreaseDatastorePool").Inc()
+	defer p.m.actionInProgress.WithLabelValues("decreaseDatastorePool").Dec()
 	p.lastDecrease = p.now()
 	prefixes := d.Unit == warmpool.UnitPrefix
 	p.ReturnToEC2(ctx, p.Store.FreeCIDRs(prefixes, d.Over), prefixes)

@@ -10,6 +10,8 @@
 // no logging. The package never calls EC2, never reads or writes the
 // datastore and never decides *which* address or prefix to release;
 // callers gather Stats, call Decide and act on the returned Decision.
+// It never imports anything but a few pure standard-library packages
+// (fmt, math and the like; the list is in test/imports).
 //
 // All functions accept any int values. Negative counts are treated as 0,
 // targets and limits <= 0 mean "unset" or "unknown", and every product or

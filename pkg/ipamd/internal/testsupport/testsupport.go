@@ -1,6 +1,7 @@
 // Package testsupport holds what the tests of ipamd's packages share: a
 // manual clock and a fake container runtime served over a real unix
-// socket. Only tests import it.
+// socket. Only tests import it. It never imports the ipamd packages whose
+// tests use it (pkg/ipamd, pool, podip, rpcserver), so that each of them can.
 package testsupport
 
 import (

@@ -1,6 +1,7 @@
 // Command aws-k8s-agent is ipamd, the node agent that hands pod IPs to the
 // aws-cni plugin. It reads the same environment variables as upstream
-// aws-node's ipamd; the flags exist only for development and tests.
+// aws-node's ipamd; the flags exist only for development and tests. Of
+// the simulators it imports only pkg/sim/devpool (-dev-static-pool).
 package main
 
 import (

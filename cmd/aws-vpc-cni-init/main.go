@@ -12,7 +12,8 @@
 //	net/ipv6/conf/<primary>/accept_ra = 2               if ENABLE_IPv6 or ENABLE_V6_EGRESS
 //
 // Any failure exits 1. Flags (tests and development only): -workdir DIR
-// (default "."), -proc-sys DIR (default /proc/sys).
+// (default "."), -proc-sys DIR (default /proc/sys). It never imports
+// pkg/ipamd/... or the simulators.
 package main
 
 import (

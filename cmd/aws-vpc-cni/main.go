@@ -15,6 +15,9 @@
 //  6. waits for ipamd, forwarding SIGTERM and SIGINT to it, and exits 0 if
 //     it exited cleanly, 1 otherwise.
 //
+// It never imports pkg/ipamd/... or the simulators: ipamd is its child
+// process, reached only through the health service.
+//
 // Flags are for tests and development only (the image runs it without):
 //
 //	-workdir DIR            directory holding aws-cni, aws-k8s-agent and the template (default ".")

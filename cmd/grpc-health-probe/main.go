@@ -9,7 +9,9 @@
 //
 // The aws-node pod's liveness and readiness probes run
 // `/app/grpc-health-probe -addr=unix:///var/run/aws-node/ipamd.sock
-// -connect-timeout=5s -rpc-timeout=5s`. Connections are plaintext.
+// -connect-timeout=5s -rpc-timeout=5s`. Connections are plaintext. It
+// never imports pkg/ipamd/... or the simulators: it knows ipamd only as a
+// gRPC health service.
 package main
 
 import (

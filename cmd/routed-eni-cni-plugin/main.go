@@ -7,6 +7,10 @@
 // no environment variables of its own: everything comes from the netconf
 // on stdin and the CNI_* protocol variables. It logs JSON to pluginLogFile
 // and never to stdout, which carries the CNI result.
+//
+// Its non-test code never imports pkg/ipamd/..., the simulators or ipamd's
+// clients (pkg/awsutils, pkg/cri, pkg/k8sapi, pkg/networkutils): it reaches
+// ipamd only through the gRPC API (rpc) and the DEL queue (pkg/delqueue).
 package main
 
 import (

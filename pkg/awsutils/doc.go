@@ -6,5 +6,7 @@
 //
 // It never decides how many addresses to ask for (that is warmpool's job)
 // and never touches the datastore; errors callers branch on are classified
-// into sentinels (ErrSubnetExhausted, ErrAddressLimit, ...).
+// into sentinels (ErrSubnetExhausted, ErrAddressLimit, ...). It never
+// imports pkg/ipamd or any package under it: ipamd uses it, never the other
+// way round (test/imports holds every package to its rule).
 package awsutils

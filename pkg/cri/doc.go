@@ -15,5 +15,7 @@
 //
 // It never creates, stops or removes anything, and every call carries a
 // timeout so a hung runtime cannot stall ipamd. It starts no goroutine of
-// its own beyond gRPC's connection handling, which Close ends.
+// its own beyond gRPC's connection handling, which Close ends. It never
+// imports pkg/ipamd/...: the pod-IP reconciler uses it through its own
+// SandboxSource interface.
 package cri

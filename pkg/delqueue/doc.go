@@ -22,4 +22,7 @@
 // in the meantime stays queued), taking the file away under a private
 // ".taken-*" name before looking at it; List puts back any taken file a
 // crash left behind.
+//
+// It never imports pkg/ipamd/...: the plugin links it to write and ipamd to
+// replay, so it needs nothing but the standard library.
 package delqueue

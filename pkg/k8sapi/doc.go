@@ -3,5 +3,6 @@
 // ipamd keeps working (with a less precise max-pods and log-only events)
 // when the API server cannot be reached. Events go out asynchronously
 // through client-go's event broadcaster; posting one never waits on the
-// API server.
+// API server. It never imports pkg/ipamd/...: ipamd uses it, never the
+// other way round.
 package k8sapi

@@ -5,7 +5,8 @@
 // and addresses, and the IPv4 iptables rules for SNAT and connmark in the
 // nat and mangle tables. It never touches pod-side state (pod veths, the
 // per-pod rules at 512/1536, anything inside a pod's namespace): that
-// belongs to the CNI plugin.
+// belongs to the CNI plugin. It never imports pkg/ipamd/... (ipamd drives
+// it) nor the plugin's packages under cmd/.
 //
 // Every operation is idempotent and reconciles: it adds what is missing,
 // leaves what is already right untouched (a second run changes nothing,

@@ -3,4 +3,7 @@
 // runtime that serves the real CRI API (fakecri), and a pod churn driver
 // that speaks ipamd's gRPC API the way the CNI plugin does (churn). `make
 // run` (cmd/tools/sim-node) is built on them; they never touch the host.
+// They never import the agent or its jobs (pkg/ipamd, pool, podip,
+// rpcserver), whose tests use them; only devpool builds on the datastore.
+// Production code never imports them, except the agent's use of devpool.
 package sim

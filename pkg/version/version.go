@@ -1,4 +1,5 @@
-// Package version holds the build's version strings.
+// Package version holds the build's version strings. It never imports a
+// package of this module outside pkg/utils, so every binary can link it.
 package version
 
 // Version is the release this binary was built from, stamped at build time

@@ -5,6 +5,7 @@
 // The limits come from a table generated from misc/instance-limits.tsv (see
 // zz_generated_limits.go and `make generate-limits`). The package does no I/O
 // except reading the max-pods file a caller points it at (MaxPodsFromFile).
+// It never imports a package of this module outside pkg/utils.
 package vpc
 
 //go:generate go run ../../scripts/gen-limits -in ../../misc/instance-limits.tsv -out zz_generated_limits.go

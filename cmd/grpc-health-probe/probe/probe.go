@@ -1,6 +1,7 @@
 // Package probe is the gRPC health check behind grpc-health-probe, usable
 // in-process (the aws-vpc-cni entrypoint polls ipamd with it). It only ever
-// reads: one connection, one grpc.health.v1.Health/Check call.
+// reads: one connection, one grpc.health.v1.Health/Check call. It never
+// imports pkg/ipamd/... or the simulators.
 package probe
 
 import (

@@ -17,6 +17,9 @@
 // Pod-side state: address X/32 on the container interface, a scope-link
 // route to the gateway 169.254.1.1, a default route through it and a
 // permanent neighbour entry gateway -> host veth MAC.
+//
+// Like the rest of the plugin, it never imports pkg/ipamd/..., the
+// simulators or ipamd's clients.
 package driver
 
 import (

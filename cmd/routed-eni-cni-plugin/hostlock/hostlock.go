@@ -13,6 +13,9 @@
 //
 // The package never waits without bound: a holder that does not let go
 // within the timeout makes Lock fail with ErrTimeout.
+//
+// Like the rest of the plugin, it never imports pkg/ipamd/..., the
+// simulators or ipamd's clients.
 package hostlock
 
 import (

@@ -15,6 +15,8 @@
 //
 //	build-image -base scratch -binaries build -misc misc -out build/aws-node-image.tar
 //	build-image -check build/aws-node-image.tar
+//
+// It never imports pkg/ipamd/...: it packages binaries already built.
 package main
 
 import (

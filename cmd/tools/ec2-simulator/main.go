@@ -2,6 +2,8 @@
 // (package pkg/sim/ec2sim) on loopback so that a separately started process,
 // such as ipamd, can be pointed at it with the standard SDK environment
 // variables. It prints those variables and runs until SIGTERM or SIGINT.
+// It never imports pkg/ipamd/...: the agent meets the simulator only over
+// HTTP.
 package main
 
 import (

@@ -4,7 +4,9 @@
 // in-repo EC2/IMDS simulator, a fake container runtime serves the real CRI
 // API, and a churn driver starts and deletes pods the way the CNI plugin
 // does, losing a fraction of the DELs. It prints the pool once a second and
-// a summary of what leaked and what the reconciler reclaimed.
+// a summary of what leaked and what the reconciler reclaimed. As a tool it
+// may import the simulators; it never imports pkg/ipamd/internal/testsupport,
+// which is for test files only.
 package main
 
 import (

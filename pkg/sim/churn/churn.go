@@ -1,7 +1,8 @@
 // Package churn drives pod churn against an ipamd gRPC socket the way the
 // CNI plugin does (a new connection per call), and can drop a fraction of
 // DELs to model lost deletes. It keeps the ground truth of which pods are
-// alive so leaked allocations can be counted.
+// alive so leaked allocations can be counted. It never imports
+// pkg/ipamd/...: it knows ipamd only by its wire API (rpc).
 package churn
 
 import (

@@ -1,6 +1,9 @@
 // Package devpool is a DEVELOPMENT-ONLY static pool of synthetic ENIs and
 // addresses for ipamd's datastore (aws-k8s-agent -dev-static-pool, tests):
-// no EC2 behind it. It never touches the host.
+// no EC2 behind it. It never touches the host, and never imports the agent
+// or its jobs (pkg/ipamd, pool, podip, rpcserver): it only fills a
+// datastore. Of the production code, only pkg/ipamd and cmd/aws-k8s-agent
+// import it.
 package devpool
 
 import (

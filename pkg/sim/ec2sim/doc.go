@@ -38,4 +38,7 @@
 // so runs are reproducible; EC2 answers take at least 3 ms, because a
 // faster server trips a client-side race in the SDK that turns into
 // spurious retries (Call.Attempt tells retries from first tries).
+//
+// It never imports pkg/ipamd/...: ipamd reaches it only through the real
+// AWS SDK over HTTP.
 package ec2sim

@@ -17,4 +17,7 @@
 // StopPodSandbox, RemovePodSandbox), and inject faults with FailNext,
 // SetError, SetDelay and SetEmpty. Calls reports how often each RPC method
 // was invoked. Every method of Runtime is safe for concurrent use.
+//
+// It never imports pkg/ipamd/...: the reconciler reaches it only through a
+// CRI client on its socket.
 package fakecri

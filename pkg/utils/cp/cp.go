@@ -2,7 +2,9 @@
 // reader of the destination (the container runtime exec'ing a CNI binary,
 // kubelet reading a conflist) sees either the old file or the complete new
 // one, never a partial write. It never follows a path outside the ones it
-// is given and never removes anything but its own temporary files.
+// is given and never removes anything but its own temporary files. Like
+// every pkg/utils package, it never imports a package of this module outside
+// pkg/utils.
 package cp
 
 import (

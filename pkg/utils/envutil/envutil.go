@@ -16,7 +16,9 @@
 // uses the Lookup* forms, which return an error naming the variable.
 //
 // It never reads the process environment on its own except through a
-// zero Env.Lookup, and never exits or panics on a bad value.
+// zero Env.Lookup, and never exits or panics on a bad value. Like every
+// pkg/utils package, it never imports a package of this module outside
+// pkg/utils.
 package envutil
 
 import (

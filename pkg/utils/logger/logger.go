@@ -1,6 +1,8 @@
 // Package logger builds the structured JSON logger ipamd and the tools use:
 // level and destination as upstream configures them (AWS_VPC_K8S_CNI_LOGLEVEL,
-// AWS_VPC_K8S_CNI_LOG_FILE), files rotated like upstream's.
+// AWS_VPC_K8S_CNI_LOG_FILE), files rotated like upstream's. Like every
+// pkg/utils package, it never imports a package of this module outside
+// pkg/utils.
 package logger
 
 import (

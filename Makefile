@@ -16,8 +16,15 @@ PKG_sim-node      := ./cmd/tools/sim-node
 RUN_ARGS ?=
 BENCH    ?= .
 BENCHTIME ?= 1s
+# make test PKGS=./pkg/ipamd/... TESTFLAGS='-run TestX'; SETUP=no leaves the
+# machine alone (no apt installs as root).
+PKGS      ?= ./...
+TESTFLAGS ?=
+SETUP     ?= yes
+# Where `go install` puts the analysers scripts/ci/setup.sh installs.
+TOOLS_BIN ?= $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)
 
-.PHONY: all build test bench lint run generate-rpc clean $(BINARIES)
+.PHONY: all build test bench lint check setup run generate-rpc clean $(BINARIES)
 
 all: build
 
@@ -27,17 +34,34 @@ $(BINARIES):
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BUILD_DIR)/$@ $(PKG_$@)
 
 ## test: unit and integration tests under the race detector; fuzz targets
-## run their seed corpora as ordinary tests.
+## run their seed corpora as ordinary tests. As root, first installs what the
+## real-kernel and end-to-end tests need (scripts/ci/setup.sh). Prints go
+## test's usual output, then one line listing every skipped test with its
+## reason, and the counts (scripts/ci/testsummary); go test's exit status.
 test:
-	$(GO) test -race -count=1 ./...
+	@[ "$(SETUP)" = no ] || GO='$(GO)' scripts/ci/setup.sh system
+	@$(GO) build -o $(BUILD_DIR)/testsummary ./scripts/ci/testsummary
+	$(BUILD_DIR)/testsummary $(GO) test -race -count=1 -json $(PKGS) $(TESTFLAGS)
 
 ## bench: the benchmarks quoted in issue notes.
 bench:
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchmem -benchtime=$(BENCHTIME) ./...
 
+## lint: gofmt (fails with the diff) and go vet.
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; gofmt -d $$out; exit 1; fi
 	$(GO) vet ./...
+
+## check: lint, then staticcheck (fails on findings not listed in
+## scripts/ci/staticcheck.baseline) and a deadcode report (never fails).
+## Installs the pinned analysers first (scripts/ci/setup.sh tools).
+check: lint
+	@GO='$(GO)' scripts/ci/setup.sh tools
+	@scripts/ci/analyse.sh '$(TOOLS_BIN)' ./...
+
+## setup: everything scripts/ci/setup.sh installs (CI calls it first).
+setup:
+	@GO='$(GO)' scripts/ci/setup.sh
 
 ## run: the main job, a simulated node with pod churn and lost DELs.
 run:

@@ -15,10 +15,9 @@ import (
 // benchNode is a node shape: ENIs x secondary /32 addresses, with some
 // addresses already held by pods.
 type benchNode struct {
-	name          string
-	enis, perENI  int
-	prefill       int
-	firstFreeByte int
+	name         string
+	enis, perENI int
+	prefill      int
 }
 
 var benchNodes = []benchNode{

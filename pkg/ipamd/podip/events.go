@@ -27,10 +27,6 @@ func (b *eventBatch) warning(reason, action, note string) {
 	*b = append(*b, queuedEvent{warning: true, reason: reason, action: action, note: note})
 }
 
-func (b *eventBatch) normal(reason, action, note string) {
-	*b = append(*b, queuedEvent{reason: reason, action: action, note: note})
-}
-
 // normalForPod is normal about one pod (a reclaim, a leak report).
 func (b *eventBatch) normalForPod(m datastore.IPAMMetadata, reason, action, note string) {
 	*b = append(*b, queuedEvent{reason: reason, action: action, note: note, podNS: m.K8SPodNamespace, podName: m.K8SPodName})

@@ -5,23 +5,16 @@ import (
 	"net/netip"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 )
 
-// awsAPI is what ipamd needs from AWS; *awsutils.Client satisfies it and
-// tests run it against the in-repo EC2/IMDS simulator.
+// awsAPI is what the agent needs from AWS: what the pool manager needs,
+// plus the instance's limits and subnet CIDRs for node init.
+// *awsutils.Client satisfies it; tests run it against the in-repo EC2/IMDS
+// simulator.
 type awsAPI interface {
-	InstanceIdentity() awsutils.Identity
-	AttachedENIs(ctx context.Context) ([]awsutils.ENIMetadata, error)
-	InstanceENIs(ctx context.Context) ([]awsutils.ENI, error)
-	DescribeENIs(ctx context.Context, ids []string) ([]awsutils.ENI, error)
+	pool.AWS
 	DescribeInstanceTypeLimits(ctx context.Context, instanceType string) (awsutils.TypeLimits, error)
-	AllocENI(ctx context.Context, o awsutils.AllocOptions) (awsutils.ENI, error)
-	WaitAttached(ctx context.Context, eniID string) (awsutils.ENI, error)
-	FreeENI(ctx context.Context, eniID string) error
-	AssignIPs(ctx context.Context, eniID string, n int) ([]netip.Addr, error)
-	AssignPrefixes(ctx context.Context, eniID string, n int) ([]netip.Prefix, error)
-	UnassignIPs(ctx context.Context, eniID string, ips []netip.Addr) error
-	UnassignPrefixes(ctx context.Context, eniID string, ps []netip.Prefix) error
 	SubnetCIDR(ctx context.Context, subnetID string) (netip.Prefix, error)
 }
 

@@ -65,7 +65,7 @@ func newReconFixture(t *testing.T, mutate ...func(*Config)) *reconFixture {
 	t.Helper()
 	rt, client := testsupport.StartFakeCRI(t)
 	clk := testsupport.NewClock()
-	store := datastore.New(datastore.Config{Now: clk.Now, Cooldown: 30 * time.Second, Checkpointer: &datastore.MemoryCheckpointer{}})
+	store := datastore.New(datastore.Config{Now: clk.Now, Cooldown: 30 * time.Second})
 	t.Cleanup(func() { store.Close() })
 	require.NoError(t, devpool.Pool{ENIs: 3, PerENI: 10}.Populate(store))
 	cfg := Config{}

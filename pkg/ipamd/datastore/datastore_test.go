@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestAssignAndRelease(t *testing.T) {
-	clk := newFakeClock()
+	clk := clocktest.New()
 	d := New(Config{Cooldown: 30 * time.Second, Now: clk.Now})
 	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 2)
 
@@ -54,7 +55,7 @@ func TestCooldown(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := clocktest.New()
 			d := New(Config{Cooldown: tc.cooldown, Now: clk.Now})
 			addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 1)
 			a, err := d.Assign(key("old"), meta("old"))
@@ -76,7 +77,7 @@ func TestCooldown(t *testing.T) {
 }
 
 func TestCooldownPrefersRestedAddresses(t *testing.T) {
-	clk := newFakeClock()
+	clk := clocktest.New()
 	d := New(Config{Cooldown: 30 * time.Second, Now: clk.Now})
 	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 3)
 	a, _ := d.Assign(key("c1"), meta("p1"))
@@ -169,7 +170,7 @@ func TestReleaseFindsMigratedKey(t *testing.T) {
 }
 
 func TestPrefixModeAccounting(t *testing.T) {
-	clk := newFakeClock()
+	clk := clocktest.New()
 	d := New(Config{PrefixDelegation: true, Cooldown: 30 * time.Second, Now: clk.Now})
 	addPrefixENI(t, d, "eni-a", 0, "10.0.1.0", 2)
 	// A secondary IP left over from secondary-IP mode is not used in PD mode.
@@ -242,7 +243,7 @@ func TestAddCIDRErrors(t *testing.T) {
 }
 
 func TestRemoveCIDR(t *testing.T) {
-	clk := newFakeClock()
+	clk := clocktest.New()
 	d := New(Config{Cooldown: 30 * time.Second, Now: clk.Now})
 	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 3)
 	a, _ := d.Assign(key("c1"), meta("p1"))
@@ -430,7 +431,7 @@ func TestClosedStoreRefusesMutations(t *testing.T) {
 // TestConcurrentChurn runs many ADD/DEL loops at once (run under -race) and
 // checks the store's invariants throughout.
 func TestConcurrentChurn(t *testing.T) {
-	clk := newFakeClock()
+	clk := clocktest.New()
 	cp := &MemoryCheckpointer{}
 	d := New(Config{PrefixDelegation: true, Cooldown: time.Second, Now: clk.Now, Checkpointer: cp})
 	addPrefixENI(t, d, "eni-a", 0, "10.0.1.0", 4)
@@ -498,7 +499,7 @@ func TestConcurrentChurn(t *testing.T) {
 }
 
 func TestReleaseIfUnchanged(t *testing.T) {
-	clk := newFakeClock()
+	clk := clocktest.New()
 	d := New(Config{Now: clk.Now})
 	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 2)
 	a, err := d.Assign(key("c1"), meta("p1"))
@@ -520,7 +521,7 @@ func TestReleaseIfUnchanged(t *testing.T) {
 }
 
 func TestAdopt(t *testing.T) {
-	clk := newFakeClock()
+	clk := clocktest.New()
 	cp := &MemoryCheckpointer{}
 	d := New(Config{Now: clk.Now, Cooldown: 30 * time.Second, Checkpointer: cp})
 	defer d.Close()

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -462,7 +463,7 @@ func TestDataStoreRestartRestoresFromFile(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ipam.json")
-			clk := newFakeClock()
+			clk := clocktest.New()
 			clk.Advance(123_456_789 * time.Nanosecond) // not a whole second
 			fc1, err := NewFileCheckpointer(path)
 			require.NoError(t, err)

@@ -3,32 +3,10 @@ package datastore
 import (
 	"fmt"
 	"net/netip"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
-
-// fakeClock is a manually advanced clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 func key(id string) IPAMKey {
 	return IPAMKey{NetworkName: "aws-cni", ContainerID: id, IfName: "eth0"}

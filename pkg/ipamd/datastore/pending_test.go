@@ -4,12 +4,13 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
 	"github.com/stretchr/testify/require"
 )
 
 func newVerifyingStore(t *testing.T, prefixes bool) *DataStore {
 	t.Helper()
-	d := New(Config{PrefixDelegation: prefixes, VerifyNewAddresses: true, Now: newFakeClock().Now})
+	d := New(Config{PrefixDelegation: prefixes, VerifyNewAddresses: true, Now: clocktest.New().Now})
 	t.Cleanup(func() { _ = d.Close() })
 	return d
 }
@@ -129,7 +130,7 @@ func TestTurningVerificationOffFreesPending(t *testing.T) {
 }
 
 func TestReclaimIfUnchangedSkipsCooldown(t *testing.T) {
-	clk := newFakeClock()
+	clk := clocktest.New()
 	d := New(Config{Cooldown: DefaultCooldown, Now: clk.Now})
 	defer d.Close()
 	addSecondaryENI(t, d, "eni-1", 0, "10.0.0.10", 1)

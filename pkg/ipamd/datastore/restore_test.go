@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -76,7 +77,7 @@ func TestRestoreKeepsWhatFits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := clocktest.New()
 			cp := seeded(t, tc.entries)
 			d := New(Config{Cooldown: 30 * time.Second, Now: clk.Now, Checkpointer: cp})
 			defer d.Close()
@@ -143,7 +144,7 @@ func TestRestorePrefixMode(t *testing.T) {
 		entry("gone", "10.0.16.16", 16, "gone"),
 	}
 	cp := seeded(t, entries)
-	clk := newFakeClock()
+	clk := clocktest.New()
 	d := New(Config{PrefixDelegation: true, Cooldown: 30 * time.Second, Now: clk.Now, Checkpointer: cp})
 	defer d.Close()
 	addPrefixENI(t, d, "eni-a", 0, "10.0.16.0", 1)
@@ -199,7 +200,7 @@ func TestRestorePrefixMode(t *testing.T) {
 // resting when the old ipamd stopped are free after a restart, and restored
 // ones are assigned, not cooling.
 func TestRestoreNothingCooling(t *testing.T) {
-	clk := newFakeClock()
+	clk := clocktest.New()
 	cp := &MemoryCheckpointer{}
 	d1 := New(Config{Cooldown: 30 * time.Second, Now: clk.Now, Checkpointer: cp})
 	addSecondaryENI(t, d1, "eni-a", 0, "10.0.0.10", 4)

@@ -75,8 +75,17 @@ type Stats struct {
 	FreePrefixes int
 }
 
-// AvailableIPs is TotalIPs - AssignedIPs; cooling addresses count as available.
-func (s Stats) AvailableIPs() int { return s.TotalIPs - s.AssignedIPs }
+// AvailableIPs is TotalIPs - AssignedIPs (never negative): upstream's
+// "available", the figure the warm-pool targets are measured against.
+// Cooling and pending addresses count as available.
+func (s Stats) AvailableIPs() int { return max(s.TotalIPs-s.AssignedIPs, 0) }
+
+// AssignableIPs is what the next ADD could be given right now: the available
+// addresses minus those cooling down or awaiting the check against the
+// runtime (never negative).
+func (s Stats) AssignableIPs() int {
+	return max(s.TotalIPs-s.AssignedIPs-s.CooldownIPs-s.PendingIPs, 0)
+}
 
 // Errors callers branch on. The texts of ErrUnknownPod and ErrNoAvailableIP
 // are part of the wire contract with the CNI plugin: do not change them.

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
 )
 
 // recordedEvent is one node event.
@@ -56,7 +57,7 @@ func (r *recordingEvents) count(reason string) int {
 type reconFixture struct {
 	rt     *fakecri.Runtime
 	store  *datastore.DataStore
-	clk    *testsupport.Clock
+	clk    *clocktest.Clock
 	r      *Reconciler
 	events *recordingEvents
 }
@@ -64,7 +65,7 @@ type reconFixture struct {
 func newReconFixture(t *testing.T, mutate ...func(*Config)) *reconFixture {
 	t.Helper()
 	rt, client := testsupport.StartFakeCRI(t)
-	clk := testsupport.NewClock()
+	clk := clocktest.New()
 	store := datastore.New(datastore.Config{Now: clk.Now, Cooldown: 30 * time.Second})
 	t.Cleanup(func() { store.Close() })
 	require.NoError(t, devpool.Pool{ENIs: 3, PerENI: 10}.Populate(store))

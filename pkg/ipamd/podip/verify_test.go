@@ -8,8 +8,8 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,7 +49,7 @@ func (s *stuckStatus) total() int {
 // must not cost one timeout per sandbox per pool step) and is asked again
 // only after a while; until then the pending addresses wait.
 func TestStatusFailureEndsTheRoundAndBacksOff(t *testing.T) {
-	clk := testsupport.NewClock()
+	clk := clocktest.New()
 	store := datastore.New(datastore.Config{Now: clk.Now, VerifyNewAddresses: true})
 	t.Cleanup(func() { store.Close() })
 	require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 4}.Populate(store))

@@ -53,6 +53,7 @@ func (m *maintenanceHandler) PoolStatus(_ context.Context, in *rpc.PoolStatusReq
 		return nil, status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", in.ClientVersion, m.Version)
 	}
 	s := m.Stats.Stats()
-	avail := s.TotalIPs - s.AssignedIPs - s.CooldownIPs - s.PendingIPs // assignable now
-	return &rpc.PoolStatusReply{TotalIPs: int32(s.TotalIPs), AssignedIPs: int32(s.AssignedIPs), AvailableIPs: int32(max(avail, 0))}, nil
+	// The reply's AvailableIPs field carries the assignable count: STATUS
+	// asks whether an ADD could succeed now.
+	return &rpc.PoolStatusReply{TotalIPs: int32(s.TotalIPs), AssignedIPs: int32(s.AssignedIPs), AvailableIPs: int32(s.AssignableIPs())}, nil
 }

@@ -7,7 +7,6 @@ package testsupport
 import (
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,34 +43,4 @@ func StartFakeCRI(t testing.TB) (*fakecri.Runtime, *cri.Client) {
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return rt, c
-}
-
-// Clock is a manually advanced clock.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock starts a clock at a fixed instant.
-func NewClock() *Clock { return &Clock{now: time.Unix(1_800_000_000, 0)} }
-
-// Now is the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// Set moves the clock to t.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
 }

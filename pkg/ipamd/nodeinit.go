@@ -100,7 +100,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		Targets: warmpool.Config{
 			WarmENITarget: cfg.WarmENITarget, WarmIPTarget: cfg.WarmIPTarget,
 			MinimumIPTarget: cfg.MinimumIPTarget, WarmPrefixTarget: cfg.WarmPrefixTarget,
-			MaxPods: a.maxPods(id.InstanceType), MaxAddresses: maxAddresses, IPsPerENI: slots, PrefixDelegation: a.store.PrefixDelegation(),
+			MaxPods: a.maxPods(id.InstanceType), MaxAddresses: maxAddresses, SlotsPerENI: slots, PrefixDelegation: a.store.PrefixDelegation(),
 		},
 		MaxENIs:           maxENIs,
 		SlotsPerENI:       slots,

@@ -20,7 +20,7 @@ type Config struct {
 	// MaxENIs is the number of ENIs ipamd may use (MAX_ENI or the limit).
 	MaxENIs int
 	// SlotsPerENI is how many secondary IPs or /28 prefixes one ENI holds
-	// (IPv4 addresses per ENI minus the primary). Targets.IPsPerENI is the
+	// (IPv4 addresses per ENI minus the primary); Targets.SlotsPerENI holds the
 	// same number.
 	SlotsPerENI  int
 	Provisioning bool // false under DISABLE_NETWORK_RESOURCE_PROVISIONING

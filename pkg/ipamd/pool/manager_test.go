@@ -19,7 +19,7 @@ func TestLeakHookCalledExactlyWhenLeakSuspected(t *testing.T) {
 	for i := range 5000 {
 		cfg := warmpool.Config{
 			WarmENITarget: rng.IntN(3), WarmIPTarget: rng.IntN(8), MinimumIPTarget: rng.IntN(20),
-			WarmPrefixTarget: rng.IntN(3), MaxPods: rng.IntN(80), IPsPerENI: 1 + rng.IntN(30),
+			WarmPrefixTarget: rng.IntN(3), MaxPods: rng.IntN(80), SlotsPerENI: 1 + rng.IntN(30),
 			PrefixDelegation: rng.IntN(2) == 0,
 		}
 		total := rng.IntN(100)

@@ -10,7 +10,7 @@ package warmpool
 //   - otherwise, if WARM_IP_TARGET or MINIMUM_IP_TARGET is set: UnitIP, from
 //     SecondaryIPTargetState.
 //   - otherwise UnitENI: one ENI is requested when fewer than
-//     IPsPerENI*WarmENITarget addresses are available, or when
+//     SlotsPerENI*WarmENITarget addresses are available, or when
 //     WarmENITarget is unset and nothing is available. ENIs are never
 //     released here (Over is 0).
 //
@@ -57,7 +57,7 @@ func decideUnclamped(s Stats, c Config) Decision {
 	if short, over, enabled := SecondaryIPTargetState(s, c); enabled {
 		return Decision{Unit: UnitIP, Short: short, Over: over}
 	}
-	want := satMul(c.IPsPerENI, c.WarmENITarget)
+	want := satMul(c.SlotsPerENI, c.WarmENITarget)
 	short := avail < want || (c.WarmENITarget == 0 && avail <= 0)
 	return Decision{Unit: UnitENI, Short: boolToInt(short)}
 }

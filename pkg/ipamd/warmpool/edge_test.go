@@ -7,7 +7,7 @@ import (
 
 // eniMode builds the config most ENI-mode edge cases start from.
 func eniMode(warmENI, maxPods, ipsPerENI int) Config {
-	return Config{WarmENITarget: warmENI, MaxPods: maxPods, IPsPerENI: ipsPerENI}
+	return Config{WarmENITarget: warmENI, MaxPods: maxPods, SlotsPerENI: ipsPerENI}
 }
 
 // withCapacity returns c with MaxAddresses set to n.
@@ -35,12 +35,12 @@ func TestDecideEdgeCases(t *testing.T) {
 
 		// Negative inputs are clamped: stats to 0, targets to unset, MaxPods to unknown.
 		{"negative stats behave like a fresh node", Stats{-5, -3, -1, -2, -4}, eniMode(1, 29, 9), Decision{Unit: UnitENI, Short: 1}},
-		{"negative targets are unset", Stats{TotalIPs: 9, AssignedIPs: 5}, Config{WarmENITarget: -1, WarmIPTarget: -5, MinimumIPTarget: -10, WarmPrefixTarget: -1, MaxPods: 29, IPsPerENI: 9}, Decision{Unit: UnitENI}},
+		{"negative targets are unset", Stats{TotalIPs: 9, AssignedIPs: 5}, Config{WarmENITarget: -1, WarmIPTarget: -5, MinimumIPTarget: -10, WarmPrefixTarget: -1, MaxPods: 29, SlotsPerENI: 9}, Decision{Unit: UnitENI}},
 		{"negative max pods is unknown", Stats{TotalIPs: 64, AssignedIPs: 64, TotalPrefixes: 4}, Config{PrefixDelegation: true, WarmPrefixTarget: 1, MaxPods: -62}, Decision{Unit: UnitPrefix, Short: 1}},
 		{"MinInt everywhere", Stats{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt}, Config{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, true}, Decision{Unit: UnitPrefix, Short: 1}},
-		// IPsPerENI unknown (0 or negative) with WARM_ENI_TARGET set: the spec's
-		// "available < IPsPerENI*WarmENITarget" can never hold, so no ENI is asked for.
-		{"negative IPsPerENI never triggers ENI growth", Stats{TotalIPs: 9, AssignedIPs: 9}, eniMode(1, 0, -9), Decision{Unit: UnitENI}},
+		// SlotsPerENI unknown (0 or negative) with WARM_ENI_TARGET set: the spec's
+		// "available < SlotsPerENI*WarmENITarget" can never hold, so no ENI is asked for.
+		{"negative SlotsPerENI never triggers ENI growth", Stats{TotalIPs: 9, AssignedIPs: 9}, eniMode(1, 0, -9), Decision{Unit: UnitENI}},
 
 		// Huge values saturate instead of wrapping.
 		{"MaxInt warm-ip", Stats{TotalIPs: 10, AssignedIPs: 7}, Config{WarmIPTarget: big}, Decision{Unit: UnitIP, Short: big - 3}},
@@ -50,7 +50,7 @@ func TestDecideEdgeCases(t *testing.T) {
 		{"PD MaxInt warm-ip", Stats{TotalIPs: 16, AssignedIPs: 1, TotalPrefixes: 1}, Config{PrefixDelegation: true, WarmIPTarget: big}, Decision{Unit: UnitPrefix, Short: (big-16)/16 + 1}},
 		{"PD MaxInt warm-prefix", Stats{TotalIPs: 16, AssignedIPs: 1, TotalPrefixes: 1}, Config{PrefixDelegation: true, WarmPrefixTarget: big}, Decision{Unit: UnitPrefix, Short: big}},
 		{"PD MaxInt free prefixes", Stats{TotalIPs: big, TotalPrefixes: big, FreePrefixes: big}, Config{PrefixDelegation: true, WarmPrefixTarget: 1}, Decision{Unit: UnitPrefix, Over: big - 1}},
-		{"MaxInt warm-ENI and IPsPerENI", Stats{TotalIPs: big, AssignedIPs: 1}, eniMode(big, 0, big), Decision{Unit: UnitENI, Short: 1}},
+		{"MaxInt warm-ENI and SlotsPerENI", Stats{TotalIPs: big, AssignedIPs: 1}, eniMode(big, 0, big), Decision{Unit: UnitENI, Short: 1}},
 		{"MaxInt available meets saturated warm-ENI want", Stats{TotalIPs: big}, eniMode(big, 0, big), Decision{Unit: UnitENI}},
 		{"MaxInt total, warm-ip 5", Stats{TotalIPs: big}, Config{WarmIPTarget: 5}, Decision{Unit: UnitIP, Over: big - 5}},
 		{"MaxInt total and max pods", Stats{TotalIPs: big, AssignedIPs: big}, Config{WarmIPTarget: 5, MaxPods: big}, Decision{Unit: UnitIP, AtMaxPods: true, LeakSuspected: true}},
@@ -59,7 +59,7 @@ func TestDecideEdgeCases(t *testing.T) {
 		// MaxPods below one ENI's worth of IPs.
 		{"max pods 4 < 9 IPs per ENI: ENI request is not clamped", Stats{}, eniMode(1, 4, 9), Decision{Unit: UnitENI, Short: 1}},
 		{"max pods 4 < 9 IPs per ENI: after attach", Stats{TotalIPs: 9, AssignedIPs: 4}, eniMode(1, 4, 9), Decision{Unit: UnitENI, AtMaxPods: true}},
-		{"max pods 4, warm-ip 10: clamped to room", Stats{}, Config{WarmIPTarget: 10, MaxPods: 4, IPsPerENI: 9}, Decision{Unit: UnitIP, Short: 4}},
+		{"max pods 4, warm-ip 10: clamped to room", Stats{}, Config{WarmIPTarget: 10, MaxPods: 4, SlotsPerENI: 9}, Decision{Unit: UnitIP, Short: 4}},
 		{"max pods 4 < one prefix: one prefix still allowed", Stats{}, Config{PrefixDelegation: true, WarmPrefixTarget: 2, MaxPods: 4}, Decision{Unit: UnitPrefix, Short: 1}},
 
 		// MaxPods exactly equal to TotalIPs: at max, but a leak only when nothing is available.
@@ -116,7 +116,7 @@ func TestCooldownCountsAsAvailable(t *testing.T) {
 		c    Config
 		want Decision
 	}{
-		{"warm-ip 5, 3 available of which 3 cooling", Stats{TotalIPs: 10, AssignedIPs: 7, CooldownIPs: 3}, Config{WarmIPTarget: 5, MaxPods: 29, IPsPerENI: 9}, Decision{Unit: UnitIP, Short: 2}},
+		{"warm-ip 5, 3 available of which 3 cooling", Stats{TotalIPs: 10, AssignedIPs: 7, CooldownIPs: 3}, Config{WarmIPTarget: 5, MaxPods: 29, SlotsPerENI: 9}, Decision{Unit: UnitIP, Short: 2}},
 		{"ENI mode, 4 available all cooling", Stats{TotalIPs: 9, AssignedIPs: 5, CooldownIPs: 4}, eniMode(1, 29, 9), Decision{Unit: UnitENI, Short: 1}},
 		{"ENI mode, pool cooling, no warm-ENI", Stats{TotalIPs: 9, AssignedIPs: 8, CooldownIPs: 1}, eniMode(0, 29, 9), Decision{Unit: UnitENI}},
 		{"PD no targets, only cooling left", Stats{TotalIPs: 16, AssignedIPs: 13, CooldownIPs: 3, TotalPrefixes: 1}, Config{PrefixDelegation: true, MaxPods: 110}, Decision{Unit: UnitPrefix}},

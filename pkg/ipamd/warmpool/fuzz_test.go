@@ -28,7 +28,7 @@ func FuzzDecide(f *testing.F) {
 		s, c := sd.s, sd.c
 		f.Add(s.TotalIPs, s.AssignedIPs, s.CooldownIPs, s.TotalPrefixes, s.FreePrefixes,
 			c.WarmENITarget, c.WarmIPTarget, c.MinimumIPTarget, c.WarmPrefixTarget, c.MaxPods, c.MaxAddresses,
-			c.IPsPerENI, c.PrefixDelegation)
+			c.SlotsPerENI, c.PrefixDelegation)
 	}
 	f.Fuzz(func(t *testing.T, total, assigned, cooldown, totalPfx, freePfx,
 		warmENI, warmIP, minIP, warmPfx, maxPods, maxAddrs, ipsPerENI int, pd bool) {

@@ -13,7 +13,7 @@ func normStats(s Stats) Stats {
 }
 
 // normConfig maps every unset (<= 0) target, an unknown (<= 0) MaxPods or
-// MaxAddresses and a negative IPsPerENI to 0.
+// MaxAddresses and a negative SlotsPerENI to 0.
 func normConfig(c Config) Config {
 	c.WarmENITarget = nonNeg(c.WarmENITarget)
 	c.WarmIPTarget = nonNeg(c.WarmIPTarget)
@@ -21,7 +21,7 @@ func normConfig(c Config) Config {
 	c.WarmPrefixTarget = nonNeg(c.WarmPrefixTarget)
 	c.MaxPods = nonNeg(c.MaxPods)
 	c.MaxAddresses = nonNeg(c.MaxAddresses)
-	c.IPsPerENI = nonNeg(c.IPsPerENI)
+	c.SlotsPerENI = nonNeg(c.SlotsPerENI)
 	return c
 }
 

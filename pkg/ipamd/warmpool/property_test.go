@@ -32,7 +32,7 @@ func genConsistent(r *rand.Rand) (Stats, Config) {
 		WarmIPTarget:     maybe(r, 41),
 		MinimumIPTarget:  maybe(r, 81),
 		WarmPrefixTarget: maybe(r, 5),
-		IPsPerENI:        1 + r.IntN(49),
+		SlotsPerENI:        1 + r.IntN(49),
 		PrefixDelegation: r.IntN(2) == 0,
 	}
 	if r.IntN(4) != 0 {
@@ -341,7 +341,7 @@ func TestPropertyENIGrowthConverges(t *testing.T) {
 			if steps > max(c.WarmENITarget, 1) {
 				t.Fatalf("no convergence after %d ENIs: stats %+v config %+v", steps, s, c)
 			}
-			s.TotalIPs += c.IPsPerENI
+			s.TotalIPs += c.SlotsPerENI
 		}
 	}
 	if checked < propertyIterations/50 {

@@ -10,7 +10,7 @@ import (
 // specTable is the sizing spec, kept verbatim. Columns:
 //
 //	name | stats total/assigned/totalPrefixes/freePrefixes |
-//	config warmENI/warmIP/minIP/warmPrefix PD maxPods maxAddresses IPsPerENI |
+//	config warmENI/warmIP/minIP/warmPrefix PD maxPods maxAddresses SlotsPerENI |
 //	SecondaryIPTargetState short,over,enabled | PrefixTargetState short,over,enabled |
 //	Decide unit short,over [atMax] [atCap] [leak]
 //
@@ -127,13 +127,13 @@ func parseConfig(t *testing.T, cell string) Config {
 	t.Helper()
 	f := strings.Fields(cell)
 	if len(f) != 5 || (f[1] != "on" && f[1] != "off") {
-		t.Fatalf("config %q: want targets on|off maxPods maxAddresses IPsPerENI", cell)
+		t.Fatalf("config %q: want targets on|off maxPods maxAddresses SlotsPerENI", cell)
 	}
 	n := atois(t, strings.Split(f[0], "/"), 4)
 	m := atois(t, f[2:], 3)
 	return Config{
 		WarmENITarget: n[0], WarmIPTarget: n[1], MinimumIPTarget: n[2], WarmPrefixTarget: n[3],
-		PrefixDelegation: f[1] == "on", MaxPods: m[0], MaxAddresses: m[1], IPsPerENI: m[2],
+		PrefixDelegation: f[1] == "on", MaxPods: m[0], MaxAddresses: m[1], SlotsPerENI: m[2],
 	}
 }
 

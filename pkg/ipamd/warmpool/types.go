@@ -27,7 +27,7 @@ type Config struct {
 	WarmPrefixTarget int  // WARM_PREFIX_TARGET
 	MaxPods          int  // 0 = unknown: no clamp
 	MaxAddresses     int  // most addresses the node can hold in the current mode: instance ENI and per-ENI limits, MAX_ENI; 0 = unknown
-	IPsPerENI        int  // secondary IPs a new ENI brings
+	SlotsPerENI      int  // secondary IPs (or /28 prefixes) a new ENI brings
 	PrefixDelegation bool // ENABLE_PREFIX_DELEGATION
 }
 

@@ -44,7 +44,7 @@ type baseImage struct {
 func (b baseImage) notDeployable() string {
 	switch b.Source {
 	case baseScratch:
-		return "built FROM scratch (offline test build): no iptables, no libc, no update-alternatives"
+		return "built FROM scratch (offline test build): none of the base image's files (iptables, libc, update-alternatives)"
 	case baseTarball:
 		return fmt.Sprintf("base read from the local tarball %s (offline test build), not pulled from a registry", b.Name)
 	}

@@ -651,3 +651,18 @@ func TestSourceDateEpoch(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1700000000), cfg.Created.Unix())
 }
+
+func TestTagFromTo(t *testing.T) {
+	bin, _ := inputs(t)
+	out := filepath.Join(t.TempDir(), "init.tar")
+	code, logs := runTool(t, "-kind", "init", "-base", "scratch", "-out", out, "-binaries", bin, "-to", "ghcr.io/o/amazon-k8s-cni:v2")
+	require.Equal(t, 0, code, logs)
+	assert.Contains(t, logs, "ghcr.io/o/amazon-k8s-cni-init:v2")
+	tag, err := name.NewTag("ghcr.io/o/amazon-k8s-cni-init:v2")
+	require.NoError(t, err)
+	_, err = tarball.ImageFromPath(out, &tag)
+	assert.NoError(t, err, "the tarball records the derived init reference")
+	code, logs = runTool(t, "-kind", "init", "-base", "scratch", "-out", out, "-binaries", bin, "-to", "x", "-init-to", "ghcr.io/o/init:v3")
+	require.Equal(t, 0, code, logs)
+	assert.Contains(t, logs, "ghcr.io/o/init:v3")
+}

@@ -81,8 +81,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.check, "check", "", "verify an image tarball built by this tool against the -kind layout and exit")
 	fs.BoolVar(&f.allowNoIPTables, "allow-no-iptables", false, "-check/-push: accept a release image without working iptables and ip6tables (test images)")
 	fs.StringVar(&f.push, "push", "", "push this image tarball (after the -check of its -kind) to -to and exit")
-	fs.StringVar(&f.to, "to", "", "-push: the release image reference, e.g. <registry>/amazon-k8s-cni:<tag>")
-	fs.StringVar(&f.initTo, "init-to", "", "-push -kind init: the init image reference (default: -to's repository with -init appended, same tag)")
+	fs.StringVar(&f.to, "to", "", "the release image reference, e.g. <registry>/amazon-k8s-cni:<tag>: where -push sends it, and the -tag default")
+	fs.StringVar(&f.initTo, "init-to", "", "-kind init: the init image reference (default: -to's repository with -init appended, same tag)")
 	fs.BoolVar(&f.allowNotDeployable, "allow-not-deployable", false, "-push: push an image marked not deployable (scratch or tarball base)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -111,6 +111,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return runBuild(ctx, f, k, opt, stdout, stderr)
 }
 
+// target is the image reference of kind k: -to for release; for init
+// -init-to, else -to's repository with -init appended.
+func target(f flags, k kind) (name.Reference, error) {
+	switch {
+	case k.Name == "init" && f.initTo != "":
+		return name.ParseReference(f.initTo)
+	case k.Name == "init":
+		return initRefFor(f.to)
+	}
+	return name.ParseReference(f.to)
+}
+
 // checkTarball loads and checks one image tarball, printing the listing,
 // warnings and verdict.
 func checkTarball(p string, k kind, arch string, co checkOptions, stdout, stderr io.Writer) (v1.Image, bool) {
@@ -137,16 +149,7 @@ func runPush(ctx context.Context, f flags, k kind, co checkOptions, stdout, stde
 		fmt.Fprintln(stderr, "-push needs -to <registry>/<repository>:<tag>")
 		return 2
 	}
-	var ref name.Reference
-	var err error
-	switch {
-	case k.Name == "init" && f.initTo != "":
-		ref, err = name.ParseReference(f.initTo)
-	case k.Name == "init":
-		ref, err = initRefFor(f.to)
-	default:
-		ref, err = name.ParseReference(f.to)
-	}
+	ref, err := target(f, k)
 	if err != nil {
 		fmt.Fprintf(stderr, "bad image reference: %v\n", err)
 		return 2
@@ -182,6 +185,14 @@ func runBuild(ctx context.Context, f flags, k kind, opt map[string]bool, stdout,
 	if f.out == "" {
 		fmt.Fprintln(stderr, "-out is required")
 		return 2
+	}
+	if f.tag == "" && f.to != "" {
+		ref, err := target(f, k)
+		if err != nil {
+			fmt.Fprintf(stderr, "bad image reference: %v\n", err)
+			return 2
+		}
+		f.tag = ref.Name()
 	}
 	if f.tag == "" {
 		f.tag = k.DefaultTag

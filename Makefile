@@ -52,10 +52,12 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; gofmt -d $$out; exit 1; fi
 	$(GO) vet ./...
 
-## check: lint, then staticcheck (fails on findings not listed in
-## scripts/ci/staticcheck.baseline) and a deadcode report (never fails).
-## Installs the pinned analysers first (scripts/ci/setup.sh tools).
+## check: lint, go.mod tidy (direct dependencies not marked indirect,
+## nothing missing or unused), then staticcheck (fails on findings not
+## listed in scripts/ci/staticcheck.baseline) and a deadcode report (never
+## fails). Installs the pinned analysers first (scripts/ci/setup.sh tools).
 check: lint
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	@GO='$(GO)' scripts/ci/setup.sh tools
 	@scripts/ci/analyse.sh '$(TOOLS_BIN)' ./...
 

@@ -666,3 +666,32 @@ func TestTagFromTo(t *testing.T) {
 	require.Equal(t, 0, code, logs)
 	assert.Contains(t, logs, "ghcr.io/o/init:v3")
 }
+
+// The real base is a multi-platform index: the base of -arch is taken.
+func TestRegistryBaseIndexPicksArch(t *testing.T) {
+	host := registry(t, "")
+	dockerConfig(t, host, "")
+	idx := mutate.AppendManifests(empty.Index,
+		mutate.IndexAddendum{Add: baseImg(t, "amd64"), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}},
+		mutate.IndexAddendum{Add: baseImg(t, "arm64"), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}})
+	ref, err := name.ParseReference(host + "/base:multi")
+	require.NoError(t, err)
+	require.NoError(t, remote.WriteIndex(ref, idx))
+
+	bin, misc := inputs(t)
+	for _, arch := range []string{"arm64", "amd64"} {
+		out := filepath.Join(t.TempDir(), arch+".tar")
+		code, logs := runTool(t, "-base", ref.String(), "-arch", arch, "-out", out, "-binaries", bin, "-misc", misc)
+		require.Equal(t, 0, code, logs)
+		img, err := tarball.ImageFromPath(out, nil)
+		require.NoError(t, err)
+		cfg, err := img.ConfigFile()
+		require.NoError(t, err)
+		assert.Equal(t, arch, cfg.Architecture)
+		code, logs = runTool(t, "-check", out, "-arch", arch)
+		assert.Equal(t, 0, code, logs)
+	}
+	code, logs := runTool(t, "-base", ref.String(), "-arch", "s390x", "-out", filepath.Join(t.TempDir(), "x.tar"), "-binaries", bin, "-misc", misc)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, logs, "pull base image")
+}

@@ -52,10 +52,12 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; gofmt -d $$out; exit 1; fi
 	$(GO) vet ./...
 
-## check: lint, then staticcheck (fails on findings not listed in
-## scripts/ci/staticcheck.baseline) and a deadcode report (never fails).
-## Installs the pinned analysers first (scripts/ci/setup.sh tools).
+## check: lint, go.mod tidy (direct dependencies not marked indirect,
+## nothing missing or unused), then staticcheck (fails on findings not
+## listed in scripts/ci/staticcheck.baseline) and a deadcode report (never
+## fails). Installs the pinned analysers first (scripts/ci/setup.sh tools).
 check: lint
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	@GO='$(GO)' scripts/ci/setup.sh tools
 	@scripts/ci/analyse.sh '$(TOOLS_BIN)' ./...
 
@@ -87,35 +89,88 @@ generate-limits:
 generate-config:
 	$(GO) run ./scripts/generate-config -chart charts/aws-vpc-cni -out config/master/aws-k8s-cni.yaml
 
-## image: the aws-node image as a docker-save tarball ($(IMAGE_OUT)),
-## assembled without a container engine by cmd/tools/build-image with the
-## layout of scripts/dockerfiles/Dockerfile.release. IMAGE_BASE is "scratch"
-## or a base image tarball (e.g. `docker save` of the eks-distro iptables
-## base). aws-cni (./cmd/routed-eni-cni-plugin) is built here with the same
+## image: the aws-node image ($(IMAGE_OUT)) and its init image
+## ($(INIT_IMAGE_OUT)) as docker-save tarballs, assembled without a
+## container engine by cmd/tools/build-image with the layouts of
+## scripts/dockerfiles/Dockerfile.{release,init}.
+##
+## Bases: by default upstream's, pulled by reference (needs the network and,
+## for a private mirror, docker credentials): the eks-distro minimal
+## iptables base for aws-node, with the iptables-wrapper alternative
+## selected as upstream's Dockerfile does, and the glibc base for init.
+## Offline, pass IMAGE_BASE / INIT_IMAGE_BASE = a `docker save` tarball of
+## a base, or scratch: such images are labelled and reported NOT
+## DEPLOYABLE and `make image-push` refuses them.
+##
+## aws-cni (./cmd/routed-eni-cni-plugin) is built here with the same
 ## LDFLAGS as the other binaries, since the plugin and ipamd compare
 ## version strings. IMAGE_OPTIONAL lists image files that may be left out
-## with a warning (e.g. IMAGE_OPTIONAL=aws-cni while the plugin is broken).
-IMAGE_BASE     ?= scratch
-IMAGE_TAG      ?= amazon/amazon-k8s-cni:$(VERSION)
-IMAGE_OUT      ?= $(BUILD_DIR)/aws-node-image.tar
-IMAGE_ARCH     ?= amd64
-IMAGE_OPTIONAL ?=
-IMAGE_PKGS     := ./cmd/aws-vpc-cni/... ./cmd/aws-vpc-cni-init/... ./cmd/grpc-health-probe/... ./cmd/tools/build-image/... ./pkg/utils/cp/...
+## with a warning. The init image carries aws-vpc-cni-init, the core CNI
+## plugins (`make plugins`) and scripts/support/aws-cni-support.sh.
+##
+## IMAGE names the aws-node image (recorded in the tarball, pushed by
+## image-push); INIT_IMAGE defaults to IMAGE's repository with -init
+## appended, same tag. REGISTRY is the project registry the chart's
+## default (values.yaml projectRegistry) points at.
+REGISTRY        ?= ghcr.io/amazon-vpc-cni-leakfix
+IMAGE           ?= $(REGISTRY)/amazon-k8s-cni:$(VERSION)
+INIT_IMAGE      ?=
+IMAGE_BASE      ?=
+INIT_IMAGE_BASE ?=
+IMAGE_OUT       ?= $(BUILD_DIR)/aws-node-image.tar
+INIT_IMAGE_OUT  ?= $(BUILD_DIR)/aws-node-init-image.tar
+IMAGE_ARCH      ?= amd64
+IMAGE_OPTIONAL  ?=
+PLUGINS_DIR     := $(BUILD_DIR)/core-plugins
+IMAGE_PKGS      := ./cmd/aws-vpc-cni/... ./cmd/aws-vpc-cni-init/... ./cmd/grpc-health-probe/... ./cmd/tools/build-image/... ./pkg/utils/cp/... ./scripts/support/...
+BUILD_IMAGE     := GOOS= GOARCH= $(GO) run ./cmd/tools/build-image
 
-.PHONY: image image-test
+.PHONY: image image-test image-push plugins
 image: export GOOS = linux
 image: export GOARCH = $(IMAGE_ARCH)
-image: build
+image: build plugins
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BUILD_DIR)/aws-cni ./cmd/routed-eni-cni-plugin
-	GOOS= GOARCH= $(GO) run ./cmd/tools/build-image -kind release -base $(IMAGE_BASE) -arch $(IMAGE_ARCH) \
-		-binaries $(BUILD_DIR) -misc misc -out $(IMAGE_OUT) -tag $(IMAGE_TAG) -optional '$(IMAGE_OPTIONAL)'
+	$(BUILD_IMAGE) -kind release -base '$(IMAGE_BASE)' -arch $(IMAGE_ARCH) \
+		-binaries $(BUILD_DIR) -misc misc -out $(IMAGE_OUT) -to '$(IMAGE)' -optional '$(IMAGE_OPTIONAL)'
+	$(BUILD_IMAGE) -kind init -base '$(INIT_IMAGE_BASE)' -arch $(IMAGE_ARCH) \
+		-binaries $(BUILD_DIR) -plugins $(PLUGINS_DIR) -out $(INIT_IMAGE_OUT) -to '$(IMAGE)' -init-to '$(INIT_IMAGE)'
+
+## plugins: the core CNI plugins of upstream's init image into
+## $(PLUGINS_DIR): every containernetworking/plugins plugin its
+## build_linux.sh builds, at the version go.mod pins (its tool block), with
+## the module's LICENSE, plus the support script.
+plugins: export GOOS = linux
+plugins: export GOARCH = $(IMAGE_ARCH)
+plugins:
+	rm -rf $(PLUGINS_DIR) && mkdir -p $(PLUGINS_DIR)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(PLUGINS_DIR)/ \
+		$$($(GO) list tool | grep '^github.com/containernetworking/plugins/plugins/')
+	install -m 0644 "$$($(GO) list -m -f '{{.Dir}}' github.com/containernetworking/plugins)/LICENSE" $(PLUGINS_DIR)/LICENSE
+	install -m 0755 scripts/support/aws-cni-support.sh $(PLUGINS_DIR)/aws-cni-support.sh
 
 ## image-test: the tests of the image's programs (entrypoint, init, health
-## probe, assembler), then `make image` and a check of the tarball's layout,
-## modes, entrypoint, working directory and platform.
+## probe, assembler, support script), then `make image` and -check of both
+## tarballs (layout, modes, entrypoint, working directory, platform; for
+## aws-node working iptables/ip6tables, waived only for IMAGE_BASE=scratch).
+## Offline: make image-test IMAGE_BASE=scratch INIT_IMAGE_BASE=scratch.
 image-test: image
 	$(GO) test -race -count=1 $(IMAGE_PKGS)
-	$(GO) run ./cmd/tools/build-image -check $(IMAGE_OUT) -arch $(IMAGE_ARCH) -optional '$(IMAGE_OPTIONAL)'
+	$(BUILD_IMAGE) -check $(IMAGE_OUT) -arch $(IMAGE_ARCH) -optional '$(IMAGE_OPTIONAL)' \
+		$(if $(filter scratch,$(IMAGE_BASE)),-allow-no-iptables)
+	$(BUILD_IMAGE) -kind init -check $(INIT_IMAGE_OUT) -arch $(IMAGE_ARCH)
+
+## image-push: push the tarballs `make image` wrote to IMAGE and INIT_IMAGE
+## (each checked first), e.g.
+##   make image-push IMAGE=111122223333.dkr.ecr.eu-west-1.amazonaws.com/amazon-k8s-cni:v1.23.1-leakfix.0
+## Credentials: the docker config ($$DOCKER_CONFIG or ~/.docker/config.json:
+## auths, or credHelpers such as "ecr-login" for docker-credential-ecr-login,
+## which reads the usual AWS environment). Not-deployable images (scratch or
+## tarball bases) are refused; PUSH_FLAGS=-allow-not-deployable overrides.
+PUSH_FLAGS ?=
+image-push:
+	@for f in $(IMAGE_OUT) $(INIT_IMAGE_OUT); do [ -f $$f ] || { echo "$$f missing: run make image first"; exit 1; }; done
+	$(BUILD_IMAGE) -push $(IMAGE_OUT) -to '$(IMAGE)' -arch $(IMAGE_ARCH) -optional '$(IMAGE_OPTIONAL)' $(PUSH_FLAGS)
+	$(BUILD_IMAGE) -kind init -push $(INIT_IMAGE_OUT) -to '$(IMAGE)' -init-to '$(INIT_IMAGE)' -arch $(IMAGE_ARCH) $(PUSH_FLAGS)
 
 ## e2e: end-to-end tests on a real containerd + runc with the real agent and
 ## aws-cni against the EC2 simulator (root; skipped otherwise; see test/e2e).

@@ -92,9 +92,12 @@ var probeCommand = []string{
 }
 
 const (
-	awsNodeImage   = "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.23.1"
-	initImage      = "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni-init:v1.23.1"
+	// This project's images, tagged with the chart's appVersion.
+	awsNodeImage = "ghcr.io/amazon-vpc-cni-leakfix/amazon-k8s-cni:" + appVersion
+	initImage    = "ghcr.io/amazon-vpc-cni-leakfix/amazon-k8s-cni-init:" + appVersion
+	// AWS's, as upstream.
 	nodeAgentImage = "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon/aws-network-policy-agent:v1.4.2"
+	appVersion     = "v1.23.1-leakfix.0"
 )
 
 // want says what every rendering must look like for one values file.
@@ -158,8 +161,10 @@ var chartCases = []chartCase{
 				*got.RollingUpdate.MaxUnavailable != intstr.FromString("10%") {
 				t.Errorf("update strategy %s", describe(got))
 			}
-			if got := r.awsNode(t).Resources.Requests.Cpu().String(); got != "25m" {
-				t.Errorf("cpu request %s, want 25m", got)
+			for _, c := range []*corev1.Container{r.awsNode(t), agent, container(t, spec.InitContainers, "aws-vpc-cni-init")} {
+				if got := c.Resources.Requests.Cpu().String(); got != "25m" {
+					t.Errorf("%s cpu request %s, want 25m (init and node agent default to resources, as upstream)", c.Name, got)
+				}
 			}
 			if len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != corev1.TolerationOpExists || spec.Tolerations[0].Key != "" {
 				t.Errorf("tolerations %v", spec.Tolerations)
@@ -325,7 +330,7 @@ var chartCases = []chartCase{
 			if got := r.awsNode(t).Image; got != "registry.example.com/mirror/amazon-k8s-cni:v1.23.1-leakfix.0" {
 				t.Errorf("override image %s", got)
 			}
-			if got := container(t, spec.InitContainers, "aws-vpc-cni-init").Image; got != "registry.example.com/mirror/amazon-k8s-cni-init:v1.23.1" {
+			if got := container(t, spec.InitContainers, "aws-vpc-cni-init").Image; got != "registry.example.com/mirror/amazon-k8s-cni-init:"+appVersion {
 				t.Errorf("overrideRepository image %s", got)
 			}
 			if len(spec.ImagePullSecrets) != 1 || spec.ImagePullSecrets[0].Name != "mirror-pull" {
@@ -349,6 +354,16 @@ var chartCases = []chartCase{
 			if m := mount(r.awsNode(t), "host-tmp"); m == nil || m.MountPath != "/host/tmp/aws-node" {
 				t.Errorf("extra mount %s", describe(m))
 			}
+			ic := container(t, spec.InitContainers, "aws-vpc-cni-init")
+			if m := mount(ic, "host-tmp"); m == nil || m.MountPath != "/host/tmp/aws-node" {
+				t.Errorf("extraVolumeMounts must reach the init container: %s", describe(ic.VolumeMounts))
+			}
+			// init and the node agent take resources when their own are empty.
+			for _, c := range []*corev1.Container{ic, container(t, spec.Containers, "aws-eks-nodeagent")} {
+				if c.Resources.Requests.Cpu().String() != "50m" || c.Resources.Requests.Memory().String() != "64Mi" {
+					t.Errorf("%s resources %s, want the aws-node container's", c.Name, describe(c.Resources))
+				}
+			}
 			if v := volume(r.daemonSet, "host-tmp"); v == nil || v.HostPath == nil || v.HostPath.Path != "/tmp/aws-node" {
 				t.Errorf("extra volume %s", describe(v))
 			}
@@ -356,6 +371,9 @@ var chartCases = []chartCase{
 				t.Fatalf("%d PodMonitors", len(r.podMonitors))
 			}
 			pm := r.podMonitors[0]
+			if pm.Spec.JobLabel != "aws-node" {
+				t.Errorf("PodMonitor jobLabel %q, want the full name aws-node (upstream)", pm.Spec.JobLabel)
+			}
 			if pm.Labels["release"] != "prometheus" || pm.Spec.Selector.MatchLabels["k8s-app"] != "aws-node" ||
 				!reflect.DeepEqual(pm.Spec.NamespaceSelector.MatchNames, []string{namespace}) {
 				t.Errorf("PodMonitor %s", describe(pm))
@@ -453,7 +471,7 @@ func checkInit(t *testing.T, r *rendered) {
 	if !sort.StringsAreSorted(envNames(ic)) {
 		t.Errorf("init env not sorted: %v", envNames(ic))
 	}
-	if len(ic.VolumeMounts) != 1 || ic.VolumeMounts[0].Name != "cni-bin-dir" || ic.VolumeMounts[0].MountPath != "/host/opt/cni/bin" {
+	if len(ic.VolumeMounts) < 1 || ic.VolumeMounts[0].Name != "cni-bin-dir" || ic.VolumeMounts[0].MountPath != "/host/opt/cni/bin" {
 		t.Errorf("init mounts %s", describe(ic.VolumeMounts))
 	}
 	if ic.SecurityContext == nil || ic.SecurityContext.Privileged == nil || !*ic.SecurityContext.Privileged {

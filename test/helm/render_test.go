@@ -60,6 +60,7 @@ type podMonitor struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
+		JobLabel          string `json:"jobLabel"`
 		NamespaceSelector struct {
 			MatchNames []string `json:"matchNames"`
 		} `json:"namespaceSelector"`

@@ -59,33 +59,56 @@ Service account of the pods.
 {{- end -}}
 
 {{/*
-Image reference. Argument: dict with "image" (an image block of the values)
-and "repository" (the ECR repository name).
+Image reference. Argument: dict with "image" (an image block of the
+values), "repository" (the repository name), "root" (the chart's context)
+and "project" (true: this project's image, false: AWS's node agent).
   override            -> used as is
   overrideRepository  -> <overrideRepository>:<tag>
-  otherwise           -> <account>.dkr.<endpoint>.<region>.<domain>/<repository>:<tag>
+  any ECR field set, or not a project image
+                      -> <account>.dkr.<endpoint>.<region>.<domain>/<repository>:<tag>,
+                         upstream's defaults for the fields left empty
+  otherwise           -> <projectRegistry>/<repository>:<tag>
+An empty tag is the chart's appVersion; for AWS's image of this project's
+repositories, the upstream release the chart tracks (appVersion up to its
+first "-").
 */}}
 {{- define "aws-vpc-cni.imageRef" -}}
 {{- $img := .image -}}
+{{- $root := .root -}}
+{{- $ecr := or (not .project) $img.account $img.region $img.endpoint $img.domain -}}
+{{- $tag := toString ($img.tag | default "") -}}
+{{- if and (not $tag) (not $img.override) -}}
+{{- if not .project -}}
+{{- fail (printf "the %s image needs a tag" .repository) -}}
+{{- else if and $ecr (not $img.overrideRepository) -}}
+{{- $tag = splitList "-" $root.Chart.AppVersion | first -}}
+{{- else -}}
+{{- $tag = $root.Chart.AppVersion -}}
+{{- end -}}
+{{- end -}}
 {{- if $img.override -}}
 {{- $img.override -}}
 {{- else if $img.overrideRepository -}}
-{{- printf "%s:%s" $img.overrideRepository (toString $img.tag) -}}
+{{- printf "%s:%s" $img.overrideRepository $tag -}}
+{{- else if $ecr -}}
+{{- printf "%s.dkr.%s.%s.%s/%s:%s" (toString ($img.account | default "602401143452")) ($img.endpoint | default "ecr") ($img.region | default "us-west-2") ($img.domain | default "amazonaws.com") .repository $tag -}}
+{{- else if $root.Values.projectRegistry -}}
+{{- printf "%s/%s:%s" (trimSuffix "/" (toString $root.Values.projectRegistry)) .repository $tag -}}
 {{- else -}}
-{{- printf "%s.dkr.%s.%s.%s/%s:%s" (toString $img.account) $img.endpoint $img.region $img.domain .repository (toString $img.tag) -}}
+{{- fail (printf "no image for %s: set projectRegistry, or the image's override, overrideRepository or ECR fields (account, region)" .repository) -}}
 {{- end -}}
 {{- end -}}
 
 {{- define "aws-vpc-cni.image" -}}
-{{- include "aws-vpc-cni.imageRef" (dict "image" .Values.image "repository" "amazon-k8s-cni") -}}
+{{- include "aws-vpc-cni.imageRef" (dict "image" .Values.image "repository" "amazon-k8s-cni" "root" . "project" true) -}}
 {{- end -}}
 
 {{- define "aws-vpc-cni.initImage" -}}
-{{- include "aws-vpc-cni.imageRef" (dict "image" .Values.init.image "repository" "amazon-k8s-cni-init") -}}
+{{- include "aws-vpc-cni.imageRef" (dict "image" .Values.init.image "repository" "amazon-k8s-cni-init" "root" . "project" true) -}}
 {{- end -}}
 
 {{- define "aws-vpc-cni.nodeAgentImage" -}}
-{{- include "aws-vpc-cni.imageRef" (dict "image" .Values.nodeAgent.image "repository" "amazon/aws-network-policy-agent") -}}
+{{- include "aws-vpc-cni.imageRef" (dict "image" .Values.nodeAgent.image "repository" "amazon/aws-network-policy-agent" "root" . "project" false) -}}
 {{- end -}}
 
 {{/*

@@ -31,13 +31,15 @@ type kind struct {
 	Entrypoint []string
 	Cmd        []string
 	DefaultTag string
+	// DefaultBase is upstream's base for this image, pulled by reference.
+	DefaultBase string
 }
 
 var kinds = map[string]kind{
 	// aws-node's main container (Dockerfile.release).
-	"release": {Name: "release", Dir: "/app", Entrypoint: []string{"/app/aws-vpc-cni"}, DefaultTag: "amazon/amazon-k8s-cni:dev"},
+	"release": {Name: "release", Dir: "/app", Entrypoint: []string{"/app/aws-vpc-cni"}, DefaultTag: "amazon/amazon-k8s-cni:dev", DefaultBase: defaultReleaseBase},
 	// The init container (Dockerfile.init).
-	"init": {Name: "init", Dir: "/init", Cmd: []string{"/init/aws-vpc-cni-init"}, DefaultTag: "amazon/amazon-k8s-cni-init:dev"},
+	"init": {Name: "init", Dir: "/init", Cmd: []string{"/init/aws-vpc-cni-init"}, DefaultTag: "amazon/amazon-k8s-cni-init:dev", DefaultBase: defaultInitBase},
 }
 
 // sources are where the files come from.
@@ -95,6 +97,39 @@ func initFiles(s sources) ([]file, error) {
 		files = append(files, file{"/init/" + n, src, mode})
 	}
 	return files, nil
+}
+
+// corePlugins are the containernetworking/plugins binaries upstream's
+// init image carries (every plugin its build_linux.sh builds: meta, main
+// and ipam, without windows). `make plugins` builds them from the module
+// version pinned in go.mod (the tool block).
+var corePlugins = []string{
+	"bandwidth", "firewall", "portmap", "sbr", "tuning", "vrf",
+	"bridge", "dummy", "host-device", "ipvlan", "loopback", "macvlan", "ptp", "tap", "vlan",
+	"dhcp", "host-local", "static",
+}
+
+// supportScript is the node log collector the init image copies to the
+// host next to the plugins, as upstream's does (scripts/aws-cni-support.sh).
+const supportScript = "aws-cni-support.sh"
+
+// requiredFiles are the files -check demands in an image of kind k.
+func requiredFiles(k kind) []file {
+	switch k.Name {
+	case "release":
+		return releaseFiles(sources{})
+	case "init":
+		files := []file{
+			{Path: "/init/aws-vpc-cni-init", Mode: modeBinary},
+			{Path: "/init/LICENSE", Mode: modeData},
+			{Path: "/init/" + supportScript, Mode: modeBinary},
+		}
+		for _, p := range corePlugins {
+			files = append(files, file{Path: "/init/" + p, Mode: modeBinary})
+		}
+		return files
+	}
+	return nil
 }
 
 // filesFor resolves the layout of k, dropping missing optional files (and

@@ -7,6 +7,7 @@ package testsupport
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -46,10 +47,17 @@ func StartFakeCRI(t testing.TB) (*fakecri.Runtime, *cri.Client) {
 	return rt, c
 }
 
-// Clock is a manually advanced clock.
+// Clock is a manually advanced clock. Functions given to AfterFunc run,
+// in the order they fall due, when Advance or Set reaches their time.
 type Clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu     sync.Mutex
+	now    time.Time
+	timers []clockTimer
+}
+
+type clockTimer struct {
+	at time.Time
+	f  func()
 }
 
 // NewClock starts a clock at a fixed instant.
@@ -62,16 +70,38 @@ func (c *Clock) Now() time.Time {
 	return c.now
 }
 
+// AfterFunc runs f once the clock has moved d past now.
+func (c *Clock) AfterFunc(d time.Duration, f func()) {
+	c.mu.Lock()
+	c.timers = append(c.timers, clockTimer{at: c.now.Add(d), f: f})
+	c.mu.Unlock()
+}
+
 // Advance moves the clock forward.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
-	c.mu.Unlock()
+	c.fire()
 }
 
 // Set moves the clock to t.
 func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	c.now = t
+	c.fire()
+}
+
+// fire runs the timers due by now; it is called with c.mu held and
+// releases it before running them.
+func (c *Clock) fire() {
+	sort.SliceStable(c.timers, func(i, j int) bool { return c.timers[i].at.Before(c.timers[j].at) })
+	var due []clockTimer
+	for len(c.timers) > 0 && !c.timers[0].at.After(c.now) {
+		due = append(due, c.timers[0])
+		c.timers = c.timers[1:]
+	}
 	c.mu.Unlock()
+	for _, t := range due {
+		t.f()
+	}
 }

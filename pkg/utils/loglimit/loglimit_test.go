@@ -28,7 +28,9 @@ type manualTimer struct {
 	f  func()
 }
 
-func newManualClock() *manualClock { return &manualClock{now: time.Date(2026, 1, 10, 1, 0, 0, 0, time.UTC)} }
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Date(2026, 1, 10, 1, 0, 0, 0, time.UTC)}
+}
 
 func (c *manualClock) Now() time.Time {
 	c.mu.Lock()

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -64,6 +67,14 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	log, err := os.ReadFile(filepath.Join(dir, "ipamd.log"))
 	require.NoError(t, err)
 	assert.Contains(t, string(log), "ipamd stopped")
+	// AWS_VPC_K8S_CNI_LOG_FILE and AWS_VPC_K8S_CNI_LOGLEVEL=info: upstream's
+	// line shape, nothing below info.
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	shape := regexp.MustCompile(`^\{"level":"(info|warn|error)","ts":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d{4})","caller":"[\w.-]+/[\w.-]+\.go:\d+","msg":"`)
+	for _, l := range lines {
+		assert.Regexp(t, shape, l)
+		assert.True(t, json.Valid([]byte(l)), l)
+	}
 }
 
 func mustCheckpointer(t *testing.T, path string) *datastore.FileCheckpointer {

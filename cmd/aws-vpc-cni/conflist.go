@@ -21,11 +21,12 @@ var placeholderRE = regexp.MustCompile(`__[A-Z][A-Z0-9]*__`)
 // placeholders maps each placeholder this image fills to its value.
 func placeholders(s settings) map[string]string {
 	return map[string]string{
-		"__VETHPREFIX__":         s.VethPrefix,
-		"__MTU__":                fmt.Sprint(s.MTU),
-		"__PODSGENFORCINGMODE__": s.PodSGMode,
-		"__PLUGINLOGFILE__":      s.PluginLogFile,
-		"__PLUGINLOGLEVEL__":     s.PluginLogLevel,
+		"__VETHPREFIX__":          s.VethPrefix,
+		"__MTU__":                 fmt.Sprint(s.MTU),
+		"__PODSGENFORCINGMODE__":  s.PodSGMode,
+		"__PLUGINLOGFILE__":       s.PluginLogFile,
+		"__PLUGINLOGLEVEL__":      s.PluginLogLevel,
+		"__EGRESSPLUGINLOGFILE__": s.EgressPluginLogFile,
 	}
 }
 

@@ -81,6 +81,30 @@ func TestRenderPlaceholders(t *testing.T) {
 	}
 }
 
+// A template chaining an egress plugin (upstream's shape, or a custom one
+// mounted over /app/10-aws.conflist) gets its log file and level.
+func TestRenderEgressPluginLog(t *testing.T) {
+	tmpl := []byte(`{"cniVersion":"0.4.0","name":"aws-cni","plugins":[
+	{"name":"aws-cni","type":"aws-cni","pluginLogFile":"__PLUGINLOGFILE__","pluginLogLevel":"__PLUGINLOGLEVEL__"},
+	{"name":"egress-cni","type":"egress-cni","pluginLogFile":"__EGRESSPLUGINLOGFILE__","pluginLogLevel":"__PLUGINLOGLEVEL__"}]}`)
+	for _, tc := range []struct {
+		env  map[string]string
+		want map[string]any
+	}{
+		{nil, map[string]any{"pluginLogFile": "/var/log/aws-routed-eni/egress-v6-plugin.log", "pluginLogLevel": "Debug"}},
+		{map[string]string{"AWS_VPC_K8S_EGRESS_V6_PLUGIN_LOG_FILE": "/var/log/e6.log", "AWS_VPC_K8S_PLUGIN_LOG_LEVEL": "Warn"},
+			map[string]any{"pluginLogFile": "/var/log/e6.log", "pluginLogLevel": "Warn"}},
+	} {
+		out, err := renderConflist(tmpl, defaults(t, tc.env))
+		require.NoError(t, err)
+		p := parse(t, out)
+		require.Equal(t, []string{"aws-cni", "egress-cni"}, pluginTypes(p))
+		for k, v := range tc.want {
+			assert.Equal(t, v, p.Plugins[1][k], k)
+		}
+	}
+}
+
 func TestRenderWithoutEditsKeepsTemplateBytes(t *testing.T) {
 	tmpl := fixture(t)
 	out, err := renderConflist(tmpl, defaults(t, nil))

@@ -4,7 +4,8 @@
 //  1. validates the environment (exit 1 with every problem listed);
 //  2. renders the conflist from ./10-aws.conflist (placeholders
 //     __VETHPREFIX__, __MTU__, __PODSGENFORCINGMODE__, __PLUGINLOGFILE__,
-//     __PLUGINLOGLEVEL__; optional bandwidth and tuning plugins;
+//     __PLUGINLOGLEVEL__, __EGRESSPLUGINLOGFILE__; optional bandwidth and
+//     tuning plugins;
 //     AWS_VPC_CNI_CONFLIST_CNI_VERSION overrides cniVersion);
 //  3. copies ./aws-cni into HOST_CNI_BIN_PATH (default /host/opt/cni/bin);
 //  4. starts ./aws-k8s-agent (ipamd) with its output inherited;

@@ -12,14 +12,18 @@ import (
 
 // Defaults of the values rendered into the conflist and of the host paths.
 const (
-	defaultVethPrefix          = "eni"
-	defaultMTU                 = 9001
-	defaultPodSGMode           = "strict"
-	defaultPluginLogFile       = "/var/log/aws-routed-eni/plugin.log"
-	defaultPluginLogLevel      = "Debug"
-	defaultHostCNIBinPath      = "/host/opt/cni/bin"
-	defaultHostCNIConfDir      = "/host/etc/cni/net.d"
-	minMTUv4, minMTUv6, maxMTU = 576, 1280, 9001
+	defaultVethPrefix     = "eni"
+	defaultMTU            = 9001
+	defaultPodSGMode      = "strict"
+	defaultPluginLogFile  = "/var/log/aws-routed-eni/plugin.log"
+	defaultPluginLogLevel = "Debug"
+	// The egress plugin's log: its IPv4 egress in an IPv6 cluster, its
+	// IPv6 egress in an IPv4 cluster.
+	defaultEgressV4PluginLogFile = "/var/log/aws-routed-eni/egress-v4-plugin.log"
+	defaultEgressV6PluginLogFile = "/var/log/aws-routed-eni/egress-v6-plugin.log"
+	defaultHostCNIBinPath        = "/host/opt/cni/bin"
+	defaultHostCNIConfDir        = "/host/etc/cni/net.d"
+	minMTUv4, minMTUv6, maxMTU   = 576, 1280, 9001
 )
 
 // envCNIVersion overrides the conflist's top-level cniVersion (this
@@ -33,11 +37,14 @@ type settings struct {
 	PodSGMode      string
 	PluginLogFile  string
 	PluginLogLevel string
-	Bandwidth      bool   // ENABLE_BANDWIDTH_PLUGIN: chain "bandwidth"
-	DisablePodV6   bool   // DISABLE_POD_V6: chain "tuning" turning IPv6 off in pods
-	CNIVersion     string // "" keeps the template's
-	HostCNIBinPath string
-	HostCNIConfDir string
+	// EgressPluginLogFile is the egress plugin's pluginLogFile
+	// (__EGRESSPLUGINLOGFILE__); it logs at PluginLogLevel, as upstream's.
+	EgressPluginLogFile string
+	Bandwidth           bool   // ENABLE_BANDWIDTH_PLUGIN: chain "bandwidth"
+	DisablePodV6        bool   // DISABLE_POD_V6: chain "tuning" turning IPv6 off in pods
+	CNIVersion          string // "" keeps the template's
+	HostCNIBinPath      string
+	HostCNIConfDir      string
 }
 
 var cniVersionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
@@ -61,6 +68,12 @@ func loadSettings(env envutil.Env) (settings, error) {
 		HostCNIBinPath: env.String("HOST_CNI_BIN_PATH", defaultHostCNIBinPath),
 		HostCNIConfDir: env.String("HOST_CNI_CONFDIR_PATH", defaultHostCNIConfDir),
 	}
+	ipv6 := env.Bool("ENABLE_IPv6", false)
+	if ipv6 {
+		s.EgressPluginLogFile = env.String("AWS_VPC_K8S_EGRESS_V4_PLUGIN_LOG_FILE", defaultEgressV4PluginLogFile)
+	} else {
+		s.EgressPluginLogFile = env.String("AWS_VPC_K8S_EGRESS_V6_PLUGIN_LOG_FILE", defaultEgressV6PluginLogFile)
+	}
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 
@@ -81,7 +94,7 @@ func loadSettings(env envutil.Env) (settings, error) {
 	}
 
 	minMTU := minMTUv4
-	if env.Bool("ENABLE_IPv6", false) {
+	if ipv6 {
 		minMTU = minMTUv6
 	}
 	mtu := func(name string) (int, bool) {

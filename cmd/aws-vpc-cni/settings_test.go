@@ -26,7 +26,8 @@ func TestLoadSettingsDefaults(t *testing.T) {
 	assert.Equal(t, settings{
 		VethPrefix: "eni", MTU: 9001, PodSGMode: "strict",
 		PluginLogFile: "/var/log/aws-routed-eni/plugin.log", PluginLogLevel: "Debug",
-		HostCNIBinPath: "/host/opt/cni/bin", HostCNIConfDir: "/host/etc/cni/net.d",
+		EgressPluginLogFile: "/var/log/aws-routed-eni/egress-v6-plugin.log",
+		HostCNIBinPath:      "/host/opt/cni/bin", HostCNIConfDir: "/host/etc/cni/net.d",
 	}, s)
 }
 
@@ -49,8 +50,30 @@ func TestLoadSettingsValues(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, settings{
 		VethPrefix: "abcd", MTU: 9001, PodSGMode: "standard", PluginLogFile: "/var/log/p.log", PluginLogLevel: "Info",
-		Bandwidth: true, DisablePodV6: true, CNIVersion: "1.1.0", HostCNIBinPath: "/b", HostCNIConfDir: "/c",
+		EgressPluginLogFile: "/var/log/aws-routed-eni/egress-v6-plugin.log",
+		Bandwidth:           true, DisablePodV6: true, CNIVersion: "1.1.0", HostCNIBinPath: "/b", HostCNIConfDir: "/c",
 	}, s)
+}
+
+// The egress plugin's log file: the variable of the egress family the
+// cluster lacks (IPv6 egress in an IPv4 cluster, IPv4 egress in IPv6).
+func TestEgressPluginLogFile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"ipv4 cluster default", nil, "/var/log/aws-routed-eni/egress-v6-plugin.log"},
+		{"ipv4 cluster", map[string]string{"AWS_VPC_K8S_EGRESS_V6_PLUGIN_LOG_FILE": "/l/v6.log", "AWS_VPC_K8S_EGRESS_V4_PLUGIN_LOG_FILE": "/l/v4.log"}, "/l/v6.log"},
+		{"ipv6 cluster default", map[string]string{"ENABLE_IPv6": "true"}, "/var/log/aws-routed-eni/egress-v4-plugin.log"},
+		{"ipv6 cluster", map[string]string{"ENABLE_IPv6": "true", "AWS_VPC_K8S_EGRESS_V4_PLUGIN_LOG_FILE": "/l/v4.log", "AWS_VPC_K8S_EGRESS_V6_PLUGIN_LOG_FILE": "/l/v6.log"}, "/l/v4.log"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := loadSettings(testEnv(tc.env))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, s.EgressPluginLogFile)
+		})
+	}
 }
 
 func TestMTUPrecedence(t *testing.T) {

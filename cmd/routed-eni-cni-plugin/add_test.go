@@ -168,7 +168,7 @@ func TestAddWithNetworkPolicyModeWarnsAndSucceeds(t *testing.T) {
 	require.NotNil(t, podIP(t, res))
 	warned := false
 	for _, l := range n.logLines("network policy enforcement is not supported by this plugin; the pod is not registered with a policy agent") {
-		warned = warned || l["level"] == "WARN"
+		warned = warned || l["level"] == "warn"
 	}
 	assert.True(t, warned, "ADD logs that policy enforcement is not supported")
 	n.del(p, nil, nil)

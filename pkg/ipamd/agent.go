@@ -19,6 +19,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
 
@@ -160,7 +161,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	httpCtx, stopHTTP := context.WithCancel(context.Background())
 	defer stopHTTP()
 	if !cfg.DisableIntrospection {
-		h := &introspectionHandler{store: a.store, cfg: cfg, log: a.log}
+		h := &introspectionHandler{store: a.store, cfg: cfg, log: loglimit.New(a.log, loglimit.Config{})}
 		if a.recon != nil {
 			h.extra = map[string]func() any{pathReconciler: func() any { return a.recon.Status() }}
 		}

@@ -2,7 +2,6 @@ package ipamd
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 )
 
 // Introspection paths, as upstream serves them.
@@ -29,7 +29,9 @@ type eniSource interface {
 type introspectionHandler struct {
 	store eniSource
 	cfg   Config
-	log   *slog.Logger
+	// log is rate-limited: upstream logs every request, and anything on
+	// the node can send them as fast as it likes.
+	log *loglimit.Logger
 	// extra lets later features add their own paths (e.g. /v1/reconciler).
 	extra map[string]func() any
 }
@@ -55,9 +57,13 @@ func (h *introspectionHandler) routes() map[string]func() (any, int) {
 }
 
 func (h *introspectionHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	h.log.Debug("introspection request", "path", req.URL.Path, "remote", req.RemoteAddr)
 	routes := h.routes()
 	f, ok := routes[req.URL.Path]
+	key := req.URL.Path // a path of ours, never the client's: keys must stay few
+	if !ok {
+		key = "/"
+	}
+	h.log.Debug(key, "introspection request", "path", req.URL.Path, "remote", req.RemoteAddr)
 	var body any
 	code := http.StatusOK
 	if ok {
@@ -72,7 +78,7 @@ func (h *introspectionHandler) ServeHTTP(w http.ResponseWriter, req *http.Reques
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	if err := json.NewEncoder(w).Encode(body); err != nil {
-		h.log.Warn("introspection write failed", "error", err)
+		h.log.Warn("write failed", "introspection write failed", "error", err)
 	}
 }
 

@@ -430,12 +430,17 @@ func (p *IPAMD) LogLines(substr string) ([]time.Time, error) {
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
 		var l struct {
-			Time time.Time `json:"time"`
-			Msg  string    `json:"msg"`
+			TS  string `json:"ts"` // upstream's layout, see pkg/utils/logger
+			Msg string `json:"msg"`
 		}
-		if json.Unmarshal(s.Bytes(), &l) == nil && strings.Contains(l.Msg, substr) {
-			out = append(out, l.Time)
+		if json.Unmarshal(s.Bytes(), &l) != nil || !strings.Contains(l.Msg, substr) {
+			continue
 		}
+		ts, err := time.Parse("2006-01-02T15:04:05.000Z0700", l.TS)
+		if err != nil {
+			return nil, fmt.Errorf("log line time %q: %w", l.TS, err)
+		}
+		out = append(out, ts)
 	}
 	return out, s.Err()
 }

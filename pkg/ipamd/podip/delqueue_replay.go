@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 )
 
 // ReplayStore is the part of the datastore DEL replay uses.
@@ -23,6 +25,12 @@ type DelQueue struct {
 	Store   ReplayStore
 	Log     *slog.Logger
 	Metrics *Metrics
+	// LogLimit bounds the warnings about unreadable entries, which every
+	// replay finds again (zero: the loglimit defaults).
+	LogLimit loglimit.Config
+
+	limitOnce sync.Once
+	limited   *loglimit.Logger
 }
 
 // Replay releases the addresses of DELs the plugin queued while
@@ -36,11 +44,18 @@ func (a *DelQueue) Replay() {
 	entries, bad := delqueue.List(dir)
 	for _, b := range bad {
 		a.Metrics.delQueueBad.Inc()
-		a.Log.Warn("unreadable DEL queue entry left in place", "path", b.Path, "error", b.Err)
+		a.badEntryLog().Warn("unreadable", "unreadable DEL queue entry left in place", "path", b.Path, "error", b.Err)
 	}
 	for _, e := range entries {
 		a.replayDelEntry(dir, e)
 	}
+}
+
+// badEntryLog is the rate-limited log of unreadable entries: anyone who
+// can write the queue directory could fill it with junk.
+func (a *DelQueue) badEntryLog() *loglimit.Logger {
+	a.limitOnce.Do(func() { a.limited = loglimit.New(a.Log, a.LogLimit) })
+	return a.limited
 }
 
 // replayDelEntry applies one queued DEL and, once it is done or moot,

@@ -1,18 +1,27 @@
 package podip
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/logger"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 )
 
 // replayAgent is a DEL queue over a small pool.
@@ -95,3 +104,45 @@ func TestDelQueueReplayMatchesMigratedKeys(t *testing.T) {
 }
 
 func storeOf(q *DelQueue) *datastore.DataStore { return q.Store.(*datastore.DataStore) }
+
+// A queue directory full of junk, found again by every replay, gets a
+// burst of warnings and a count a minute in the log; the metric counts
+// every file each time.
+func TestDelQueueJunkDoesNotFloodTheLog(t *testing.T) {
+	a, dir := replayAgent(t)
+	var out bytes.Buffer
+	clock := clocktest.New()
+	a.Log = logger.New(&out, slog.LevelDebug)
+	a.LogLimit = loglimit.Config{Clock: clock}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	const junk = 500
+	for i := range junk {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("junk-%d.json", i)), []byte("{not json"), 0o644))
+	}
+	for range 3 { // three replays within the minute
+		a.Replay()
+	}
+	clock.Advance(loglimit.DefaultInterval)
+
+	assert.Equal(t, 3.0*junk, testutil.ToFloat64(a.Metrics.delQueueBad))
+	var warned, summaries int
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var l map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
+		switch l["msg"] {
+		case "unreadable DEL queue entry left in place":
+			warned++
+		case loglimit.SummaryMsg:
+			summaries++
+			assert.EqualValues(t, 3*junk-loglimit.DefaultBurst, l["suppressed"])
+		default:
+			t.Errorf("unexpected line %v", l)
+		}
+	}
+	assert.Equal(t, loglimit.DefaultBurst, warned)
+	assert.Equal(t, 1, summaries)
+	left, bad := delqueue.List(dir)
+	assert.Empty(t, left)
+	assert.Len(t, bad, junk, "junk is left for the operator")
+}

@@ -39,7 +39,9 @@ func (h *cniHandler) checkVersion(rpcName, got string) error {
 
 func (h *cniHandler) invalid(rpcName, reason string, err error) error {
 	h.metrics.invalid.WithLabelValues(rpcName, reason).Inc()
-	h.Log.Warn("rejected malformed request", "rpc", rpcName, "reason", reason, "error", err)
+	// A client can send these as fast as it likes: rate-limited per RPC
+	// and reason, every one still counted by the metric above.
+	h.warnings.Warn(rpcName+" "+reason, "rejected malformed request", "rpc", rpcName, "reason", reason, "error", err)
 	return status.Errorf(codes.InvalidArgument, "%s: %v", rpcName, err)
 }
 

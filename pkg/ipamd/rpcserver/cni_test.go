@@ -19,7 +19,9 @@ func newTestHandler(t *testing.T, store *datastore.DataStore) (*cniHandler, *Met
 	t.Helper()
 	m := NewMetrics(prometheus.NewRegistry())
 	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"})
-	return &cniHandler{Options: Options{Store: store, Stats: store, Version: "v", Errors: errs, metrics: m, Log: slog.New(slog.DiscardHandler)}}, m
+	o := Options{Store: store, Stats: store, Version: "v", Errors: errs, Log: slog.New(slog.DiscardHandler)}
+	o.complete(m)
+	return &cniHandler{Options: o}, m
 }
 
 func addRequest(id string) *rpc.AddNetworkRequest {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
@@ -75,18 +76,28 @@ type Options struct {
 	// of ipamd.
 	Errors *prometheus.CounterVec
 	Log    *slog.Logger
+	// LogLimit bounds the warnings malformed requests log (zero: the
+	// loglimit defaults, 10 lines per RPC and reason a minute).
+	LogLimit loglimit.Config
 
-	metrics *Metrics
+	metrics  *Metrics
+	warnings *loglimit.Logger
+}
+
+// complete fills what the handlers need beyond what the caller set.
+func (o *Options) complete(m *Metrics) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	o.metrics = m
+	o.warnings = loglimit.New(o.Log, o.LogLimit)
 }
 
 // New builds the gRPC server: the CNI backend, the config server, the
 // maintenance service (GC, STATUS), the standard health service and
 // reflection, as upstream's ipamd does. m holds the request metrics.
 func New(o Options, m *Metrics) (*grpc.Server, *health.Server) {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	o.metrics = m
+	o.complete(m)
 	s := grpc.NewServer(grpc.MaxRecvMsgSize(MaxRequestBytes))
 	h := &cniHandler{Options: o}
 	rpc.RegisterCNIBackendServer(s, h)

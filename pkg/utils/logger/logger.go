@@ -1,8 +1,11 @@
-// Package logger builds the structured JSON logger ipamd and the tools use:
-// level and destination as upstream configures them (AWS_VPC_K8S_CNI_LOGLEVEL,
-// AWS_VPC_K8S_CNI_LOG_FILE), files rotated like upstream's. Like every
-// pkg/utils package, it never imports a package of this module outside
-// pkg/utils.
+// Package logger builds the structured logger of ipamd, the aws-cni plugin,
+// the entrypoint and the tools: log/slog with a handler that writes
+// upstream's JSON line shape (zap's: "level", "ts", "caller", "msg", then
+// the fields), levels named as upstream names them (AWS_VPC_K8S_CNI_LOGLEVEL,
+// pluginLogLevel), and destinations as upstream opens them
+// (AWS_VPC_K8S_CNI_LOG_FILE, pluginLogFile): stdout, stderr or a file
+// rotated like upstream's. Like every pkg/utils package, it never imports a
+// package of this module outside pkg/utils.
 package logger
 
 import (
@@ -31,8 +34,16 @@ func ParseLevel(s string) (slog.Level, error) {
 	return slog.LevelDebug, fmt.Errorf("unknown log level %q", s)
 }
 
-// Open returns the writer for a destination: "stdout", "stderr", or a file
-// path rotated at 100 MB with 5 compressed backups kept 30 days.
+// Upstream's rotation of a log file (lumberjack, as upstream uses).
+const (
+	RotateMaxSizeMB  = 100 // rotate when the file reaches this size
+	RotateMaxBackups = 5   // rotated files kept
+	RotateMaxAgeDays = 30  // rotated files older than this are removed
+)
+
+// Open returns the writer for a destination: "stdout", "stderr" (any case),
+// or a file path, created with its directory and rotated as upstream's:
+// at 100 MB, keeping 5 gzip-compressed backups for at most 30 days.
 func Open(dest string) io.WriteCloser {
 	switch strings.ToLower(dest) {
 	case "stdout", "":
@@ -40,12 +51,13 @@ func Open(dest string) io.WriteCloser {
 	case "stderr":
 		return nopCloser{os.Stderr}
 	}
-	return &lumberjack.Logger{Filename: dest, MaxSize: 100, MaxBackups: 5, MaxAge: 30, Compress: true}
+	return &lumberjack.Logger{Filename: dest, MaxSize: RotateMaxSizeMB, MaxBackups: RotateMaxBackups,
+		MaxAge: RotateMaxAgeDays, Compress: true}
 }
 
-// New returns a JSON logger writing to w at level.
+// New returns a logger writing upstream's JSON lines to w at level.
 func New(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	return slog.New(NewHandler(w, level))
 }
 
 type nopCloser struct{ io.Writer }

@@ -32,7 +32,7 @@ func genConsistent(r *rand.Rand) (Stats, Config) {
 		WarmIPTarget:     maybe(r, 41),
 		MinimumIPTarget:  maybe(r, 81),
 		WarmPrefixTarget: maybe(r, 5),
-		SlotsPerENI:        1 + r.IntN(49),
+		SlotsPerENI:      1 + r.IntN(49),
 		PrefixDelegation: r.IntN(2) == 0,
 	}
 	if r.IntN(4) != 0 {

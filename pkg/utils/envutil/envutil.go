@@ -5,7 +5,9 @@
 //
 // The rules, per kind, follow upstream aws-node's lenient parsing:
 //
-//   - unset, empty or blank is the default, silently;
+//   - unset, empty or blank is the default, silently (StrictBool, for
+//     the booleans upstream parses with its stricter helper, warns about
+//     a set but empty value);
 //   - a value is trimmed of surrounding blanks before it is parsed (String
 //     alone returns the value as set);
 //   - a value that does not parse, or is out of range, is never an error:
@@ -104,6 +106,18 @@ func (e Env) Bool(name string, def bool) bool {
 	return b
 }
 
+// StrictBool is Bool for the variables upstream parses with its stricter
+// helper, which also complains about a variable set to the empty string:
+// set but empty or blank gives def with a warning (value ""), where Bool
+// is silent.
+func (e Env) StrictBool(name string, def bool) bool {
+	if v, set := e.raw(name); set && strings.TrimSpace(v) == "" {
+		e.warn(name, v, strconv.FormatBool(def))
+		return def
+	}
+	return e.Bool(name, def)
+}
+
 // Int parses a decimal integer; unset or blank gives def, and an
 // unparsable value or one below min gives def with a warning.
 func (e Env) Int(name string, def, min int) int {
@@ -117,6 +131,35 @@ func (e Env) Int(name string, def, min int) int {
 		return def
 	}
 	return n
+}
+
+// IntIn is Int with a ceiling too: a value outside [min, max] gives def
+// with a warning.
+func (e Env) IntIn(name string, def, min, max int) int {
+	n := e.Int(name, def, min)
+	if n > max {
+		v, _ := e.Value(name)
+		e.warn(name, v, strconv.Itoa(def))
+		return def
+	}
+	return n
+}
+
+// Seconds reads a whole number of seconds (a bare decimal integer, as
+// upstream's IP_COOLDOWN_PERIOD) as a duration; unset or blank gives def,
+// and an unparsable value or one below min seconds gives def with a
+// warning.
+func (e Env) Seconds(name string, def time.Duration, min int) time.Duration {
+	v, ok := e.Value(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || int64(n) > math.MaxInt64/int64(time.Second) {
+		e.warn(name, v, def.String())
+		return def
+	}
+	return time.Duration(n) * time.Second
 }
 
 // Uint32 parses a number in Go syntax, base detected from the prefix

@@ -318,3 +318,67 @@ func TestZeroEnvAndPackageFunctions(t *testing.T) {
 	assert.Contains(t, buf.String(), "env=B value=maybe using=false")
 	assert.Contains(t, buf.String(), "env=I value=-3 using=4")
 }
+
+// StrictBool differs from Bool only for a variable set to the empty
+// string or blanks: upstream's stricter helper complains about it.
+func TestStrictBool(t *testing.T) {
+	for _, tc := range []struct {
+		in   in
+		def  bool
+		want bool
+		warn []warning
+	}{
+		{unset, true, true, nil},
+		{val(""), true, true, warned("", "true")},
+		{val("  "), false, false, warned("  ", "false")},
+		{val("true"), false, true, nil},
+		{val(" 0 "), true, false, nil},
+		{val("yes"), false, false, warned("yes", "false")},
+	} {
+		env, w := envWith(tc.in.v, tc.in.set)
+		assert.Equal(t, tc.want, env.StrictBool(name, tc.def), "%+v", tc.in)
+		assert.Equal(t, tc.warn, *w, "%+v", tc.in)
+	}
+}
+
+func TestIntIn(t *testing.T) {
+	for _, tc := range []struct {
+		in   in
+		want int
+		warn []warning
+	}{
+		{unset, 9001, nil},
+		{val(""), 9001, nil},
+		{val("576"), 576, nil},
+		{val(" 9001 "), 9001, nil},
+		{val("1500"), 1500, nil},
+		{val("575"), 9001, warned("575", "9001")},
+		{val("9002"), 9001, warned("9002", "9001")},
+		{val("jumbo"), 9001, warned("jumbo", "9001")},
+	} {
+		env, w := envWith(tc.in.v, tc.in.set)
+		assert.Equal(t, tc.want, env.IntIn(name, 9001, 576, 9001), "%+v", tc.in)
+		assert.Equal(t, tc.warn, *w, "%+v", tc.in)
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		in   in
+		want time.Duration
+		warn []warning
+	}{
+		{unset, 30 * time.Second, nil},
+		{val(" "), 30 * time.Second, nil},
+		{val("0"), 0, nil},
+		{val("5"), 5 * time.Second, nil},
+		{val("-1"), 30 * time.Second, warned("-1", "30s")},
+		{val("5s"), 30 * time.Second, warned("5s", "30s")},
+		{val("1.5"), 30 * time.Second, warned("1.5", "30s")},
+		{val("9999999999999"), 30 * time.Second, warned("9999999999999", "30s")},
+	} {
+		env, w := envWith(tc.in.v, tc.in.set)
+		assert.Equal(t, tc.want, env.Seconds(name, 30*time.Second, 0), "%+v", tc.in)
+		assert.Equal(t, tc.warn, *w, "%+v", tc.in)
+	}
+}

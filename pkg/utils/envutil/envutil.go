@@ -60,6 +60,11 @@ func SlogWarn(log *slog.Logger) Warn {
 	}
 }
 
+// Raw returns the value as set, untrimmed, and whether it is set at all
+// (for the few settings upstream treats an empty value differently from
+// an unset one).
+func (e Env) Raw(name string) (string, bool) { return e.raw(name) }
+
 func (e Env) raw(name string) (string, bool) {
 	if e.Lookup == nil {
 		return os.LookupEnv(name)
@@ -74,6 +79,11 @@ func (e Env) warn(name, value, used string) {
 	}
 	e.Warn(name, value, used)
 }
+
+// Reject is for a caller that refuses a value after parsing it (an IPv6
+// entry of an IPv4-only list): it warns as the getters do, through Warn
+// or, when nil, slog.Default().
+func (e Env) Reject(name, value, used string) { e.warn(name, value, used) }
 
 // Value returns the trimmed value and whether it is set to something
 // other than blanks.
@@ -285,3 +295,22 @@ func Int(env Lookup, name string, def, min int) int { return Env{Lookup: env}.In
 
 // List is Env{Lookup: env}.List.
 func List(env Lookup, name string) []string { return Env{Lookup: env}.List(name) }
+
+// Held keeps warnings until they can be logged: ipamd learns where to
+// log from the same environment it may have to warn about. The zero Held
+// is ready to use; it is not safe for concurrent use.
+type Held struct{ held [][3]string }
+
+// Warn is a Warn that holds the warning.
+func (h *Held) Warn(name, value, used string) {
+	h.held = append(h.held, [3]string{name, value, used})
+}
+
+// Replay passes the held warnings to w in the order they came, and
+// forgets them.
+func (h *Held) Replay(w Warn) {
+	for _, x := range h.held {
+		w(x[0], x[1], x[2])
+	}
+	h.held = nil
+}

@@ -382,3 +382,20 @@ func TestSeconds(t *testing.T) {
 		assert.Equal(t, tc.warn, *w, "%+v", tc.in)
 	}
 }
+
+func TestReject(t *testing.T) {
+	env, w := envWith("", false)
+	env.Reject(name, "fd00::/8", EntrySkipped)
+	assert.Equal(t, warned("fd00::/8", EntrySkipped), *w)
+}
+
+func TestHeldReplaysInOrder(t *testing.T) {
+	var h Held
+	env := Env{Lookup: func(k string) (string, bool) { return map[string]string{"A": "x", "B": "y"}[k], true }, Warn: h.Warn}
+	env.Bool("A", true)
+	env.Int("B", 3, 0)
+	var got []warning
+	h.Replay(func(n, v, u string) { got = append(got, warning{n, v, u}) })
+	assert.Equal(t, []warning{{"A", "x", "true"}, {"B", "y", "3"}}, got)
+	h.Replay(func(n, v, u string) { t.Errorf("replayed twice: %s", n) })
+}

@@ -152,10 +152,10 @@ var ErrUnsupported = errors.New("not supported by this build")
 
 func (c Config) validate() error {
 	switch {
-	case c.EnableIPv4 == c.EnableIPv6:
-		return errors.New("exactly one of ENABLE_IPv4 and ENABLE_IPv6 must be true")
 	case c.EnableIPv6:
 		return fmt.Errorf("ENABLE_IPv6=true: IPv6 mode is %w", ErrUnsupported)
+	case !c.EnableIPv4:
+		return errors.New("exactly one of ENABLE_IPv4 and ENABLE_IPv6 must be true")
 	case c.CustomNetworking:
 		return fmt.Errorf("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true: custom networking is %w", ErrUnsupported)
 	case c.EnablePodENI:

@@ -86,7 +86,7 @@ func TestLoadConfigRefusals(t *testing.T) {
 		want string
 	}{
 		{"no family (ENABLE_IPv4 defaults to false, as upstream)", map[string]string{}, "exactly one of ENABLE_IPv4"},
-		{"both families", map[string]string{"ENABLE_IPv4": "true", "ENABLE_IPv6": "true"}, "exactly one"},
+		{"both families: IPv6 is refused first", map[string]string{"ENABLE_IPv4": "true", "ENABLE_IPv6": "true"}, "IPv6 mode is not supported"},
 		{"ipv6", map[string]string{"ENABLE_IPv6": "true"}, "IPv6 mode is not supported"},
 		{"custom networking", map[string]string{"ENABLE_IPv4": "true", "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true"}, "custom networking"},
 		{"pod ENI", map[string]string{"ENABLE_IPv4": "true", "ENABLE_POD_ENI": "true"}, "security groups for pods"},

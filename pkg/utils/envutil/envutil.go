@@ -284,17 +284,10 @@ func (e Env) LookupInt(name string, min, max int) (n int, ok bool, err error) {
 	return n, true, nil
 }
 
-// String is Env{Lookup: env}.String.
+// String is Env{Lookup: env}.String, for code that refuses rather than
+// warns (the pod-IP reconciler's settings). Everything that may fall back
+// with a warning holds an Env, so that its warnings reach its logger.
 func String(env Lookup, name, def string) string { return Env{Lookup: env}.String(name, def) }
-
-// Bool is Env{Lookup: env}.Bool: it warns through slog.Default().
-func Bool(env Lookup, name string, def bool) bool { return Env{Lookup: env}.Bool(name, def) }
-
-// Int is Env{Lookup: env}.Int: it warns through slog.Default().
-func Int(env Lookup, name string, def, min int) int { return Env{Lookup: env}.Int(name, def, min) }
-
-// List is Env{Lookup: env}.List.
-func List(env Lookup, name string) []string { return Env{Lookup: env}.List(name) }
 
 // Held keeps warnings until they can be logged: ipamd learns where to
 // log from the same environment it may have to warn about. The zero Held

@@ -206,6 +206,26 @@ var All = []Var{
 	ours("KUBECONFIG", "/root/.kube/config", IPAMD),
 }
 
+// EmptyWarns are ipamd's booleans upstream parses with its stricter
+// helper, which complains about a set but empty value; ipamd's other
+// booleans take an empty value as unset silently, as upstream's ipamd and
+// networkutils helpers do. (The entrypoint's and init's booleans all use
+// the stricter helper.)
+var EmptyWarns = map[string]bool{
+	"ANNOTATE_POD_IP":                       true,
+	"DISABLE_INTROSPECTION":                 true,
+	"DISABLE_LEAKED_ENI_CLEANUP":            true,
+	"DISABLE_METRICS":                       true,
+	"DISABLE_NETWORK_RESOURCE_PROVISIONING": true,
+	"ENABLE_IMDS_ONLY_MODE":                 true,
+	"ENABLE_IPv4":                           true,
+	"ENABLE_IPv6":                           true,
+	"ENABLE_MULTI_NIC":                      true,
+	"ENABLE_POD_ENI":                        true,
+	"ENABLE_PREFIX_DELEGATION":              true,
+	"MANAGE_UNTAGGED_ENI":                   true,
+}
+
 // Lookup finds a variable of All by name.
 func Lookup(name string) (Var, bool) {
 	for _, v := range All {

@@ -115,6 +115,31 @@ func TestRefusedVariablesStopIPAMD(t *testing.T) {
 	}
 }
 
+// ipamd's booleans treat a set but empty value as upstream's helper for
+// each does: a warning for the stricter one, silence for the others.
+func TestIPAMDEmptyBooleans(t *testing.T) {
+	for _, v := range All {
+		isBool := v.Sample == "true" || v.Sample == "false" || v.Name == "ENABLE_IPv4"
+		if !isBool || !v.Reads(IPAMD) || v.Status == PendingMerge {
+			continue
+		}
+		env := with(v.Name, "")
+		if v.Name == "ENABLE_IPv4" {
+			env = map[string]string{"ENABLE_IPv4": ""}
+		}
+		var warned []string
+		_, _ = ipamd.Load(envutil.Env{
+			Lookup: func(k string) (string, bool) { x, ok := env[k]; return x, ok },
+			Warn:   func(name, value, used string) { warned = append(warned, name) },
+		})
+		if EmptyWarns[v.Name] {
+			assert.Equal(t, []string{v.Name}, warned, "%s= (empty) should be warned about", v.Name)
+		} else {
+			assert.Empty(t, warned, "%s= (empty) is unset, silently", v.Name)
+		}
+	}
+}
+
 // docRow is one row of docs/upgrade.md's environment table.
 type docRow struct{ name, status string }
 

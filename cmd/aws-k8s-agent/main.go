@@ -18,6 +18,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/logger"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
@@ -43,19 +44,23 @@ func run() int {
 		return 0
 	}
 
-	cfg, err := ipamd.LoadConfig(os.LookupEnv)
+	// Warnings about the environment wait for the logger it configures.
+	var held envutil.Held
+	cfg, err := ipamd.Load(envutil.Env{Lookup: os.LookupEnv, Warn: held.Warn})
 	if err != nil {
+		held.Replay(envutil.SlogWarn(logger.New(os.Stderr, slog.LevelWarn)))
 		fmt.Fprintln(os.Stderr, "configuration:", err)
 		return 1
 	}
 	level, err := logger.ParseLevel(cfg.LogLevel)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "AWS_VPC_K8S_CNI_LOGLEVEL:", err, "- using Debug")
+		held.Warn("AWS_VPC_K8S_CNI_LOGLEVEL", cfg.LogLevel, level.String())
 	}
 	out := logger.Open(cfg.LogFile)
 	defer out.Close()
 	log := logger.New(out, level)
 	slog.SetDefault(log)
+	held.Replay(envutil.SlogWarn(log))
 
 	if *testInterval > 0 || *testGrace > 0 {
 		// End-to-end tests need minutes to pass in seconds; the variables
@@ -73,7 +78,7 @@ func run() int {
 	if *devPool == "" && *hostNet {
 		// A real node: ipamd owns the host's ENI links, route tables, rules and SNAT.
 		opts.HostNetwork = func(id awsutils.Identity) (ipamd.HostNetwork, error) {
-			nc := networkutils.ConfigFromEnv(os.LookupEnv)
+			nc := cfg.Network
 			nc.PrimaryMAC, nc.PrimaryIP, nc.VPCCIDRs = id.PrimaryMAC, id.PrimaryIP, id.VPCCIDRs
 			return networkutils.New(nc, networkutils.WithLogger(log))
 		}

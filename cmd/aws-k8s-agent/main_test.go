@@ -23,7 +23,9 @@ import (
 
 // TestSIGTERMStopsCleanly runs the real binary on a development pool, makes
 // an allocation, sends SIGTERM, and checks the process exits 0 with the
-// allocation in its checkpoint.
+// allocation in its checkpoint. On the way it checks that a refused
+// setting stops the binary with a message naming it, and that a value it
+// cannot parse is warned about in the log file the environment names.
 func TestSIGTERMStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "aws-k8s-agent")
@@ -31,12 +33,20 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run())
 
+	refused := exec.Command(bin, "-dev-static-pool", "1x4")
+	refused.Env = append(os.Environ(), "ENABLE_IPv4=true", "ENABLE_V6_EGRESS=true")
+	out, err := refused.CombinedOutput()
+	require.Error(t, err, "a refused setting stops ipamd")
+	assert.Equal(t, 1, refused.ProcessState.ExitCode())
+	assert.Contains(t, string(out), "ENABLE_V6_EGRESS=true")
+
 	sock := filepath.Join(dir, "ipamd.sock")
 	cp := filepath.Join(dir, "ipam.json")
 	cmd := exec.Command(bin, "-socket", sock, "-metrics-address", "unix:"+filepath.Join(dir, "m.sock"), "-dev-static-pool", "1x4")
 	cmd.Env = append(os.Environ(), "ENABLE_IPv4=true", "AWS_VPC_K8S_CNI_BACKING_STORE="+cp,
 		"AWS_VPC_K8S_CNI_LOG_FILE="+filepath.Join(dir, "ipamd.log"), "AWS_VPC_K8S_CNI_LOGLEVEL=info",
-		"INTROSPECTION_BIND_ADDRESS=unix:"+filepath.Join(dir, "i.sock"), "POD_IP_RECONCILE_MODE=off")
+		"INTROSPECTION_BIND_ADDRESS=unix:"+filepath.Join(dir, "i.sock"), "POD_IP_RECONCILE_MODE=off",
+		"WARM_IP_TARGET=abc")
 	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -75,6 +85,8 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 		assert.Regexp(t, shape, l)
 		assert.True(t, json.Valid([]byte(l)), l)
 	}
+	// Held until the log file existed, then written to it.
+	assert.Regexp(t, `"env":"WARM_IP_TARGET","value":"abc","using":"0"`, string(log))
 }
 
 func mustCheckpointer(t *testing.T, path string) *datastore.FileCheckpointer {

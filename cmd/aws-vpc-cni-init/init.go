@@ -89,15 +89,15 @@ func plan(primary string, env envutil.Env) []sysctl {
 	// through another interface than the one their request came in on.
 	out := []sysctl{{"net/ipv4/conf/" + primary + "/rp_filter", "2"}}
 	demux := "1"
-	if env.Bool("DISABLE_TCP_EARLY_DEMUX", false) {
+	if env.StrictBool("DISABLE_TCP_EARLY_DEMUX", false) {
 		demux = "0"
 	}
 	out = append(out, sysctl{"net/ipv4/tcp_early_demux", demux})
-	v6 := env.Bool("ENABLE_IPv6", false)
+	v6 := env.StrictBool("ENABLE_IPv6", false)
 	if v6 {
 		out = append(out, sysctl{"net/ipv6/conf/all/disable_ipv6", "0"})
 	}
-	if v6 || env.Bool("ENABLE_V6_EGRESS", false) {
+	if v6 || env.StrictBool("ENABLE_V6_EGRESS", false) {
 		out = append(out,
 			sysctl{"net/ipv6/conf/all/forwarding", "1"},
 			// Keep taking router advertisements with forwarding on.
@@ -143,7 +143,7 @@ func writeSysctl(path, value string) error {
 // config, which this small binary does not load) is honoured here.
 func imdsPrimaryMAC(ctx context.Context) (string, error) {
 	o := imds.Options{Retryer: retry.AddWithMaxAttempts(retry.NewStandard(), imdsAttempts)}
-	if strings.EqualFold(os.Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE"), "IPv6") {
+	if mode, _ := (envutil.Env{}).Value("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE"); strings.EqualFold(mode, "IPv6") {
 		o.EndpointMode = imds.EndpointModeStateIPv6
 	}
 	client := imds.New(o)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 )
 
 const primaryMAC = "0a:1b:2c:3d:4e:5f"
@@ -159,6 +161,16 @@ func TestUnparsableBoolWarnsAndKeepsDefault(t *testing.T) {
 	require.NoError(t, run(context.Background(), o, envOf(env), fakeDeps(), slog.New(slog.NewTextHandler(&logs, nil))))
 	assert.Equal(t, "1", n.sysctls(t)["net/ipv4/tcp_early_demux"], "default: early demux stays on")
 	assert.Contains(t, logs.String(), `env=DISABLE_TCP_EARLY_DEMUX value="yes please" using=false`)
+}
+
+// Upstream's init parses its booleans with the helper that also
+// complains about a set but empty value.
+func TestEmptyBoolWarns(t *testing.T) {
+	var warned [][3]string
+	env := envutil.Env{Lookup: envOf(map[string]string{"ENABLE_IPv6": ""}),
+		Warn: func(name, value, used string) { warned = append(warned, [3]string{name, value, used}) }}
+	assert.Len(t, plan("eth0", env), 2, "rp_filter and early demux only")
+	assert.Equal(t, [][3]string{{"ENABLE_IPv6", "", "false"}}, warned)
 }
 
 func TestEarlyDemuxSkippedWhenAbsent(t *testing.T) {

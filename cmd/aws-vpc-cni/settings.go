@@ -50,9 +50,10 @@ type settings struct {
 var cniVersionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 
 // loadSettings reads and validates the environment as upstream's entrypoint
-// does, reporting every problem at once; booleans it cannot parse are
-// warned about (env.Warn) and take their default. Two deliberate
-// differences: an empty value counts as unset, and the prefix-delegation
+// does, reporting every problem at once; booleans it cannot parse (an
+// empty value included, as upstream's bool helper) are warned about
+// (env.Warn) and take their default. Two deliberate differences: an empty
+// string or number counts as unset, and the prefix-delegation
 // check compares the warm/minimum targets as numbers (upstream compares
 // strings, so "-5" or "00" pass or fail by accident).
 func loadSettings(env envutil.Env) (settings, error) {
@@ -62,13 +63,13 @@ func loadSettings(env envutil.Env) (settings, error) {
 		PodSGMode:      env.String("POD_SECURITY_GROUP_ENFORCING_MODE", defaultPodSGMode),
 		PluginLogFile:  env.String("AWS_VPC_K8S_PLUGIN_LOG_FILE", defaultPluginLogFile),
 		PluginLogLevel: env.String("AWS_VPC_K8S_PLUGIN_LOG_LEVEL", defaultPluginLogLevel),
-		Bandwidth:      env.Bool("ENABLE_BANDWIDTH_PLUGIN", false),
-		DisablePodV6:   env.Bool("DISABLE_POD_V6", false),
+		Bandwidth:      env.StrictBool("ENABLE_BANDWIDTH_PLUGIN", false),
+		DisablePodV6:   env.StrictBool("DISABLE_POD_V6", false),
 		CNIVersion:     cniVersion,
 		HostCNIBinPath: env.String("HOST_CNI_BIN_PATH", defaultHostCNIBinPath),
 		HostCNIConfDir: env.String("HOST_CNI_CONFDIR_PATH", defaultHostCNIConfDir),
 	}
-	ipv6 := env.Bool("ENABLE_IPv6", false)
+	ipv6 := env.StrictBool("ENABLE_IPv6", false)
 	if ipv6 {
 		s.EgressPluginLogFile = env.String("AWS_VPC_K8S_EGRESS_V4_PLUGIN_LOG_FILE", defaultEgressV4PluginLogFile)
 	} else {
@@ -86,7 +87,7 @@ func loadSettings(env envutil.Env) (settings, error) {
 	case p == "eth" || p == "lo" || p == "vlan":
 		bad("AWS_VPC_K8S_CNI_VETHPREFIX cannot be %q: it is reserved for the node's own interfaces", p)
 	}
-	if env.Bool("ENABLE_POD_ENI", false) && s.PodSGMode != "strict" && s.PodSGMode != "standard" {
+	if env.StrictBool("ENABLE_POD_ENI", false) && s.PodSGMode != "strict" && s.PodSGMode != "standard" {
 		bad("POD_SECURITY_GROUP_ENFORCING_MODE %q must be strict or standard", s.PodSGMode)
 	}
 	if _, _, err := env.LookupInt("IP_COOLDOWN_PERIOD", 0, math.MaxInt); err != nil {
@@ -115,7 +116,7 @@ func loadSettings(env envutil.Env) (settings, error) {
 		s.MTU = eniMTU
 	}
 
-	if env.Bool("ENABLE_PREFIX_DELEGATION", false) {
+	if env.StrictBool("ENABLE_PREFIX_DELEGATION", false) {
 		positive := false
 		for _, name := range []string{"WARM_IP_TARGET", "WARM_PREFIX_TARGET", "MINIMUM_IP_TARGET"} {
 			// Unset, garbage or <= 0 all count as not positive here;

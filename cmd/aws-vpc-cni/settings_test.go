@@ -168,6 +168,21 @@ func TestLoadSettingsWarns(t *testing.T) {
 	assert.Equal(t, [][3]string{{"ENABLE_BANDWIDTH_PLUGIN", "maybe", "false"}, {"ENABLE_IPv6", "v6", "false"}}, warned)
 }
 
+// Upstream's entrypoint parses its booleans with the helper that also
+// complains about a set but empty value.
+func TestLoadSettingsWarnsOnEmptyBool(t *testing.T) {
+	var warned [][3]string
+	env := envutil.Env{
+		Lookup: envOf(map[string]string{"ENABLE_BANDWIDTH_PLUGIN": "", "DISABLE_POD_V6": " "}),
+		Warn:   func(name, value, used string) { warned = append(warned, [3]string{name, value, used}) },
+	}
+	s, err := loadSettings(env)
+	require.NoError(t, err)
+	assert.False(t, s.Bandwidth)
+	assert.False(t, s.DisablePodV6)
+	assert.Equal(t, [][3]string{{"ENABLE_BANDWIDTH_PLUGIN", "", "false"}, {"DISABLE_POD_V6", " ", "false"}}, warned)
+}
+
 func TestNewLoggerWarnsOnUnknownLevel(t *testing.T) {
 	var buf bytes.Buffer
 	log := newLogger(envOf(map[string]string{"AWS_VPC_K8S_CNI_LOGLEVEL": "loud"}), &buf)

@@ -21,7 +21,8 @@ func (a *Agent) connectK8s(ctx context.Context) {
 	cfg := a.opts.Config
 	client := a.opts.K8s
 	if client == nil && cfg.NodeName != "" && a.opts.DevPool == nil {
-		c, err := k8sapi.NewClient("aws-k8s-agent-" + version.Version)
+		c, err := k8sapi.NewClient(k8sapi.ClientOptions{UserAgent: "aws-k8s-agent-" + version.Version,
+			Endpoint: cfg.ClusterEndpoint, Kubeconfig: cfg.Kubeconfig})
 		if err != nil {
 			a.log.Warn("no Kubernetes API client; continuing without it", "error", err)
 		} else {

@@ -129,7 +129,7 @@ func (a *Agent) wireRPC() {
 	cfg := a.opts.Config
 	a.rpc = rpcserver.Options{Store: a.store, Stats: a.store, Version: version.RPCVersion,
 		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
-		ExternalSNAT: cfg.ExternalSNAT, ExcludeSNATCIDRs: cfg.ExcludeSNATCIDRs,
+		ExternalSNAT: cfg.Network.ExternalSNAT, ExcludeSNATCIDRs: cfg.excludeSNATStrings(),
 		VPCCIDRs: a.vpcCIDRs, Errors: a.metrics.errors, Log: a.log}
 	if a.pool != nil {
 		a.rpc.OnExhausted = a.pool.Wake

@@ -4,59 +4,63 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 )
 
 // Config is ipamd's configuration, read from the same environment variables
-// as upstream aws-node, with the same defaults and parsing.
+// as upstream aws-node, with the same defaults and parsing (docs/upgrade.md
+// lists every variable and whether it is honoured or refused).
+//
+// Groups are alphabetical by variable within each; one field per line.
 type Config struct {
-	WarmENITarget    int // WARM_ENI_TARGET, default 1
-	WarmIPTarget     int // WARM_IP_TARGET, 0 = unset
-	MinimumIPTarget  int // MINIMUM_IP_TARGET, 0 = unset
-	WarmPrefixTarget int // WARM_PREFIX_TARGET, 0 = unset
-	PrefixDelegation bool
-	MaxENI           int // MAX_ENI, -1 = instance limit
-	EnableIPv4       bool
-	EnableIPv6       bool
-	IPCooldown       time.Duration
+	// Pool sizing and IPAM mode.
+	EnableIPv4       bool          // ENABLE_IPv4, default false (the chart sets true)
+	EnableIPv6       bool          // ENABLE_IPv6: refused
+	EnableMultiNIC   bool          // ENABLE_MULTI_NIC: refused
+	IPCooldown       time.Duration // IP_COOLDOWN_PERIOD, whole seconds, default 30
+	MaxENI           int           // MAX_ENI, -1 = instance limit
+	MinimumIPTarget  int           // MINIMUM_IP_TARGET, 0 = unset
+	PrefixDelegation bool          // ENABLE_PREFIX_DELEGATION
+	WarmENITarget    int           // WARM_ENI_TARGET, default 1
+	WarmIPTarget     int           // WARM_IP_TARGET, 0 = unset
+	WarmPrefixTarget int           // WARM_PREFIX_TARGET, 0 = unset
 
-	CheckpointPath string
-	LogLevel       string
-	LogFile        string
+	// ENI placement and AWS access.
+	ClusterName                        string // CLUSTER_NAME
+	CustomNetworking                   bool   // AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: refused
+	DisableNetworkResourceProvisioning bool   // DISABLE_NETWORK_RESOURCE_PROVISIONING
+	ManageENIsNonSchedulable           bool   // AWS_MANAGE_ENIS_NON_SCHEDULABLE
+	SubnetDiscovery                    bool   // ENABLE_SUBNET_DISCOVERY, default true
+	VPCCNIVersion                      string // VPC_CNI_VERSION, in the user agents
 
-	DisableMetrics           bool
-	DisableIntrospection     bool
-	IntrospectionBindAddress string
+	// Host networking (pkg/networkutils reads these variables; ipamd hands
+	// them to the host setup and reports them on introspection).
+	Network networkutils.Config
+	// EnableV6Egress is ENABLE_V6_EGRESS: refused (no egress-cni plugin).
+	EnableV6Egress bool
 
-	NetworkPolicyMode string // "", none, strict, standard
-	ExternalSNAT      bool
-	ExcludeSNATCIDRs  []string
+	// Features, Kubernetes, observability.
+	CheckpointPath           string // AWS_VPC_K8S_CNI_BACKING_STORE
+	ClusterEndpoint          string // CLUSTER_ENDPOINT: API server address override
+	DisableIntrospection     bool   // DISABLE_INTROSPECTION
+	DisableMetrics           bool   // DISABLE_METRICS
+	EnablePodENI             bool   // ENABLE_POD_ENI: refused
+	IntrospectionBindAddress string // INTROSPECTION_BIND_ADDRESS
+	Kubeconfig               string // KUBECONFIG: only outside a pod (development)
+	LogFile                  string // AWS_VPC_K8S_CNI_LOG_FILE
+	LogLevel                 string // AWS_VPC_K8S_CNI_LOGLEVEL
+	NetworkPolicyMode        string // NETWORK_POLICY_ENFORCING_MODE: "", none, strict, standard
+	NodeName                 string // MY_NODE_NAME
+	PodName                  string // MY_POD_NAME
 
-	CustomNetworking                   bool
-	ManageENIsNonSchedulable           bool
-	SubnetDiscovery                    bool
-	DisableNetworkResourceProvisioning bool
-	EnablePodENI                       bool
-	EnableMultiNIC                     bool
-	NodeName                           string
-	PodName                            string
-	VPCCNIVersion                      string
-	ClusterName                        string
-
-	// Settings of networkutils that introspection reports.
-	Connmark             uint32
-	ExternalServiceCIDRs []string
-	ENIMTU               int
-	VethPrefix           string
-	NodePortSupport      bool
-	RandomizeSNAT        string
-
+	// Reconciler is this project's pod-IP reconciler (POD_IP_RECONCILE_*,
+	// CRI_RUNTIME_ENDPOINT).
 	Reconciler podip.Config
 }
 
@@ -68,62 +72,79 @@ const (
 	DefaultLogFile              = "/host/var/log/aws-routed-eni/ipamd.log"
 )
 
-// LoadConfig reads the configuration from env (os.LookupEnv in production).
-func LoadConfig(env envutil.Lookup) (Config, error) {
+// LoadConfig reads the configuration from lookup (os.LookupEnv in
+// production); warnings about unusable values go to slog.Default().
+func LoadConfig(lookup envutil.Lookup) (Config, error) {
+	return Load(envutil.Env{Lookup: lookup})
+}
+
+// Load reads the configuration through env. A value that does not parse
+// takes its default and is reported to env.Warn; a setting this build
+// refuses, or one upstream refuses too, is an error naming the variable.
+//
+// StrictBool is used where upstream parses with its stricter helper (a
+// set but empty value is warned about), Bool where upstream's ipamd and
+// networkutils helpers take empty as unset.
+func Load(env envutil.Env) (Config, error) {
 	c := Config{
-		WarmENITarget:    envutil.Int(env, "WARM_ENI_TARGET", 1, 0),
-		WarmIPTarget:     envutil.Int(env, "WARM_IP_TARGET", 0, 0),
-		MinimumIPTarget:  envutil.Int(env, "MINIMUM_IP_TARGET", 0, 0),
-		WarmPrefixTarget: envutil.Int(env, "WARM_PREFIX_TARGET", 0, 0),
-		PrefixDelegation: envutil.Bool(env, "ENABLE_PREFIX_DELEGATION", false),
-		MaxENI:           envutil.Int(env, "MAX_ENI", -1, math.MinInt),
-		EnableIPv4:       envutil.Bool(env, "ENABLE_IPv4", false),
-		EnableIPv6:       envutil.Bool(env, "ENABLE_IPv6", false),
-		IPCooldown:       time.Duration(envutil.Int(env, "IP_COOLDOWN_PERIOD", 30, 0)) * time.Second,
+		EnableIPv4:       env.StrictBool("ENABLE_IPv4", false),
+		EnableIPv6:       env.StrictBool("ENABLE_IPv6", false),
+		EnableMultiNIC:   env.StrictBool("ENABLE_MULTI_NIC", false),
+		IPCooldown:       env.Seconds("IP_COOLDOWN_PERIOD", 30*time.Second, 0),
+		MaxENI:           env.Int("MAX_ENI", -1, math.MinInt),
+		MinimumIPTarget:  env.Int("MINIMUM_IP_TARGET", 0, 0),
+		PrefixDelegation: env.StrictBool("ENABLE_PREFIX_DELEGATION", false),
+		WarmENITarget:    env.Int("WARM_ENI_TARGET", 1, 0),
+		WarmIPTarget:     env.Int("WARM_IP_TARGET", 0, 0),
+		WarmPrefixTarget: env.Int("WARM_PREFIX_TARGET", 0, 0),
 
-		CheckpointPath: envutil.String(env, "AWS_VPC_K8S_CNI_BACKING_STORE", datastore.DefaultCheckpointPath),
-		LogLevel:       envutil.String(env, "AWS_VPC_K8S_CNI_LOGLEVEL", "Debug"),
-		LogFile:        envutil.String(env, "AWS_VPC_K8S_CNI_LOG_FILE", DefaultLogFile),
+		ClusterName:                        env.String("CLUSTER_NAME", ""),
+		CustomNetworking:                   env.Bool("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", false),
+		DisableNetworkResourceProvisioning: env.StrictBool("DISABLE_NETWORK_RESOURCE_PROVISIONING", false),
+		ManageENIsNonSchedulable:           env.Bool("AWS_MANAGE_ENIS_NON_SCHEDULABLE", false),
+		SubnetDiscovery:                    env.Bool("ENABLE_SUBNET_DISCOVERY", true),
+		VPCCNIVersion:                      env.String("VPC_CNI_VERSION", ""),
 
-		DisableMetrics:           envutil.Bool(env, "DISABLE_METRICS", false),
-		DisableIntrospection:     envutil.Bool(env, "DISABLE_INTROSPECTION", false),
-		IntrospectionBindAddress: envutil.String(env, "INTROSPECTION_BIND_ADDRESS", DefaultIntrospectionAddress),
+		Network:        networkutils.LoadEnv(env),
+		EnableV6Egress: env.Bool("ENABLE_V6_EGRESS", false),
 
-		ExternalSNAT:     envutil.Bool(env, "AWS_VPC_K8S_CNI_EXTERNALSNAT", false),
-		ExcludeSNATCIDRs: envutil.List(env, "AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS"),
-
-		CustomNetworking:                   envutil.Bool(env, "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", false),
-		ManageENIsNonSchedulable:           envutil.Bool(env, "AWS_MANAGE_ENIS_NON_SCHEDULABLE", false),
-		SubnetDiscovery:                    envutil.Bool(env, "ENABLE_SUBNET_DISCOVERY", true),
-		DisableNetworkResourceProvisioning: envutil.Bool(env, "DISABLE_NETWORK_RESOURCE_PROVISIONING", false),
-		EnablePodENI:                       envutil.Bool(env, "ENABLE_POD_ENI", false),
-		EnableMultiNIC:                     envutil.Bool(env, "ENABLE_MULTI_NIC", false),
-		NodeName:                           envutil.String(env, "MY_NODE_NAME", ""),
-		PodName:                            envutil.String(env, "MY_POD_NAME", ""),
-		VPCCNIVersion:                      envutil.String(env, "VPC_CNI_VERSION", ""),
-		ClusterName:                        envutil.String(env, "CLUSTER_NAME", ""),
-
-		Connmark:             parseConnmark(env),
-		ExternalServiceCIDRs: envutil.List(env, "AWS_EXTERNAL_SERVICE_CIDRS"),
-		ENIMTU:               envutil.Int(env, "AWS_VPC_ENI_MTU", 9001, 0),
-		VethPrefix:           envutil.String(env, "AWS_VPC_K8S_CNI_VETHPREFIX", "eni"),
-		NodePortSupport:      envutil.Bool(env, "AWS_VPC_CNI_NODE_PORT_SUPPORT", true),
-		RandomizeSNAT:        envutil.String(env, "AWS_VPC_K8S_CNI_RANDOMIZESNAT", "prng"),
+		CheckpointPath:           env.String("AWS_VPC_K8S_CNI_BACKING_STORE", datastore.DefaultCheckpointPath),
+		ClusterEndpoint:          env.String("CLUSTER_ENDPOINT", ""),
+		DisableIntrospection:     env.StrictBool("DISABLE_INTROSPECTION", false),
+		DisableMetrics:           env.StrictBool("DISABLE_METRICS", false),
+		EnablePodENI:             env.StrictBool("ENABLE_POD_ENI", false),
+		IntrospectionBindAddress: env.String("INTROSPECTION_BIND_ADDRESS", DefaultIntrospectionAddress),
+		Kubeconfig:               env.String("KUBECONFIG", ""),
+		LogFile:                  env.String("AWS_VPC_K8S_CNI_LOG_FILE", DefaultLogFile),
+		LogLevel:                 env.String("AWS_VPC_K8S_CNI_LOGLEVEL", "Debug"),
+		NodeName:                 env.String("MY_NODE_NAME", ""),
+		PodName:                  env.String("MY_POD_NAME", ""),
 	}
-	rc, err := podip.LoadConfig(env)
+	rc, err := podip.LoadConfig(env.Lookup)
 	if err != nil {
 		return c, err
 	}
 	c.Reconciler = rc
-	if v, ok := env("NETWORK_POLICY_ENFORCING_MODE"); ok && v != "" {
-		switch m := strings.ToLower(v); m {
-		case "none", "strict", "standard":
-			c.NetworkPolicyMode = m
-		default:
-			return c, fmt.Errorf("NETWORK_POLICY_ENFORCING_MODE=%q: must be none, strict or standard", v)
-		}
+	if c.NetworkPolicyMode, err = networkPolicyMode(env); err != nil {
+		return c, err
 	}
 	return c, c.validate()
+}
+
+// networkPolicyMode reads NETWORK_POLICY_ENFORCING_MODE as upstream does:
+// unset is "", and a set value (the empty string included) must be none,
+// strict or standard in any case, or ipamd refuses to start.
+func networkPolicyMode(env envutil.Env) (string, error) {
+	const name = "NETWORK_POLICY_ENFORCING_MODE"
+	v, set := env.Raw(name)
+	if !set {
+		return "", nil
+	}
+	switch m := strings.ToLower(strings.TrimSpace(v)); m {
+	case "none", "strict", "standard":
+		return m, nil
+	}
+	return "", fmt.Errorf("%s=%q: must be none, strict or standard", name, v)
 }
 
 // ErrUnsupported marks settings this build refuses rather than half-honours.
@@ -131,31 +152,28 @@ var ErrUnsupported = errors.New("not supported by this build")
 
 func (c Config) validate() error {
 	switch {
-	case c.EnableIPv4 == c.EnableIPv6:
-		return errors.New("exactly one of ENABLE_IPv4 and ENABLE_IPv6 must be true")
 	case c.EnableIPv6:
 		return fmt.Errorf("ENABLE_IPv6=true: IPv6 mode is %w", ErrUnsupported)
+	case !c.EnableIPv4:
+		return errors.New("exactly one of ENABLE_IPv4 and ENABLE_IPv6 must be true")
 	case c.CustomNetworking:
 		return fmt.Errorf("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true: custom networking is %w", ErrUnsupported)
 	case c.EnablePodENI:
 		return fmt.Errorf("ENABLE_POD_ENI=true: security groups for pods are %w", ErrUnsupported)
 	case c.EnableMultiNIC:
 		return fmt.Errorf("ENABLE_MULTI_NIC=true: multi-NIC pods are %w", ErrUnsupported)
+	case c.EnableV6Egress:
+		return fmt.Errorf("ENABLE_V6_EGRESS=true: IPv6 egress for pods needs the egress-cni plugin, which is %w", ErrUnsupported)
 	}
 	return nil
 }
 
-// parseConnmark reads AWS_VPC_K8S_CNI_CONNMARK (base auto-detected, 0x80 by
-// default; values <= 0 or beyond 32 bits fall back to the default).
-func parseConnmark(env envutil.Lookup) uint32 {
-	const def = 0x80
-	v, ok := env("AWS_VPC_K8S_CNI_CONNMARK")
-	if !ok || v == "" {
-		return def
+// excludeSNATStrings is AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS as the CNI
+// reply carries it: the valid IPv4 entries, normalised as upstream does.
+func (c Config) excludeSNATStrings() []string {
+	var out []string
+	for _, p := range c.Network.ExcludeSNATCIDRs {
+		out = append(out, p.String())
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 0, 64)
-	if err != nil || n <= 0 || n > math.MaxUint32 {
-		return def
-	}
-	return uint32(n)
+	return out
 }

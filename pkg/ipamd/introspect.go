@@ -106,20 +106,20 @@ func (h *introspectionHandler) ipamdEnv() map[string]any {
 
 func (h *introspectionHandler) networkUtilsEnv() map[string]any {
 	randomize := 2 // prng, also what unknown values mean
-	switch h.cfg.RandomizeSNAT {
+	switch h.cfg.Network.RandomizeSNAT {
 	case "none":
 		randomize = 0
 	case "hashrandom":
 		randomize = 1
 	}
 	return map[string]any{
-		"AWS_VPC_K8S_CNI_CONNMARK":           h.cfg.Connmark,
-		"AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS": h.cfg.ExcludeSNATCIDRs,
-		"AWS_VPC_K8S_CNI_EXTERNALSNAT":       h.cfg.ExternalSNAT,
-		"AWS_EXTERNAL_SERVICE_CIDRS":         h.cfg.ExternalServiceCIDRs,
-		"AWS_VPC_ENI_MTU":                    h.cfg.ENIMTU,
-		"AWS_VPC_K8S_CNI_VETHPREFIX":         h.cfg.VethPrefix,
-		"AWS_VPC_CNI_NODE_PORT_SUPPORT":      h.cfg.NodePortSupport,
+		"AWS_VPC_K8S_CNI_CONNMARK":           h.cfg.Network.ConnmarkMark,
+		"AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS": h.cfg.Network.ExcludeSNATCIDRs,
+		"AWS_VPC_K8S_CNI_EXTERNALSNAT":       h.cfg.Network.ExternalSNAT,
+		"AWS_EXTERNAL_SERVICE_CIDRS":         h.cfg.Network.ExternalServiceCIDRs,
+		"AWS_VPC_ENI_MTU":                    h.cfg.Network.MTU,
+		"AWS_VPC_K8S_CNI_VETHPREFIX":         h.cfg.Network.VethPrefix,
+		"AWS_VPC_CNI_NODE_PORT_SUPPORT":      h.cfg.Network.NodePortSupport,
 		"AWS_VPC_K8S_CNI_RANDOMIZESNAT":      randomize,
 	}
 }

@@ -2,20 +2,29 @@ package k8sapi
 
 import (
 	"fmt"
-	"os"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// NewClient builds a clientset from the in-cluster service account, or from
-// KUBECONFIG when not in a pod. CLUSTER_ENDPOINT overrides the API server
-// address, as upstream allows.
-func NewClient(userAgent string) (kubernetes.Interface, error) {
+// ClientOptions say how to reach the API server; ipamd fills them from
+// its configuration.
+type ClientOptions struct {
+	UserAgent string
+	// Endpoint (CLUSTER_ENDPOINT) overrides the API server address, as
+	// upstream allows.
+	Endpoint string
+	// Kubeconfig (KUBECONFIG) is used when not in a pod.
+	Kubeconfig string
+}
+
+// NewClient builds a clientset from the in-cluster service account, or
+// from o.Kubeconfig when not in a pod.
+func NewClient(o ClientOptions) (kubernetes.Interface, error) {
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
-		path := os.Getenv("KUBECONFIG")
+		path := o.Kubeconfig
 		if path == "" {
 			return nil, fmt.Errorf("not in a cluster and KUBECONFIG unset: %w", err)
 		}
@@ -23,9 +32,9 @@ func NewClient(userAgent string) (kubernetes.Interface, error) {
 			return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 		}
 	}
-	if ep := os.Getenv("CLUSTER_ENDPOINT"); ep != "" {
-		cfg.Host = ep
+	if o.Endpoint != "" {
+		cfg.Host = o.Endpoint
 	}
-	cfg.UserAgent = userAgent
+	cfg.UserAgent = o.UserAgent
 	return kubernetes.NewForConfig(cfg)
 }

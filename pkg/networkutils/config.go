@@ -1,7 +1,6 @@
 package networkutils
 
 import (
-	"log/slog"
 	"net/netip"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
@@ -18,10 +17,11 @@ const (
 const (
 	DefaultConnmark   uint32 = 0x80
 	DefaultMTU               = 9001
+	MinMTU                   = 576 // IPv4; the ceiling is DefaultMTU
 	DefaultVethPrefix        = "eni"
 )
 
-// Environment variables read by ConfigFromEnv.
+// Environment variables read by LoadEnv.
 const (
 	envExternalSNAT         = "AWS_VPC_K8S_CNI_EXTERNALSNAT"
 	envExcludeSNATCIDRs     = "AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS"
@@ -35,7 +35,7 @@ const (
 
 // Config is what the host network setup needs. PrimaryMAC, PrimaryIP and
 // VPCCIDRs come from instance metadata; the rest from the environment
-// (ConfigFromEnv).
+// (LoadEnv).
 type Config struct {
 	PrimaryMAC string         // MAC of the primary ENI; its link is found by it
 	PrimaryIP  netip.Addr     // primary IPv4 of the node; the SNAT source
@@ -51,39 +51,35 @@ type Config struct {
 	ExternalServiceCIDRs []netip.Prefix // AWS_EXTERNAL_SERVICE_CIDRS
 }
 
-// ConfigFromEnv reads the host-networking environment variables the way
-// upstream ipamd does (os.LookupEnv in production), through envutil:
-// unset or blank gives the default, an unusable value the default with a
-// warning (slog default logger). CIDR lists are comma-separated; entries
-// that do not parse, and IPv6 entries, are logged and skipped. PrimaryMAC,
+// LoadEnv reads the host-networking environment variables the way
+// upstream ipamd does, through env: unset or blank gives the default, an
+// unusable value the default with a warning (env.Warn). AWS_VPC_ENI_MTU
+// must be within [576, 9001] (the entrypoint refuses others; ipamd alone
+// falls back to 9001). CIDR lists are comma-separated; entries that do not
+// parse, and IPv6 entries, are warned about and skipped. PrimaryMAC,
 // PrimaryIP and VPCCIDRs are left empty.
-func ConfigFromEnv(lookup func(string) (string, bool)) Config {
-	return configFromEnv(lookup, slog.Default())
-}
-
-func configFromEnv(lookup func(string) (string, bool), log *slog.Logger) Config {
-	env := envutil.Env{Lookup: lookup, Warn: envutil.SlogWarn(log)}
+func LoadEnv(env envutil.Env) Config {
 	return Config{
 		ExternalSNAT:     env.Bool(envExternalSNAT, false),
-		ExcludeSNATCIDRs: ipv4Only(env.Prefixes(envExcludeSNATCIDRs), envExcludeSNATCIDRs, log),
+		ExcludeSNATCIDRs: ipv4Only(env, envExcludeSNATCIDRs),
 		RandomizeSNAT: env.OneOf(envRandomizeSNAT, RandomizeSNATPRNG,
 			RandomizeSNATPRNG, RandomizeSNATHashRandom, RandomizeSNATNone),
 		NodePortSupport: env.Bool(envNodePortSupport, true),
 		// Zero would mark nothing, so it is refused like garbage.
 		ConnmarkMark:         env.Uint32(envConnmark, DefaultConnmark, 1),
-		MTU:                  env.Int(envMTU, DefaultMTU, 1),
+		MTU:                  env.IntIn(envMTU, DefaultMTU, MinMTU, DefaultMTU),
 		VethPrefix:           env.String(envVethPrefix, DefaultVethPrefix),
-		ExternalServiceCIDRs: ipv4Only(env.Prefixes(envExternalServiceCIDRs), envExternalServiceCIDRs, log),
+		ExternalServiceCIDRs: ipv4Only(env, envExternalServiceCIDRs),
 	}
 }
 
-// ipv4Only drops (and logs) IPv6 entries: upstream applies these lists to
-// IPv4 SNAT and rules only.
-func ipv4Only(in []netip.Prefix, name string, log *slog.Logger) []netip.Prefix {
+// ipv4Only reads a CIDR list and drops (with a warning) IPv6 entries:
+// upstream applies these lists to IPv4 SNAT and rules only.
+func ipv4Only(env envutil.Env, name string) []netip.Prefix {
 	var out []netip.Prefix
-	for _, p := range in {
+	for _, p := range env.Prefixes(name) {
 		if !p.Addr().Is4() {
-			log.Warn("skipping non-IPv4 CIDR", "env", name, "value", p.String())
+			env.Reject(name, p.String(), envutil.EntrySkipped+" (not IPv4)")
 			continue
 		}
 		out = append(out, p)

@@ -8,9 +8,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 )
 
-func TestConfigFromEnv(t *testing.T) {
+func TestLoadEnv(t *testing.T) {
 	defaults := Config{
 		RandomizeSNAT:   RandomizeSNATPRNG,
 		NodePortSupport: true,
@@ -58,7 +60,7 @@ func TestConfigFromEnv(t *testing.T) {
 		}, want: with(func(c *Config) { c.ExcludeSNATCIDRs = prefixes("10.2.0.0/16") }), warn: "bogus"},
 		{name: "IPv6 CIDR logged", env: map[string]string{
 			"AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS": "fd00::/8",
-		}, want: defaults, warn: "non-IPv4"},
+		}, want: defaults, warn: "value=fd00::/8 using=\"(entry skipped) (not IPv4)\""},
 		{name: "external service CIDRs", env: map[string]string{
 			"AWS_EXTERNAL_SERVICE_CIDRS": " 203.0.113.0/24 , 300.0.0.0/8 ",
 		}, want: with(func(c *Config) { c.ExternalServiceCIDRs = prefixes("203.0.113.0/24") }), warn: "300.0.0.0/8"},
@@ -80,6 +82,9 @@ func TestConfigFromEnv(t *testing.T) {
 			want: with(func(c *Config) { c.ConnmarkMark = 0x40 })},
 		{name: "mtu garbage", env: map[string]string{"AWS_VPC_ENI_MTU": "jumbo"}, want: defaults, warn: "env=AWS_VPC_ENI_MTU value=jumbo using=9001"},
 		{name: "mtu zero", env: map[string]string{"AWS_VPC_ENI_MTU": "0"}, want: defaults, warn: "AWS_VPC_ENI_MTU"},
+		{name: "mtu floor", env: map[string]string{"AWS_VPC_ENI_MTU": "576"}, want: with(func(c *Config) { c.MTU = 576 })},
+		{name: "mtu below 576", env: map[string]string{"AWS_VPC_ENI_MTU": "575"}, want: defaults, warn: "env=AWS_VPC_ENI_MTU value=575 using=9001"},
+		{name: "mtu above 9001", env: map[string]string{"AWS_VPC_ENI_MTU": "9216"}, want: defaults, warn: "env=AWS_VPC_ENI_MTU value=9216 using=9001"},
 		// Blank is unset everywhere in envutil: the default, no warning.
 		{name: "mtu empty", env: map[string]string{"AWS_VPC_ENI_MTU": ""}, want: defaults},
 		{name: "mtu blank", env: map[string]string{"AWS_VPC_ENI_MTU": " "}, want: defaults},
@@ -97,7 +102,7 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			got := configFromEnv(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }, log)
+			got := LoadEnv(envutil.Env{Lookup: func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }, Warn: envutil.SlogWarn(log)})
 			assert.Equal(t, tc.want, got)
 			if tc.warn == "" {
 				assert.Empty(t, logs.String())
@@ -108,14 +113,20 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnvUsesDefaultLogger(t *testing.T) {
-	got := ConfigFromEnv(func(k string) (string, bool) {
+// The zero Env warns through slog.Default().
+func TestLoadEnvZeroWarnUsesDefaultLogger(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	got := LoadEnv(envutil.Env{Lookup: func(k string) (string, bool) {
 		if k == "AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS" {
-			return "10.0.0.0/8", true
+			return "10.0.0.0/8,fd00::/8", true
 		}
 		return "", false
-	})
+	}})
 	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, got.ExcludeSNATCIDRs)
+	assert.Contains(t, buf.String(), "value=fd00::/8")
 }
 
 func TestConfigWithDefaults(t *testing.T) {

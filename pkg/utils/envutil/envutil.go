@@ -5,7 +5,9 @@
 //
 // The rules, per kind, follow upstream aws-node's lenient parsing:
 //
-//   - unset, empty or blank is the default, silently;
+//   - unset, empty or blank is the default, silently (StrictBool, for
+//     the booleans upstream parses with its stricter helper, warns about
+//     a set but empty value);
 //   - a value is trimmed of surrounding blanks before it is parsed (String
 //     alone returns the value as set);
 //   - a value that does not parse, or is out of range, is never an error:
@@ -58,6 +60,11 @@ func SlogWarn(log *slog.Logger) Warn {
 	}
 }
 
+// Raw returns the value as set, untrimmed, and whether it is set at all
+// (for the few settings upstream treats an empty value differently from
+// an unset one).
+func (e Env) Raw(name string) (string, bool) { return e.raw(name) }
+
 func (e Env) raw(name string) (string, bool) {
 	if e.Lookup == nil {
 		return os.LookupEnv(name)
@@ -72,6 +79,11 @@ func (e Env) warn(name, value, used string) {
 	}
 	e.Warn(name, value, used)
 }
+
+// Reject is for a caller that refuses a value after parsing it (an IPv6
+// entry of an IPv4-only list): it warns as the getters do, through Warn
+// or, when nil, slog.Default().
+func (e Env) Reject(name, value, used string) { e.warn(name, value, used) }
 
 // Value returns the trimmed value and whether it is set to something
 // other than blanks.
@@ -104,6 +116,18 @@ func (e Env) Bool(name string, def bool) bool {
 	return b
 }
 
+// StrictBool is Bool for the variables upstream parses with its stricter
+// helper, which also complains about a variable set to the empty string:
+// set but empty or blank gives def with a warning (value ""), where Bool
+// is silent.
+func (e Env) StrictBool(name string, def bool) bool {
+	if v, set := e.raw(name); set && strings.TrimSpace(v) == "" {
+		e.warn(name, v, strconv.FormatBool(def))
+		return def
+	}
+	return e.Bool(name, def)
+}
+
 // Int parses a decimal integer; unset or blank gives def, and an
 // unparsable value or one below min gives def with a warning.
 func (e Env) Int(name string, def, min int) int {
@@ -117,6 +141,35 @@ func (e Env) Int(name string, def, min int) int {
 		return def
 	}
 	return n
+}
+
+// IntIn is Int with a ceiling too: a value outside [min, max] gives def
+// with a warning.
+func (e Env) IntIn(name string, def, min, max int) int {
+	n := e.Int(name, def, min)
+	if n > max {
+		v, _ := e.Value(name)
+		e.warn(name, v, strconv.Itoa(def))
+		return def
+	}
+	return n
+}
+
+// Seconds reads a whole number of seconds (a bare decimal integer, as
+// upstream's IP_COOLDOWN_PERIOD) as a duration; unset or blank gives def,
+// and an unparsable value or one below min seconds gives def with a
+// warning.
+func (e Env) Seconds(name string, def time.Duration, min int) time.Duration {
+	v, ok := e.Value(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || int64(n) > math.MaxInt64/int64(time.Second) {
+		e.warn(name, v, def.String())
+		return def
+	}
+	return time.Duration(n) * time.Second
 }
 
 // Uint32 parses a number in Go syntax, base detected from the prefix
@@ -231,14 +284,26 @@ func (e Env) LookupInt(name string, min, max int) (n int, ok bool, err error) {
 	return n, true, nil
 }
 
-// String is Env{Lookup: env}.String.
+// String is Env{Lookup: env}.String, for code that refuses rather than
+// warns (the pod-IP reconciler's settings). Everything that may fall back
+// with a warning holds an Env, so that its warnings reach its logger.
 func String(env Lookup, name, def string) string { return Env{Lookup: env}.String(name, def) }
 
-// Bool is Env{Lookup: env}.Bool: it warns through slog.Default().
-func Bool(env Lookup, name string, def bool) bool { return Env{Lookup: env}.Bool(name, def) }
+// Held keeps warnings until they can be logged: ipamd learns where to
+// log from the same environment it may have to warn about. The zero Held
+// is ready to use; it is not safe for concurrent use.
+type Held struct{ held [][3]string }
 
-// Int is Env{Lookup: env}.Int: it warns through slog.Default().
-func Int(env Lookup, name string, def, min int) int { return Env{Lookup: env}.Int(name, def, min) }
+// Warn is a Warn that holds the warning.
+func (h *Held) Warn(name, value, used string) {
+	h.held = append(h.held, [3]string{name, value, used})
+}
 
-// List is Env{Lookup: env}.List.
-func List(env Lookup, name string) []string { return Env{Lookup: env}.List(name) }
+// Replay passes the held warnings to w in the order they came, and
+// forgets them.
+func (h *Held) Replay(w Warn) {
+	for _, x := range h.held {
+		w(x[0], x[1], x[2])
+	}
+	h.held = nil
+}

@@ -291,7 +291,7 @@ func TestSlogWarn(t *testing.T) {
 }
 
 // The zero Env reads the process environment and warns through
-// slog.Default(); so do the package-level functions ipamd uses.
+// slog.Default(); String reads through the Lookup it is given.
 func TestZeroEnvAndPackageFunctions(t *testing.T) {
 	var buf bytes.Buffer
 	old := slog.Default()
@@ -300,21 +300,95 @@ func TestZeroEnvAndPackageFunctions(t *testing.T) {
 
 	t.Setenv("ENVUTIL_TEST_BOOL", "nope")
 	t.Setenv("ENVUTIL_TEST_INT", " 7 ")
-	t.Setenv("ENVUTIL_TEST_LIST", "a,b")
 	var env Env
 	assert.True(t, env.Bool("ENVUTIL_TEST_BOOL", true))
 	assert.Contains(t, buf.String(), "env=ENVUTIL_TEST_BOOL value=nope using=true")
 	assert.Equal(t, 7, env.Int("ENVUTIL_TEST_INT", 1, 0))
 	assert.Equal(t, "x", env.String("ENVUTIL_TEST_UNSET", "x"))
 
-	buf.Reset()
-	m := map[string]string{"B": "maybe", "I": "-3", "S": "s", "L": " a, ,b "}
+	m := map[string]string{"S": "s"}
 	lookup := Lookup(func(k string) (string, bool) { v, ok := m[k]; return v, ok })
-	assert.False(t, Bool(lookup, "B", false))
-	assert.Equal(t, 4, Int(lookup, "I", 4, 0))
 	assert.Equal(t, "s", String(lookup, "S", "d"))
 	assert.Equal(t, "d", String(lookup, "X", "d"))
-	assert.Equal(t, []string{"a", "b"}, List(lookup, "L"))
-	assert.Contains(t, buf.String(), "env=B value=maybe using=false")
-	assert.Contains(t, buf.String(), "env=I value=-3 using=4")
+}
+
+// StrictBool differs from Bool only for a variable set to the empty
+// string or blanks: upstream's stricter helper complains about it.
+func TestStrictBool(t *testing.T) {
+	for _, tc := range []struct {
+		in   in
+		def  bool
+		want bool
+		warn []warning
+	}{
+		{unset, true, true, nil},
+		{val(""), true, true, warned("", "true")},
+		{val("  "), false, false, warned("  ", "false")},
+		{val("true"), false, true, nil},
+		{val(" 0 "), true, false, nil},
+		{val("yes"), false, false, warned("yes", "false")},
+	} {
+		env, w := envWith(tc.in.v, tc.in.set)
+		assert.Equal(t, tc.want, env.StrictBool(name, tc.def), "%+v", tc.in)
+		assert.Equal(t, tc.warn, *w, "%+v", tc.in)
+	}
+}
+
+func TestIntIn(t *testing.T) {
+	for _, tc := range []struct {
+		in   in
+		want int
+		warn []warning
+	}{
+		{unset, 9001, nil},
+		{val(""), 9001, nil},
+		{val("576"), 576, nil},
+		{val(" 9001 "), 9001, nil},
+		{val("1500"), 1500, nil},
+		{val("575"), 9001, warned("575", "9001")},
+		{val("9002"), 9001, warned("9002", "9001")},
+		{val("jumbo"), 9001, warned("jumbo", "9001")},
+	} {
+		env, w := envWith(tc.in.v, tc.in.set)
+		assert.Equal(t, tc.want, env.IntIn(name, 9001, 576, 9001), "%+v", tc.in)
+		assert.Equal(t, tc.warn, *w, "%+v", tc.in)
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		in   in
+		want time.Duration
+		warn []warning
+	}{
+		{unset, 30 * time.Second, nil},
+		{val(" "), 30 * time.Second, nil},
+		{val("0"), 0, nil},
+		{val("5"), 5 * time.Second, nil},
+		{val("-1"), 30 * time.Second, warned("-1", "30s")},
+		{val("5s"), 30 * time.Second, warned("5s", "30s")},
+		{val("1.5"), 30 * time.Second, warned("1.5", "30s")},
+		{val("9999999999999"), 30 * time.Second, warned("9999999999999", "30s")},
+	} {
+		env, w := envWith(tc.in.v, tc.in.set)
+		assert.Equal(t, tc.want, env.Seconds(name, 30*time.Second, 0), "%+v", tc.in)
+		assert.Equal(t, tc.warn, *w, "%+v", tc.in)
+	}
+}
+
+func TestReject(t *testing.T) {
+	env, w := envWith("", false)
+	env.Reject(name, "fd00::/8", EntrySkipped)
+	assert.Equal(t, warned("fd00::/8", EntrySkipped), *w)
+}
+
+func TestHeldReplaysInOrder(t *testing.T) {
+	var h Held
+	env := Env{Lookup: func(k string) (string, bool) { return map[string]string{"A": "x", "B": "y"}[k], true }, Warn: h.Warn}
+	env.Bool("A", true)
+	env.Int("B", 3, 0)
+	var got []warning
+	h.Replay(func(n, v, u string) { got = append(got, warning{n, v, u}) })
+	assert.Equal(t, []warning{{"A", "x", "true"}, {"B", "y", "3"}}, got)
+	h.Replay(func(n, v, u string) { t.Errorf("replayed twice: %s", n) })
 }

@@ -131,6 +131,13 @@ func (a *Agent) wireRPC() {
 		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
 		ExternalSNAT: cfg.ExternalSNAT, ExcludeSNATCIDRs: cfg.ExcludeSNATCIDRs,
 		VPCCIDRs: a.vpcCIDRs, Errors: a.metrics.errors, Log: a.log}
+	if a.aws != nil {
+		id := a.aws.InstanceIdentity()
+		a.rpc.InstanceID, a.rpc.Region = id.InstanceID, id.Region
+		if id.PrimaryIP.IsValid() {
+			a.rpc.NodeIPv4 = id.PrimaryIP.String()
+		}
+	}
 	if a.pool != nil {
 		a.rpc.OnExhausted = a.pool.Wake
 	}

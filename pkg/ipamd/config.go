@@ -43,6 +43,7 @@ type Config struct {
 	SubnetDiscovery                    bool
 	DisableNetworkResourceProvisioning bool
 	EnablePodENI                       bool
+	AnnotatePodIP                      bool // ANNOTATE_POD_IP: pod IP annotation; needs the API server at start
 	EnableMultiNIC                     bool
 	NodeName                           string
 	PodName                            string
@@ -97,6 +98,7 @@ func LoadConfig(env envutil.Lookup) (Config, error) {
 		SubnetDiscovery:                    envutil.Bool(env, "ENABLE_SUBNET_DISCOVERY", true),
 		DisableNetworkResourceProvisioning: envutil.Bool(env, "DISABLE_NETWORK_RESOURCE_PROVISIONING", false),
 		EnablePodENI:                       envutil.Bool(env, "ENABLE_POD_ENI", false),
+		AnnotatePodIP:                      envutil.Bool(env, "ANNOTATE_POD_IP", false),
 		EnableMultiNIC:                     envutil.Bool(env, "ENABLE_MULTI_NIC", false),
 		NodeName:                           envutil.String(env, "MY_NODE_NAME", ""),
 		PodName:                            envutil.String(env, "MY_POD_NAME", ""),

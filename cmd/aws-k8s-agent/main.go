@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
@@ -28,6 +29,7 @@ func main() {
 }
 
 func run() int {
+	started := time.Now()
 	socket := flag.String("socket", ipamd.DefaultSocketPath, "gRPC unix socket path (development/tests)")
 	metrics := flag.String("metrics-address", ipamd.DefaultMetricsAddress, "Prometheus listen address (development/tests)")
 	hostNet := flag.Bool("manage-host-network", true, "set up host route tables, rules and SNAT for ENIs (tests that run ipamd against the EC2 simulator turn this off)")
@@ -74,7 +76,7 @@ func run() int {
 		}
 	}
 	opts := ipamd.Options{Config: cfg, SocketPath: *socket, MetricsAddress: *metrics, Logger: log,
-		DelQueueDir: *delQueue, MaxPods: *maxPods, MaxPodsFile: *maxPodsFile}
+		DelQueueDir: *delQueue, MaxPods: *maxPods, MaxPodsFile: *maxPodsFile, StartedAt: started}
 	if *devPool == "" && *hostNet {
 		// A real node: ipamd owns the host's ENI links, route tables, rules and SNAT.
 		opts.HostNetwork = func(id awsutils.Identity) (ipamd.HostNetwork, error) {

@@ -50,6 +50,8 @@ func TestEntrypointReadsWhatTheInventorySays(t *testing.T) {
 	}
 	// With prefix delegation on, the entrypoint checks the warm targets.
 	entrypointLoad(map[string]string{"ENABLE_PREFIX_DELEGATION": "true", "ENABLE_POD_ENI": "true"}, read)
+	// In IPv6 mode it reads the IPv4 egress plugin's log file instead.
+	entrypointLoad(map[string]string{"ENABLE_IPv6": "true"}, read)
 	for _, v := range envinventory.All {
 		if v.Reads(envinventory.Entrypoint) && v.Status != envinventory.PendingMerge {
 			assert.True(t, read[v.Name], "the entrypoint never looks up %s", v.Name)

@@ -198,6 +198,7 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 	})
 	if err != nil {
 		if ferr := c.FreeENI(ctx, eni.ID); ferr != nil {
+			utilsError(FnENICleanupUponModifyNetworkErr, ferr)
 			c.log.Error("could not clean up ENI after failing to set DeleteOnTermination", "eni", eni.ID, "error", ferr)
 		}
 		return ENI{}, err
@@ -290,6 +291,7 @@ func (c *Client) FreeENI(ctx context.Context, eniID string) error {
 		return nil
 	}
 	if err != nil {
+		utilsError(FnGetENIAttachmentIDFailed, err)
 		return fmt.Errorf("free %s: %w", eniID, err)
 	}
 	if len(enis) == 1 && enis[0].AttachmentID != "" {
@@ -313,6 +315,7 @@ func (c *Client) FreeENI(ctx context.Context, eniID string) error {
 		// other error (already retried by the SDK) will not go away by
 		// waiting.
 		if errorCode(err) != "InvalidNetworkInterface.InUse" || try >= 12 {
+			utilsError(FnFreeENIDeleteErr, err)
 			return fmt.Errorf("free %s: %w", eniID, err)
 		}
 		if err := sleep(ctx, delay); err != nil {
@@ -327,6 +330,7 @@ func (c *Client) deleteENI(ctx context.Context, id string) {
 		return c.ec2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String(id)})
 	})
 	if err != nil {
+		utilsError(FnAllocENIDeleteErr, err)
 		c.log.Error("could not delete ENI after failed attach; the leaked-ENI sweep will", "eni", id, "error", err)
 	}
 }

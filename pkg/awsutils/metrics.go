@@ -27,12 +27,41 @@ var (
 		Name: "awscni_ec2api_error_count",
 		Help: "The number of failed EC2 APIs requests",
 	}, []string{"fn"})
+	utilsErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "awscni_aws_utils_error_count",
+		Help: "The number of errors in the AWS utilities that are not an AWS API's own answer, by function and error code",
+	}, []string{"fn", "error"})
 	registerOnce sync.Once
 )
 
 // RegisterMetrics registers the AWS metrics with the default registry.
 func RegisterMetrics() {
-	registerOnce.Do(func() { prometheus.MustRegister(apiLatency, apiErrors, ec2Requests, ec2Errors) })
+	registerOnce.Do(func() { prometheus.MustRegister(apiLatency, apiErrors, ec2Requests, ec2Errors, utilsErrors) })
+}
+
+// Upstream's fn labels of awscni_aws_utils_error_count.
+const (
+	// An ENI whose attach failed could not be deleted.
+	FnAllocENIDeleteErr = "AllocENIDeleteErr"
+	// An ENI whose DeleteOnTermination could not be set could not be freed.
+	FnENICleanupUponModifyNetworkErr = "ENICleanupUponModifyNetworkErr"
+	// Freeing an ENI could not look up its attachment.
+	FnGetENIAttachmentIDFailed = "getENIAttachmentIDFailed"
+	// Freeing an ENI: the delete failed.
+	FnFreeENIDeleteErr = "FreeENIDeleteErr"
+	// The leaked-ENI sweep could not delete a leaked ENI.
+	FnCleanUpLeakedENIDeleteErr = "cleanUpLeakedENIDeleteErr"
+)
+
+// utilsError counts one awscni_aws_utils_error_count{fn, error}; the error
+// label is the AWS error code, or "unknown" when the error carries none
+// (error texts would name ENIs and grow the label set without bound).
+func utilsError(fn string, err error) {
+	code := errorCode(err)
+	if code == "" {
+		code = "unknown"
+	}
+	utilsErrors.WithLabelValues(fn, code).Inc()
 }
 
 // ec2Call runs one EC2 action (SDK retries included) and records it.

@@ -2,7 +2,9 @@ package awsutils
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -70,4 +72,67 @@ func TestMetricsRegistered(t *testing.T) {
 		require.NoError(t, err)
 		assert.Positive(t, n, "%s is on the default registry", name)
 	}
+}
+
+// awscni_aws_utils_error_count is counted where upstream counts it: an ENI
+// left behind by a failed attach or a failed DeleteOnTermination, a free
+// that cannot look up the attachment, a delete that fails.
+func TestAWSUtilsErrorCount(t *testing.T) {
+	ctx := context.Background()
+	code := ec2sim.CodeUnauthorizedOperation
+	count := func(fn string) float64 { return testutil.ToFloat64(utilsErrors.WithLabelValues(fn, code)) }
+	fns := []string{FnAllocENIDeleteErr, FnENICleanupUponModifyNetworkErr, FnGetENIAttachmentIDFailed, FnFreeENIDeleteErr}
+	before := map[string]float64{}
+	for _, fn := range fns {
+		before[fn] = count(fn)
+	}
+	delta := func() map[string]float64 {
+		out := map[string]float64{}
+		for _, fn := range fns {
+			if d := count(fn) - before[fn]; d != 0 {
+				out[fn] = d
+			}
+			before[fn] = count(fn)
+		}
+		return out
+	}
+
+	t.Run("attach fails, then the delete", func(t *testing.T) {
+		sim, c := simClient(t, ec2sim.Config{}, Options{})
+		sim.SetUnauthorized("AttachNetworkInterface", true)
+		sim.SetUnauthorized("DeleteNetworkInterface", true)
+		_, err := c.AllocENI(ctx, AllocOptions{IPs: 1})
+		require.ErrorIs(t, err, ErrUnauthorized)
+		assert.Equal(t, map[string]float64{FnAllocENIDeleteErr: 1}, delta())
+	})
+	t.Run("DeleteOnTermination fails, then the clean-up", func(t *testing.T) {
+		sim, c := simClient(t, ec2sim.Config{DetachDelay: time.Millisecond}, Options{})
+		sim.SetUnauthorized("ModifyNetworkInterfaceAttribute", true)
+		sim.SetUnauthorized("DeleteNetworkInterface", true)
+		_, err := c.AllocENI(ctx, AllocOptions{IPs: 1})
+		require.ErrorIs(t, err, ErrUnauthorized)
+		assert.Equal(t, map[string]float64{FnENICleanupUponModifyNetworkErr: 1, FnFreeENIDeleteErr: 1}, delta())
+	})
+	t.Run("free cannot look up the attachment", func(t *testing.T) {
+		sim, c := simClient(t, ec2sim.Config{}, Options{})
+		eni, err := c.AllocENI(ctx, AllocOptions{IPs: 1})
+		require.NoError(t, err)
+		sim.SetUnauthorized("DescribeNetworkInterfaces", true)
+		require.ErrorIs(t, c.FreeENI(ctx, eni.ID), ErrUnauthorized)
+		assert.Equal(t, map[string]float64{FnGetENIAttachmentIDFailed: 1}, delta())
+	})
+	t.Run("success counts nothing", func(t *testing.T) {
+		_, c := simClient(t, ec2sim.Config{DetachDelay: time.Millisecond}, Options{})
+		eni, err := c.AllocENI(ctx, AllocOptions{IPs: 1})
+		require.NoError(t, err)
+		require.NoError(t, c.FreeENI(ctx, eni.ID))
+		assert.Empty(t, delta())
+	})
+}
+
+func TestUtilsErrorLabelIsBounded(t *testing.T) {
+	before := testutil.ToFloat64(utilsErrors.WithLabelValues(FnCleanUpLeakedENIDeleteErr, "unknown"))
+	utilsError(FnCleanUpLeakedENIDeleteErr, errors.New("delete eni-0123: connection reset"))
+	assert.Equal(t, before+1, testutil.ToFloat64(utilsErrors.WithLabelValues(FnCleanUpLeakedENIDeleteErr, "unknown")),
+		"an error without an AWS code is labelled unknown, not by its text")
 }

@@ -66,6 +66,9 @@ type Options struct {
 	Registry *prometheus.Registry
 	// ShutdownTimeout bounds how long in-flight RPCs may run at stop.
 	ShutdownTimeout time.Duration
+	// StartedAt is when the process started, for
+	// awscni_ipamd_startup_duration_seconds; zero: when NewAgent was called.
+	StartedAt time.Time
 }
 
 // Agent is the running ipamd.
@@ -83,6 +86,9 @@ type Agent struct {
 	runtime podip.SandboxSource // what the reconciler lists; nil when off
 	delq    *podip.DelQueue
 	host    HostNetwork // nil when the host network is not managed
+	// apiServer: the API server answered during start-up.
+	apiServer bool
+	podIPs    *k8sapi.PodIPs // ANNOTATE_POD_IP; nil when off
 	// leftOut are managed ENIs whose setup failed at start: their
 	// addresses join later, and a pod may hold one meanwhile.
 	leftOut []string
@@ -104,6 +110,9 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 5 * time.Second
+	}
+	if opts.StartedAt.IsZero() {
+		opts.StartedAt = time.Now()
 	}
 	log := opts.Logger
 	if log == nil {
@@ -207,6 +216,9 @@ func (a *Agent) Run(ctx context.Context) error {
 // closeClients stops the event broadcaster and closes the runtime client
 // (when ipamd made it).
 func (a *Agent) closeClients() {
+	if a.podIPs != nil {
+		a.podIPs.Stop(2 * time.Second)
+	}
 	if a.events != nil {
 		a.events.Stop()
 	}

@@ -2,6 +2,8 @@ package ipamd
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -16,29 +18,48 @@ import (
 
 // connectK8s sets up the API client and, through it, the node's pod
 // capacity and node events. Without the API server ipamd still runs: max
-// pods then comes from the max-pods file and events are only logged.
-func (a *Agent) connectK8s(ctx context.Context) {
+// pods then comes from the max-pods file and events are only logged. With
+// ANNOTATE_POD_IP it cannot: as upstream, start-up then waits for the API
+// server and fails if there is none to wait for.
+func (a *Agent) connectK8s(ctx context.Context) error {
 	cfg := a.opts.Config
 	client := a.opts.K8s
-	if client == nil && cfg.NodeName != "" && a.opts.DevPool == nil {
+	if client == nil && (cfg.NodeName != "" || cfg.AnnotatePodIP) && a.opts.DevPool == nil {
 		c, err := k8sapi.NewClient(k8sapi.ClientOptions{UserAgent: "aws-k8s-agent-" + version.Version,
 			Endpoint: cfg.ClusterEndpoint, Kubeconfig: cfg.Kubeconfig})
+		if err != nil && cfg.AnnotatePodIP {
+			return fmt.Errorf("ANNOTATE_POD_IP=true needs the Kubernetes API server: %w", err)
+		}
 		if err != nil {
 			a.log.Warn("no Kubernetes API client; continuing without it", "error", err)
 		} else {
 			client = c
 		}
 	}
+	if cfg.AnnotatePodIP {
+		if client == nil {
+			return errors.New("ANNOTATE_POD_IP=true needs the Kubernetes API server, and this agent has no client (development pool)")
+		}
+		a.log.Info("ANNOTATE_POD_IP=true: waiting for the API server")
+		if err := k8sapi.WaitForAPIServer(ctx, client, k8sapi.APIServerPollInterval, k8sapi.APIServerRequestTimeout, a.log); err != nil {
+			return fmt.Errorf("ANNOTATE_POD_IP=true: %w", err)
+		}
+		a.apiServer = true
+		a.podIPs = k8sapi.NewPodIPs(client, k8sapi.DefaultPodIPsQueue,
+			func(reason string) { a.metrics.errors.WithLabelValues(reason).Inc() }, a.log)
+	}
 	a.events = k8sapi.NewNodeEvents(client, cfg.NodeName, cfg.PodName, time.Minute, a.log)
 	if client == nil || a.opts.MaxPods > 0 || cfg.NodeName == "" {
-		return
+		return nil
 	}
 	n, err := k8sapi.NodeMaxPods(ctx, client, cfg.NodeName)
 	if err != nil {
 		a.log.Warn("could not read the node's pod capacity; using the max-pods table", "error", err)
-		return
+		return nil
 	}
+	a.apiServer = true
 	a.opts.MaxPods = n
+	return nil
 }
 
 // runtimeSource resolves the container runtime the pod-IP reconciler uses;

@@ -38,7 +38,7 @@ type phase struct {
 func (a *Agent) phases(st *startState) []phase {
 	return []phase{
 		{"instance", st.instance},
-		{"kubernetes", func(ctx context.Context) error { a.connectK8s(ctx); return nil }},
+		{phaseKubernetes, a.connectK8s},
 		{"runtime", func(context.Context) error { a.runtime, st.verifying = a.runtimeSource(); return nil }},
 		{"datastore", st.datastore},
 		{"addresses", st.addresses},
@@ -63,16 +63,36 @@ type startState struct {
 	verifying bool // addresses join pending
 }
 
-// start runs the phases in order and stops at the first error.
+// phaseKubernetes is the phase that reaches the API server; the others
+// are upstream's node initialisation.
+const phaseKubernetes = "kubernetes"
+
+// start runs the phases in order and stops at the first error. It observes
+// upstream's start-up histograms either way: the node initialisation (every
+// phase but the API server's) and the whole start since the process began.
 func (a *Agent) start(ctx context.Context) error {
 	st := &startState{a: a, pd: a.opts.Config.PrefixDelegation}
+	var nodeInit time.Duration
 	for _, p := range a.phases(st) {
 		t := time.Now()
-		if err := p.run(ctx); err != nil {
+		err := p.run(ctx)
+		took := time.Since(t)
+		if p.name != phaseKubernetes {
+			nodeInit += took
+		}
+		if err != nil {
+			reason := failedAPIServer
+			if p.name != phaseKubernetes {
+				reason = failedNodeInit
+				a.metrics.observeNodeInit(false, nodeInit)
+			}
+			a.metrics.observeStartup(false, a.apiServer, reason, time.Since(a.opts.StartedAt))
 			return err
 		}
-		a.log.Debug("start-up phase done", "phase", p.name, "took", time.Since(t).String())
+		a.log.Debug("start-up phase done", "phase", p.name, "took", took.String())
 	}
+	a.metrics.observeNodeInit(true, nodeInit)
+	a.metrics.observeStartup(true, a.apiServer, "", time.Since(a.opts.StartedAt))
 	return nil
 }
 
@@ -131,6 +151,16 @@ func (a *Agent) wireRPC() {
 		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
 		ExternalSNAT: cfg.Network.ExternalSNAT, ExcludeSNATCIDRs: cfg.excludeSNATStrings(),
 		VPCCIDRs: a.vpcCIDRs, Errors: a.metrics.errors, Log: a.log}
+	if a.aws != nil {
+		id := a.aws.InstanceIdentity()
+		a.rpc.InstanceID, a.rpc.Region = id.InstanceID, id.Region
+		if id.PrimaryIP.IsValid() {
+			a.rpc.NodeIPv4 = id.PrimaryIP.String()
+		}
+	}
+	if a.podIPs != nil {
+		a.rpc.Pods = a.podIPs
+	}
 	if a.pool != nil {
 		a.rpc.OnExhausted = a.pool.Wake
 	}

@@ -182,6 +182,7 @@ func TestGRPCAddDelOverUnixSocket(t *testing.T) {
 	_, err = c.DelNetwork(ctx, delReq("c1"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "datastore: unknown pod", "the plugin matches this text")
+	assert.Equal(t, codes.Unknown, status.Code(err), "upstream returns the datastore error as is")
 }
 
 func TestGRPCExhaustionIsSuccessFalse(t *testing.T) {
@@ -210,22 +211,26 @@ func TestGRPCRejectsMalformedRequests(t *testing.T) {
 		name   string
 		mutate func(*rpc.AddNetworkRequest)
 		reason string
+		code   codes.Code // OK: upstream's Success=false reply
 	}{
-		{"missing container ID", func(r *rpc.AddNetworkRequest) { r.ContainerID = "" }, "missing_ContainerID"},
-		{"missing interface", func(r *rpc.AddNetworkRequest) { r.IfName = "" }, "missing_IfName"},
-		{"missing network name", func(r *rpc.AddNetworkRequest) { r.NetworkName = "" }, "missing_NetworkName"},
-		{"interface name too long", func(r *rpc.AddNetworkRequest) { r.IfName = strings.Repeat("e", 16) }, "too_long_IfName"},
-		{"absurd container ID", func(r *rpc.AddNetworkRequest) { r.ContainerID = strings.Repeat("f", 10_000) }, "too_long_ContainerID"},
-		{"absurd pod name", func(r *rpc.AddNetworkRequest) { r.K8S_POD_NAME = strings.Repeat("p", 300) }, "too_long_K8S_POD_NAME"},
+		{"missing container ID", func(r *rpc.AddNetworkRequest) { r.ContainerID = "" }, "missing_ContainerID", codes.OK},
+		{"missing interface", func(r *rpc.AddNetworkRequest) { r.IfName = "" }, "missing_IfName", codes.OK},
+		{"missing network name", func(r *rpc.AddNetworkRequest) { r.NetworkName = "" }, "missing_NetworkName", codes.OK},
+		{"interface name too long", func(r *rpc.AddNetworkRequest) { r.IfName = strings.Repeat("e", 16) }, "too_long_IfName", codes.InvalidArgument},
+		{"absurd container ID", func(r *rpc.AddNetworkRequest) { r.ContainerID = strings.Repeat("f", 10_000) }, "too_long_ContainerID", codes.InvalidArgument},
+		{"absurd pod name", func(r *rpc.AddNetworkRequest) { r.K8S_POD_NAME = strings.Repeat("p", 300) }, "too_long_K8S_POD_NAME", codes.InvalidArgument},
 	}
 	for _, tc := range addCases {
 		t.Run("add/"+tc.name, func(t *testing.T) {
 			before := invalidCount(t, n.agent, "AddNetwork", tc.reason)
 			req := addReq("x")
 			tc.mutate(req)
-			_, err := c.AddNetwork(ctx, req)
-			require.Error(t, err)
-			assert.Equal(t, codes.InvalidArgument, status.Code(err))
+			r, err := c.AddNetwork(ctx, req)
+			assert.Equal(t, tc.code, status.Code(err))
+			if tc.code == codes.OK {
+				require.NoError(t, err)
+				assert.False(t, r.Success)
+			}
 			assert.Equal(t, before+1, invalidCount(t, n.agent, "AddNetwork", tc.reason))
 		})
 	}

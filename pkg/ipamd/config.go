@@ -46,6 +46,7 @@ type Config struct {
 	EnableV6Egress bool
 
 	// Features, Kubernetes, observability.
+	AnnotatePodIP            bool   // ANNOTATE_POD_IP: pod IP annotation; needs the API server at start
 	CheckpointPath           string // AWS_VPC_K8S_CNI_BACKING_STORE
 	ClusterEndpoint          string // CLUSTER_ENDPOINT: API server address override
 	DisableIntrospection     bool   // DISABLE_INTROSPECTION
@@ -108,6 +109,7 @@ func Load(env envutil.Env) (Config, error) {
 		Network:        networkutils.LoadEnv(env),
 		EnableV6Egress: env.Bool("ENABLE_V6_EGRESS", false),
 
+		AnnotatePodIP:            env.StrictBool("ANNOTATE_POD_IP", false),
 		CheckpointPath:           env.String("AWS_VPC_K8S_CNI_BACKING_STORE", datastore.DefaultCheckpointPath),
 		ClusterEndpoint:          env.String("CLUSTER_ENDPOINT", ""),
 		DisableIntrospection:     env.StrictBool("DISABLE_INTROSPECTION", false),

@@ -28,6 +28,9 @@ func (a *Agent) setupHostNetwork(ctx context.Context) error {
 	if a.opts.HostNetwork == nil {
 		return nil
 	}
+	// ipamd programs the host's connmark: its metrics are served (a
+	// networkutils.Host registers them too; registering is idempotent).
+	networkutils.RegisterMetrics()
 	h, err := a.opts.HostNetwork(a.aws.InstanceIdentity())
 	if err != nil {
 		return fmt.Errorf("host network: %w", err)

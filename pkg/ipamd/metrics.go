@@ -2,6 +2,8 @@ package ipamd
 
 import (
 	"runtime"
+	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -20,6 +22,9 @@ import (
 type agentMetrics struct {
 	reg              *prometheus.Registry
 	errors           *prometheus.CounterVec
+	podENIErrors     *prometheus.CounterVec
+	startup          *prometheus.HistogramVec
+	nodeInit         *prometheus.HistogramVec
 	checkpointWrites *prometheus.HistogramVec
 	rpc              *rpcserver.Metrics
 	pool             *pool.Metrics
@@ -33,6 +38,23 @@ func newAgentMetrics(reg *prometheus.Registry, src func() poolSource) *agentMetr
 			Name: "awscni_ipamd_error_count",
 			Help: "The number of errors encountered in ipamd",
 		}, []string{"fn"}),
+		// Upstream counts security-groups-for-pods failures here; this build
+		// refuses ENABLE_POD_ENI at start, so the count stays 0. Its fn
+		// values are present from the start so the family is there.
+		podENIErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "awscni_pod_eni_error_count",
+			Help: "The number of errors encountered for pod ENIs",
+		}, []string{"fn"}),
+		startup: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "awscni_ipamd_startup_duration_seconds",
+			Help:    "Time from the process start until ipamd was initialised, or failed to be",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"success", "with_api_server", "failure_reason"}),
+		nodeInit: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "awscni_ipamd_node_initialization_duration_seconds",
+			Help:    "Time ipamd took to initialise the node (ENIs, addresses, checkpoint), or to fail",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"success"}),
 		checkpointWrites: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "awscni_ipamd_checkpoint_write_seconds",
 			Help:    "Time to write the checkpoint durably (temp file, fsync, rename, fsync dir), by result",
@@ -47,8 +69,25 @@ func newAgentMetrics(reg *prometheus.Registry, src func() poolSource) *agentMetr
 		Help: "VPC CNI build information",
 	}, []string{"version", "goversion"})
 	buildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
-	reg.MustRegister(m.errors, m.checkpointWrites, buildInfo, &poolCollector{src: src})
+	for _, fn := range []string{"nodeInit", "tryEnableSecurityGroupsForPods"} {
+		m.podENIErrors.WithLabelValues(fn)
+	}
+	reg.MustRegister(m.errors, m.podENIErrors, m.startup, m.nodeInit, m.checkpointWrites, buildInfo, &poolCollector{src: src})
 	return m
+}
+
+// Upstream's failure_reason values of the start-up histogram.
+const (
+	failedAPIServer = "api_server_connectivity"
+	failedNodeInit  = "node_initialization"
+)
+
+func (m *agentMetrics) observeStartup(ok, apiServer bool, failureReason string, d time.Duration) {
+	m.startup.WithLabelValues(strconv.FormatBool(ok), strconv.FormatBool(apiServer), failureReason).Observe(d.Seconds())
+}
+
+func (m *agentMetrics) observeNodeInit(ok bool, d time.Duration) {
+	m.nodeInit.WithLabelValues(strconv.FormatBool(ok)).Observe(d.Seconds())
 }
 
 // gatherer is what /metrics serves.

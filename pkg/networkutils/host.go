@@ -70,6 +70,7 @@ func WithLinkRetry(attempts int, interval time.Duration) Option {
 // It fails when the iptables binary cannot be run, as upstream ipamd does.
 // Close releases the namespace handles.
 func New(cfg Config, opts ...Option) (*Host, error) {
+	RegisterMetrics()
 	o := options{linkAttempts: 5, linkInterval: 3 * time.Second}
 	for _, opt := range opts {
 		opt(&o)

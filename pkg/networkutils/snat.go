@@ -50,7 +50,7 @@ func (h *Host) UpdateSNATRules(ctx context.Context, vpcCIDRs []netip.Prefix) err
 	return errors.Join(
 		wrap("SNAT rules", h.syncSNAT(vpc)),
 		wrap("primary ENI connmark rules", h.syncPrimaryENIConnmark(primary.Attrs().Name)),
-		wrap("pod connmark rules", h.syncConnmark(vpc)),
+		wrap("pod connmark rules", countConnmarkReconcile(h.syncConnmark(vpc))),
 	)
 }
 

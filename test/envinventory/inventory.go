@@ -92,7 +92,6 @@ func (v Var) Reads(r Reader) bool {
 // The lead moves each to Honoured (and its reader) when merging them.
 var pendingMerge = map[string]bool{
 	"ADDITIONAL_ENI_TAGS":             true,
-	"ANNOTATE_POD_IP":                 true,
 	"AWS_EC2_ENDPOINT":                true,
 	"AWS_MANAGE_ENIS_NON_SCHEDULABLE": true,
 	"CLUSTER_NAME":                    true,

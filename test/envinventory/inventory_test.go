@@ -52,8 +52,9 @@ func TestEveryVariableHasAStatusThatSaysWhatHappens(t *testing.T) {
 			assert.NotEmpty(t, v.Sample, "%s needs a value to refuse", v.Name)
 		case Inert:
 			g, ok := Lookup(v.Gate)
+			// It may be read (the entrypoint fills the egress log file
+			// into the conflist), but acts only in its gate's mode.
 			assert.True(t, ok && g.Status == Refused, "%s is inert only if its gate %q is refused", v.Name, v.Gate)
-			assert.Empty(t, v.ReadBy, v.Name)
 		case NotReadUpstream:
 			assert.True(t, v.Upstream, v.Name)
 			assert.Empty(t, v.ReadBy, v.Name)

@@ -89,6 +89,7 @@ func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 		e, ok := attached[s.Info.ID]
 		if !ok {
 			released, err := p.Store.RemoveENI(s.Info.ID, true)
+			p.countForceRemoved(1, released)
 			if err == nil {
 				p.m.reconcileCount.WithLabelValues("eniReconcileDel").Inc()
 				p.Log.Warn("ENI reconcile: ENI no longer attached; removed", "eni", s.Info.ID, "podsAffected", len(released))
@@ -122,6 +123,7 @@ func (p *Manager) syncCIDRs(s datastore.ENISummary, e awsutils.ENI) {
 	for _, c := range have {
 		if !slices.Contains(want, c) && !p.recentlyReleased(c) {
 			released, err := p.Store.RemoveCIDR(e.ID, c, true)
+			p.countForceRemoved(0, released)
 			if err == nil {
 				p.m.reconcileCount.WithLabelValues("eniIPPoolReconcileDel").Inc()
 				p.Log.Warn("ENI reconcile: address gone from EC2; removed", "eni", e.ID, "cidr", c.String(), "podsAffected", len(released))
@@ -181,4 +183,14 @@ func IsManaged(e awsutils.ENI, id awsutils.Identity) bool {
 		return owner == id.InstanceID
 	}
 	return true
+}
+
+// countForceRemoved counts what the sync took away from pods: the ENI (if
+// one was removed) when pods held its addresses, and those addresses.
+func (p *Manager) countForceRemoved(enis int, released []datastore.Allocation) {
+	if len(released) == 0 {
+		return
+	}
+	p.m.forceRemovedENIs.Add(float64(enis))
+	p.m.forceRemovedIPs.Add(float64(len(released)))
 }

@@ -3,8 +3,9 @@ package pool
 import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics are the pool manager's collectors. awscni_eni_max, awscni_ip_max,
-// awscni_ipamd_action_inprogress and awscni_reconcile_count are upstream's;
-// the max-pods gauges and the leak trigger counter are ours. One set per
+// awscni_ipamd_action_inprogress, awscni_reconcile_count and the
+// awscni_force_removed_* counters are upstream's; the max-pods gauges and
+// the leak trigger counter are ours. One set per
 // agent, registered with its registry.
 type Metrics struct {
 	eniMax            prometheus.Gauge
@@ -14,6 +15,8 @@ type Metrics struct {
 	poolAtMaxPods     prometheus.Gauge
 	poolLeakSuspected prometheus.Gauge
 	leakTriggers      prometheus.Counter
+	forceRemovedENIs  prometheus.Counter
+	forceRemovedIPs   prometheus.Counter
 }
 
 // NewMetrics builds the collectors and registers them with reg.
@@ -40,7 +43,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		leakTriggers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "awscni_ipamd_leak_reconcile_triggers_total", Help: "Times the pool manager asked the pod-IP reconciler to run because of suspected leaks",
 		}),
+		forceRemovedENIs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "awscni_force_removed_enis", Help: "The number of ENIs force removed while they had assigned pods",
+		}),
+		forceRemovedIPs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "awscni_force_removed_ips", Help: "The number of IPs force removed while they had assigned pods",
+		}),
 	}
-	reg.MustRegister(m.eniMax, m.ipMax, m.actionInProgress, m.reconcileCount, m.poolAtMaxPods, m.poolLeakSuspected, m.leakTriggers)
+	reg.MustRegister(m.eniMax, m.ipMax, m.actionInProgress, m.reconcileCount, m.poolAtMaxPods, m.poolLeakSuspected, m.leakTriggers,
+		m.forceRemovedENIs, m.forceRemovedIPs)
 	return m
 }

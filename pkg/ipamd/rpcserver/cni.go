@@ -3,6 +3,7 @@ package rpcserver
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,6 +17,16 @@ import (
 type Allocator interface {
 	Assign(datastore.IPAMKey, datastore.IPAMMetadata) (datastore.Allocation, error)
 	Release(datastore.IPAMKey) (datastore.Allocation, error)
+}
+
+// PodAnnotator records a pod's address on the pod object (upstream's
+// ANNOTATE_POD_IP). Both calls return at once: the API server is reached
+// in the background, so an ADD or DEL never waits on it or fails by it.
+type PodAnnotator interface {
+	// Assigned sets the pod's address after a successful ADD.
+	Assigned(namespace, name, ip string)
+	// Released clears it after a DEL, if it still names ip.
+	Released(namespace, name, ip string)
 }
 
 // cniHandler serves rpc.CNIBackend and rpc.ConfigServerBackend.
@@ -55,16 +66,23 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 	}
 	fields := append(keyFields(in.ContainerID, in.IfName, in.NetworkName), podFields(in.K8S_POD_NAME, in.K8S_POD_NAMESPACE, in.K8S_POD_INFRA_CONTAINER_ID)...)
 	fields = append(fields, field{"Netns", in.Netns, false, maxNetnsLen})
-	if reason, err := validate(fields...); err != nil {
-		return nil, h.invalid("AddNetwork", reason, err)
-	}
 	reply := &rpc.AddNetworkReply{NetworkPolicyMode: h.NetworkPolicyMode}
+	if reason, err := validate(fields...); err != nil {
+		serr := h.invalid("AddNetwork", reason, err)
+		if strings.HasPrefix(reason, missingPrefix) {
+			// Upstream answers a missing container ID, interface or
+			// network name with OK and Success=false, not a gRPC error.
+			return reply, nil
+		}
+		return nil, serr
+	}
 	if in.RequiresMultiNICAttachment && !h.EnableMultiNIC {
 		h.Log.Error("multi-NIC attachment requested but ENABLE_MULTI_NIC is off", "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
 		return reply, nil
 	}
 	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
-	meta := datastore.IPAMMetadata{K8SPodNamespace: in.K8S_POD_NAMESPACE, K8SPodName: in.K8S_POD_NAME}
+	// One interface per pod: multi-NIC pods are refused above (and at start).
+	meta := datastore.IPAMMetadata{K8SPodNamespace: in.K8S_POD_NAMESPACE, K8SPodName: in.K8S_POD_NAME, InterfacesCount: 1}
 	alloc, err := h.Store.Assign(key, meta)
 	if errors.Is(err, datastore.ErrNoAvailableIP) {
 		alloc, err = h.assignExhausted(ctx, key, meta, err)
@@ -82,15 +100,30 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 	reply.Success = true
 	reply.IPAllocationMetadata = []*rpc.IPAllocationMetadata{allocationMetadata(alloc)}
 	reply.UseExternalSNAT = h.ExternalSNAT
-	if !h.ExternalSNAT && h.VPCCIDRs != nil {
-		reply.VPCv4CIDRs = append(append([]string(nil), h.VPCCIDRs()...), h.ExcludeSNATCIDRs...)
+	reply.VPCv4CIDRs = h.replyCIDRs()
+	if h.Pods != nil && in.K8S_POD_NAME != "" {
+		h.Pods.Assigned(in.K8S_POD_NAMESPACE, in.K8S_POD_NAME, alloc.IP.String())
 	}
 	return reply, nil
 }
 
-// DelNetwork releases the pod interface's address. An unknown key is an
-// error whose text carries "datastore: unknown pod", which the plugin (ours
-// and upstream's) treats as nothing to do.
+// replyCIDRs are the VPC's IPv4 CIDRs and, unless SNAT is external, the
+// SNAT exclusions, as upstream's ADD reply carries them.
+func (h *cniHandler) replyCIDRs() []string {
+	var out []string
+	if h.VPCCIDRs != nil {
+		out = append(out, h.VPCCIDRs()...)
+	}
+	if !h.ExternalSNAT {
+		out = append(out, h.ExcludeSNATCIDRs...)
+	}
+	return out
+}
+
+// DelNetwork releases the pod interface's address. An unknown key is, as
+// upstream, a plain error (gRPC code Unknown) whose text carries
+// "datastore: unknown pod", which the plugin (ours and upstream's) treats
+// as nothing to do.
 func (h *cniHandler) DelNetwork(_ context.Context, in *rpc.DelNetworkRequest) (*rpc.DelNetworkReply, error) {
 	reason := in.Reason
 	if !knownDelReasons[reason] {
@@ -110,13 +143,22 @@ func (h *cniHandler) DelNetwork(_ context.Context, in *rpc.DelNetworkRequest) (*
 	switch {
 	case errors.Is(err, datastore.ErrUnknownPod):
 		h.Log.Info("DelNetwork for unknown key", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
-		return nil, status.Error(codes.NotFound, datastore.ErrUnknownPod.Error())
+		return nil, status.Error(codes.Unknown, datastore.ErrUnknownPod.Error())
 	case err != nil:
 		h.Errors.WithLabelValues("DelNetwork").Inc()
 		h.Log.Error("DelNetwork failed", "key", key.String(), "error", err)
 		return nil, status.Errorf(codes.Unavailable, "release %s: %v", key, err)
 	}
 	h.Log.Debug("DelNetwork released", "key", key.String(), "ip", alloc.IP.String(), "reason", in.Reason)
+	if h.Pods != nil {
+		ns, name := in.K8S_POD_NAMESPACE, in.K8S_POD_NAME
+		if name == "" {
+			ns, name = alloc.Metadata.K8SPodNamespace, alloc.Metadata.K8SPodName
+		}
+		if name != "" {
+			h.Pods.Released(ns, name, alloc.IP.String())
+		}
+	}
 	return &rpc.DelNetworkReply{
 		Success:              true,
 		IPAllocationMetadata: []*rpc.IPAllocationMetadata{allocationMetadata(alloc)},
@@ -129,6 +171,9 @@ func (h *cniHandler) GetNetworkPolicyConfigs(context.Context, *emptypb.Empty) (*
 	return &rpc.NetworkPolicyAgentConfigReply{
 		NetworkPolicyMode: h.NetworkPolicyMode,
 		MultiNICEnabled:   h.EnableMultiNIC,
+		NodeIPv4:          h.NodeIPv4,
+		InstanceID:        h.InstanceID,
+		Region:            h.Region,
 	}, nil
 }
 

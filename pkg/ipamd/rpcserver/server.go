@@ -63,6 +63,12 @@ type Options struct {
 	ExcludeSNATCIDRs  []string
 	// VPCCIDRs returns the VPC IPv4 CIDRs for ADD replies.
 	VPCCIDRs func() []string
+	// The instance as the network-policy agent is told about it
+	// (GetNetworkPolicyConfigs); empty without EC2 (a development pool).
+	InstanceID, Region, NodeIPv4 string
+	// Pods, when set, records each pod's address on the pod
+	// (ANNOTATE_POD_IP). Its calls must not block.
+	Pods PodAnnotator
 	// OnExhausted is told when an ADD finds no address (it wakes the pool
 	// manager, which merges wake-ups).
 	OnExhausted func()

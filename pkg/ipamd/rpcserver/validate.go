@@ -15,6 +15,9 @@ const (
 	maxNetnsLen   = 4096
 )
 
+// missingPrefix starts the reason of a required field left empty.
+const missingPrefix = "missing_"
+
 type field struct {
 	name     string
 	value    string
@@ -28,7 +31,7 @@ func validate(fields ...field) (string, error) {
 	for _, f := range fields {
 		switch {
 		case f.required && f.value == "":
-			return "missing_" + f.name, fmt.Errorf("%s is required", f.name)
+			return missingPrefix + f.name, fmt.Errorf("%s is required", f.name)
 		case len(f.value) > f.max:
 			return "too_long_" + f.name, fmt.Errorf("%s is %d bytes, at most %d allowed", f.name, len(f.value), f.max)
 		case !utf8.ValidString(f.value):

@@ -22,6 +22,7 @@
 package envutil
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -200,6 +201,22 @@ func (e Env) Prefixes(name string) []netip.Prefix {
 	return out
 }
 
+// StringMap reads a JSON object whose values are strings
+// ({"team":"net"}); unset or blank gives nil, and a value that is not such
+// an object gives nil with a warning (used is "{}").
+func (e Env) StringMap(name string) map[string]string {
+	v, ok := e.Value(name)
+	if !ok {
+		return nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(v), &m); err != nil || m == nil {
+		e.warn(name, v, "{}")
+		return nil
+	}
+	return m
+}
+
 // RangeError is a value the Lookup* forms refuse.
 type RangeError struct {
 	Name, Value string
@@ -239,6 +256,9 @@ func Bool(env Lookup, name string, def bool) bool { return Env{Lookup: env}.Bool
 
 // Int is Env{Lookup: env}.Int: it warns through slog.Default().
 func Int(env Lookup, name string, def, min int) int { return Env{Lookup: env}.Int(name, def, min) }
+
+// StringMap is Env{Lookup: env}.StringMap: it warns through slog.Default().
+func StringMap(env Lookup, name string) map[string]string { return Env{Lookup: env}.StringMap(name) }
 
 // List is Env{Lookup: env}.List.
 func List(env Lookup, name string) []string { return Env{Lookup: env}.List(name) }

@@ -24,6 +24,9 @@ type Config struct {
 	// same number.
 	SlotsPerENI  int
 	Provisioning bool // false under DISABLE_NETWORK_RESOURCE_PROVISIONING
+	// SubnetDiscovery (ENABLE_SUBNET_DISCOVERY): new ENIs may go in other
+	// tagged subnets, so a full subnet does not stop growth by itself.
+	SubnetDiscovery bool
 
 	Interval         time.Duration // pool decisions (upstream: 5 s)
 	SyncInterval     time.Duration // ENI sync against IMDS/EC2 (60 s)

@@ -48,6 +48,10 @@ type Config struct {
 	PodName                            string
 	VPCCNIVersion                      string
 	ClusterName                        string
+	// AdditionalENITags (ADDITIONAL_ENI_TAGS) as set; awsutils drops the
+	// keys upstream reserves, and the agent warns about them.
+	AdditionalENITags       map[string]string
+	DisableLeakedENICleanup bool // DISABLE_LEAKED_ENI_CLEANUP
 
 	// Settings of networkutils that introspection reports.
 	Connmark             uint32
@@ -102,6 +106,8 @@ func LoadConfig(env envutil.Lookup) (Config, error) {
 		PodName:                            envutil.String(env, "MY_POD_NAME", ""),
 		VPCCNIVersion:                      envutil.String(env, "VPC_CNI_VERSION", ""),
 		ClusterName:                        envutil.String(env, "CLUSTER_NAME", ""),
+		AdditionalENITags:                  envutil.StringMap(env, "ADDITIONAL_ENI_TAGS"),
+		DisableLeakedENICleanup:            envutil.Bool(env, "DISABLE_LEAKED_ENI_CLEANUP", false),
 
 		Connmark:             parseConnmark(env),
 		ExternalServiceCIDRs: envutil.List(env, "AWS_EXTERNAL_SERVICE_CIDRS"),

@@ -28,6 +28,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 	assert.Equal(t, DefaultLogFile, c.LogFile)
 	assert.Equal(t, DefaultIntrospectionAddress, c.IntrospectionBindAddress)
 	assert.True(t, c.SubnetDiscovery)
+	assert.False(t, c.DisableLeakedENICleanup)
+	assert.Nil(t, c.AdditionalENITags)
 	assert.True(t, c.NodePortSupport)
 	assert.Equal(t, uint32(0x80), c.Connmark)
 	assert.Equal(t, "", c.NetworkPolicyMode)
@@ -53,6 +55,11 @@ func TestLoadConfigParsing(t *testing.T) {
 		{"empty bool keeps default", map[string]string{"ENABLE_SUBNET_DISCOVERY": ""}, func(t *testing.T, c Config) { assert.True(t, c.SubnetDiscovery) }},
 		{"bad bool keeps default", map[string]string{"ENABLE_PREFIX_DELEGATION": "yes please"}, func(t *testing.T, c Config) { assert.False(t, c.PrefixDelegation) }},
 		{"PD on", map[string]string{"ENABLE_PREFIX_DELEGATION": "true"}, func(t *testing.T, c Config) { assert.True(t, c.PrefixDelegation) }},
+		{"additional ENI tags", map[string]string{"ADDITIONAL_ENI_TAGS": `{"team":"net","x.k8s.amazonaws.com/y":"z"}`}, func(t *testing.T, c Config) {
+			assert.Equal(t, map[string]string{"team": "net", "x.k8s.amazonaws.com/y": "z"}, c.AdditionalENITags, "reserved keys are dropped, with a warning, by the agent")
+		}},
+		{"bad additional ENI tags ignored", map[string]string{"ADDITIONAL_ENI_TAGS": `{team:net}`}, func(t *testing.T, c Config) { assert.Nil(t, c.AdditionalENITags) }},
+		{"leaked-ENI cleanup off", map[string]string{"DISABLE_LEAKED_ENI_CLEANUP": "true"}, func(t *testing.T, c Config) { assert.True(t, c.DisableLeakedENICleanup) }},
 		{"policy mode case-insensitive", map[string]string{"NETWORK_POLICY_ENFORCING_MODE": "Standard"}, func(t *testing.T, c Config) { assert.Equal(t, "standard", c.NetworkPolicyMode) }},
 		{"hex connmark", map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "0x100"}, func(t *testing.T, c Config) { assert.Equal(t, uint32(0x100), c.Connmark) }},
 		{"decimal connmark", map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "64"}, func(t *testing.T, c Config) { assert.Equal(t, uint32(64), c.Connmark) }},

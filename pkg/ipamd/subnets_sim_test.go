@@ -117,7 +117,7 @@ func TestAgentTagsENIs(t *testing.T) {
 	}
 	before := time.Now().Truncate(time.Second)
 	n := startSimNode(t, ec2sim.Config{}, env, func(o *Options) { o.AWS = nil }) // the agent builds its client from the config
-	n.assign(t, 1, "pod") // the pool wants a second ENI
+	n.assign(t, 1, "pod")                                                        // the pool wants a second ENI
 	n.settle(t, 10)
 	require.Len(t, n.sim.ENIs(), 2)
 
@@ -138,6 +138,30 @@ func TestAgentTagsENIs(t *testing.T) {
 		assert.Equal(t, own, tags)
 		assert.Equal(t, "aws-K8S-"+n.sim.InstanceID(), e.Description)
 	}
+
+	// An untagged ENI someone else attaches is managed (MANAGE_UNTAGGED_ENI
+	// defaults to true): the ENI sync tags it before it joins.
+	ctx := context.Background()
+	c := rawEC2(n)
+	id := leaveENI(t, n, "attached by hand", map[string]string{"owner": "me"})
+	_, err := c.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{NetworkInterfaceId: aws.String(id),
+		InstanceId: aws.String(n.sim.InstanceID()), DeviceIndex: aws.Int32(2), NetworkCardIndex: aws.Int32(0)})
+	require.NoError(t, err)
+	n.agent.pool.SyncENIs(ctx)
+	for _, e := range n.sim.ENIs() {
+		if e.ID == id {
+			want := map[string]string{"owner": "me"}
+			for k, v := range own {
+				want[k] = v
+			}
+			assert.Equal(t, want, e.Tags)
+		}
+	}
+	var ids []string
+	for _, s := range n.agent.store.ENISummaries() {
+		ids = append(ids, s.Info.ID)
+	}
+	assert.Contains(t, ids, id)
 }
 
 // TestAgentSweepsLeakedENIs: the agent runs the leaked-ENI sweep while it
@@ -216,12 +240,16 @@ func leaveENI(t *testing.T, n *simNode, desc string, tags map[string]string) str
 	for k, v := range tags {
 		spec.Tags = append(spec.Tags, types.Tag{Key: aws.String(k), Value: aws.String(v)})
 	}
-	c := ec2.NewFromConfig(aws.Config{Region: n.sim.Region(), Credentials: aws.AnonymousCredentials{}}, func(o *ec2.Options) {
-		o.BaseEndpoint = aws.String(n.sim.EC2Endpoint())
-	})
-	out, err := c.CreateNetworkInterface(context.Background(), &ec2.CreateNetworkInterfaceInput{
+	out, err := rawEC2(n).CreateNetworkInterface(context.Background(), &ec2.CreateNetworkInterfaceInput{
 		SubnetId: aws.String(n.sim.SubnetIDs()[0]), Description: aws.String(desc), TagSpecifications: []types.TagSpecification{spec},
 	})
 	require.NoError(t, err)
 	return aws.ToString(out.NetworkInterface.NetworkInterfaceId)
+}
+
+// rawEC2 is an EC2 client for acting as someone other than ipamd.
+func rawEC2(n *simNode) *ec2.Client {
+	return ec2.NewFromConfig(aws.Config{Region: n.sim.Region(), Credentials: aws.AnonymousCredentials{}}, func(o *ec2.Options) {
+		o.BaseEndpoint = aws.String(n.sim.EC2Endpoint())
+	})
 }

@@ -121,10 +121,15 @@ func (c *Client) describeENIs(ctx context.Context, in *ec2.DescribeNetworkInterf
 
 // AllocOptions say how to build a new ENI.
 type AllocOptions struct {
-	SubnetID       string   // empty: the primary ENI's subnet
+	// SubnetID, when set, is the one subnet to use; empty chooses as
+	// upstream does (see ChooseENISubnets).
+	SubnetID       string
 	SecurityGroups []string // empty: the primary ENI's groups
 	IPs            int      // secondary IPs to create it with
 	Prefixes       int      // or /28 prefixes (prefix delegation)
+	// SubnetDiscovery (ENABLE_SUBNET_DISCOVERY) lets the ENI go in other
+	// subnets of the VPC and AZ tagged kubernetes.io/role/cni.
+	SubnetDiscovery bool
 }
 
 // AllocENI creates an ENI with upstream's description and tags, attaches it
@@ -132,46 +137,28 @@ type AllocOptions struct {
 // DeleteOnTermination. On a failure after creation it deletes what it made.
 // The returned ENI may still be attaching: see WaitAttached.
 func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
-	if o.SubnetID == "" || len(o.SecurityGroups) == 0 {
+	if len(o.SecurityGroups) == 0 {
 		prim, err := c.DescribeENIs(ctx, []string{c.Identity.PrimaryENIID})
 		if err != nil {
 			return ENI{}, fmt.Errorf("describe primary ENI: %w", err)
 		}
 		if len(prim) == 1 {
-			if o.SubnetID == "" {
-				o.SubnetID = prim[0].SubnetID
-			}
-			if len(o.SecurityGroups) == 0 {
-				o.SecurityGroups = append([]string(nil), prim[0].Groups...)
-				sort.Strings(o.SecurityGroups)
-			}
+			o.SecurityGroups = append([]string(nil), prim[0].Groups...)
+			sort.Strings(o.SecurityGroups)
+		}
+	}
+	subnets := []string{o.SubnetID}
+	if o.SubnetID == "" {
+		var err error
+		if subnets, err = c.eniSubnets(ctx, o.SubnetDiscovery); err != nil {
+			return ENI{}, err
 		}
 	}
 	dev, err := c.freeDeviceIndex(ctx)
 	if err != nil {
 		return ENI{}, err
 	}
-	in := &ec2.CreateNetworkInterfaceInput{
-		// The token makes the SDK's retries of a lost answer idempotent:
-		// EC2 returns the ENI it made instead of making a second one.
-		ClientToken: aws.String(clientToken()),
-		SubnetId:    aws.String(o.SubnetID),
-		Description: aws.String(ENIDescriptionPrefix + c.Identity.InstanceID),
-		Groups:      o.SecurityGroups,
-		TagSpecifications: []types.TagSpecification{{
-			ResourceType: types.ResourceTypeNetworkInterface,
-			Tags:         c.newENITags(),
-		}},
-	}
-	switch {
-	case o.Prefixes > 0:
-		in.Ipv4PrefixCount = aws.Int32(int32(o.Prefixes))
-	case o.IPs > 0:
-		in.SecondaryPrivateIpAddressCount = aws.Int32(int32(o.IPs))
-	}
-	created, err := ec2Call(ctx, "CreateNetworkInterface", func(ctx context.Context) (*ec2.CreateNetworkInterfaceOutput, error) {
-		return c.ec2.CreateNetworkInterface(ctx, in)
-	})
+	created, err := c.createENI(ctx, subnets, o)
 	if err != nil {
 		return ENI{}, err
 	}
@@ -198,7 +185,7 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 	})
 	if err != nil {
 		if ferr := c.FreeENI(ctx, eni.ID); ferr != nil {
-			utilsError(FnENICleanupUponModifyNetworkErr, ferr)
+			CountUtilsError(FnENICleanupUponModifyNetworkErr, ferr)
 			c.log.Error("could not clean up ENI after failing to set DeleteOnTermination", "eni", eni.ID, "error", ferr)
 		}
 		return ENI{}, err
@@ -208,30 +195,47 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 	return eni, nil
 }
 
-func (c *Client) newENITags() []types.Tag {
-	tags := map[string]string{
-		TagInstanceID: c.Identity.InstanceID,
-		TagCreatedAt:  time.Now().UTC().Format(time.RFC3339),
-	}
-	if c.opts.ClusterName != "" {
-		tags[TagCluster] = c.opts.ClusterName
-		tags[TagOwner] = "amazon-vpc-cni"
-	}
-	for k, v := range c.opts.AdditionalTags {
-		if _, reserved := tags[k]; !reserved {
-			tags[k] = v
+// createENI tries CreateNetworkInterface in each subnet in turn until one
+// succeeds, as upstream does: a subnet that is full (or fails otherwise)
+// moves on to the next. The last error is returned when all fail, so an
+// exhausted last subnet still reads as ErrSubnetExhausted.
+func (c *Client) createENI(ctx context.Context, subnets []string, o AllocOptions) (*ec2.CreateNetworkInterfaceOutput, error) {
+	var lastErr error
+	for _, subnet := range subnets {
+		in := &ec2.CreateNetworkInterfaceInput{
+			// The token makes the SDK's retries of a lost answer idempotent:
+			// EC2 returns the ENI it made instead of making a second one. A
+			// new subnet is a new request, so it gets a new token.
+			ClientToken: aws.String(clientToken()),
+			SubnetId:    aws.String(subnet),
+			Description: aws.String(ENIDescriptionPrefix + c.Identity.InstanceID),
+			Groups:      o.SecurityGroups,
+			TagSpecifications: []types.TagSpecification{{
+				ResourceType: types.ResourceTypeNetworkInterface,
+				Tags:         c.newENITags(),
+			}},
+		}
+		switch {
+		case o.Prefixes > 0:
+			in.Ipv4PrefixCount = aws.Int32(int32(o.Prefixes))
+		case o.IPs > 0:
+			in.SecondaryPrivateIpAddressCount = aws.Int32(int32(o.IPs))
+		}
+		out, err := ec2Call(ctx, "CreateNetworkInterface", func(ctx context.Context) (*ec2.CreateNetworkInterfaceOutput, error) {
+			return c.ec2.CreateNetworkInterface(ctx, in)
+		})
+		if err == nil {
+			return out, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+		if len(subnets) > 1 {
+			c.log.Warn("could not create an ENI in this subnet; trying the next", "subnet", subnet, "error", err)
 		}
 	}
-	keys := make([]string, 0, len(tags))
-	for k := range tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]types.Tag, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
-	}
-	return out
+	return nil, lastErr
 }
 
 // freeDeviceIndex asks EC2 which device indexes of card 0 are taken.
@@ -291,7 +295,7 @@ func (c *Client) FreeENI(ctx context.Context, eniID string) error {
 		return nil
 	}
 	if err != nil {
-		utilsError(FnGetENIAttachmentIDFailed, err)
+		CountUtilsError(FnGetENIAttachmentIDFailed, err)
 		return fmt.Errorf("free %s: %w", eniID, err)
 	}
 	if len(enis) == 1 && enis[0].AttachmentID != "" {
@@ -304,18 +308,15 @@ func (c *Client) FreeENI(ctx context.Context, eniID string) error {
 	}
 	delay := 200 * time.Millisecond
 	for try := 0; ; try++ {
-		_, err := ec2Call(ctx, "DeleteNetworkInterface", func(ctx context.Context) (*ec2.DeleteNetworkInterfaceOutput, error) {
-			return c.ec2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String(eniID)})
-		})
-		if err == nil || errors.Is(err, ErrNotFound) {
+		err := c.DeleteENI(ctx, eniID)
+		if err == nil {
 			c.log.Info("freed ENI", "eni", eniID)
 			return nil
 		}
-		// Still detaching: EC2 answers InvalidNetworkInterface.InUse. Any
-		// other error (already retried by the SDK) will not go away by
-		// waiting.
-		if errorCode(err) != "InvalidNetworkInterface.InUse" || try >= 12 {
-			utilsError(FnFreeENIDeleteErr, err)
+		// Still detaching: EC2 says the ENI is in use. Any other error
+		// (already retried by the SDK) will not go away by waiting.
+		if !errors.Is(err, ErrENIInUse) || try >= 12 {
+			CountUtilsError(FnFreeENIDeleteErr, err)
 			return fmt.Errorf("free %s: %w", eniID, err)
 		}
 		if err := sleep(ctx, delay); err != nil {
@@ -330,21 +331,9 @@ func (c *Client) deleteENI(ctx context.Context, id string) {
 		return c.ec2.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String(id)})
 	})
 	if err != nil {
-		utilsError(FnAllocENIDeleteErr, err)
-		c.log.Error("could not delete ENI after failed attach; the leaked-ENI sweep will", "eni", id, "error", err)
+		CountUtilsError(FnAllocENIDeleteErr, err)
+		c.log.Error("could not delete ENI after failed attach; the leaked-ENI sweep deletes it later unless DISABLE_LEAKED_ENI_CLEANUP is set", "eni", id, "error", err)
 	}
-}
-
-// TagENI sets tags on an ENI.
-func (c *Client) TagENI(ctx context.Context, eniID string, tags map[string]string) error {
-	var ts []types.Tag
-	for k, v := range tags {
-		ts = append(ts, types.Tag{Key: aws.String(k), Value: aws.String(v)})
-	}
-	_, err := ec2Call(ctx, "CreateTags", func(ctx context.Context) (*ec2.CreateTagsOutput, error) {
-		return c.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{eniID}, Tags: ts})
-	})
-	return err
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

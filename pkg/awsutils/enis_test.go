@@ -192,12 +192,14 @@ func TestAllocENI(t *testing.T) {
 			absentTags: []string{TagCluster, TagOwner},
 		},
 		{
-			name:       "prefixes with cluster and additional tags",
-			opts:       Options{ClusterName: "sim-cluster", AdditionalTags: map[string]string{"team": "net", TagInstanceID: "spoofed"}},
+			name: "prefixes with cluster and additional tags",
+			opts: Options{ClusterName: "sim-cluster", AdditionalTags: map[string]string{
+				"team": "net", TagInstanceID: "spoofed", "x.k8s.amazonaws.com/y": "reserved", TagOwner: "someone"}},
 			alloc:      AllocOptions{Prefixes: 2},
 			wantPfx:    2,
 			wantGroups: sgs,
 			wantTags:   map[string]string{TagCluster: "sim-cluster", TagOwner: "amazon-vpc-cni", "team": "net"},
+			absentTags: []string{"x.k8s.amazonaws.com/y"},
 		},
 		{
 			name:       "bare ENI in another subnet with one group",

@@ -3,6 +3,7 @@ package awsutils
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/smithy-go"
 )
@@ -22,6 +23,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrThrottled: EC2 kept throttling after the SDK's retries.
 	ErrThrottled = errors.New("throttled")
+	// ErrENIInUse: the ENI is attached (or still attaching or detaching),
+	// so it cannot be attached again or deleted yet.
+	ErrENIInUse = errors.New("ENI in use")
 )
 
 var codeClass = map[string]error{
@@ -35,7 +39,13 @@ var codeClass = map[string]error{
 	"InvalidAttachmentID.NotFound":       ErrNotFound,
 	"RequestLimitExceeded":               ErrThrottled,
 	"Throttling":                         ErrThrottled,
+	"InvalidNetworkInterface.InUse":      ErrENIInUse,
 }
+
+// inUseText is how EC2 says, under the generic InvalidParameterValue code,
+// that DeleteNetworkInterface met an attached ENI: the text is the only
+// signal on the wire.
+const inUseText = "is currently in use"
 
 // APIError is an EC2 error with its action and code, classified.
 type APIError struct {
@@ -63,7 +73,12 @@ func classify(action string, err error) error {
 		return nil
 	}
 	code := errorCode(err)
-	return &APIError{Action: action, Code: code, Err: err, class: codeClass[code]}
+	class := codeClass[code]
+	var ae smithy.APIError
+	if code == "InvalidParameterValue" && errors.As(err, &ae) && strings.Contains(ae.ErrorMessage(), inUseText) {
+		class = ErrENIInUse
+	}
+	return &APIError{Action: action, Code: code, Err: err, class: class}
 }
 
 // errorCode returns the EC2 error code of err, or "" for transport errors.

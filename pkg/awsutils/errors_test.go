@@ -29,6 +29,7 @@ func TestClassify(t *testing.T) {
 		{"InvalidAttachmentID.NotFound", ErrNotFound},
 		{"RequestLimitExceeded", ErrThrottled},
 		{"Throttling", ErrThrottled},
+		{"InvalidNetworkInterface.InUse", ErrENIInUse},
 		{"InternalError", nil},
 		{"InvalidParameterValue", nil},
 	}
@@ -51,6 +52,11 @@ func TestClassify(t *testing.T) {
 		})
 	}
 
+	t.Run("delete of an attached ENI: generic code, told by its text", func(t *testing.T) {
+		err := classify("DeleteNetworkInterface", &smithy.GenericAPIError{
+			Code: "InvalidParameterValue", Message: "Network interface 'eni-0abc' is currently in use."})
+		onlyClass(t, err, ErrENIInUse)
+	})
 	t.Run("nil stays nil", func(t *testing.T) {
 		assert.NoError(t, classify("X", nil))
 	})

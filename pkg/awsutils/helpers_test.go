@@ -112,7 +112,7 @@ func asAPIError(t *testing.T, err error) *APIError {
 }
 
 // sentinels are the error classes ipamd branches on.
-var sentinels = []error{ErrSubnetExhausted, ErrAddressLimit, ErrENILimit, ErrUnauthorized, ErrNotFound, ErrThrottled}
+var sentinels = []error{ErrSubnetExhausted, ErrAddressLimit, ErrENILimit, ErrUnauthorized, ErrNotFound, ErrThrottled, ErrENIInUse}
 
 // onlyClass asserts err is in class want and in no other class (want nil:
 // in none).

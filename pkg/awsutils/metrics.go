@@ -53,10 +53,10 @@ const (
 	FnCleanUpLeakedENIDeleteErr = "cleanUpLeakedENIDeleteErr"
 )
 
-// utilsError counts one awscni_aws_utils_error_count{fn, error}; the error
+// CountUtilsError counts one awscni_aws_utils_error_count{fn, error}; the error
 // label is the AWS error code, or "unknown" when the error carries none
 // (error texts would name ENIs and grow the label set without bound).
-func utilsError(fn string, err error) {
+func CountUtilsError(fn string, err error) {
 	code := errorCode(err)
 	if code == "" {
 		code = "unknown"

@@ -132,7 +132,7 @@ func TestAWSUtilsErrorCount(t *testing.T) {
 
 func TestUtilsErrorLabelIsBounded(t *testing.T) {
 	before := testutil.ToFloat64(utilsErrors.WithLabelValues(FnCleanUpLeakedENIDeleteErr, "unknown"))
-	utilsError(FnCleanUpLeakedENIDeleteErr, errors.New("delete eni-0123: connection reset"))
+	CountUtilsError(FnCleanUpLeakedENIDeleteErr, errors.New("delete eni-0123: connection reset"))
 	assert.Equal(t, before+1, testutil.ToFloat64(utilsErrors.WithLabelValues(FnCleanUpLeakedENIDeleteErr, "unknown")),
 		"an error without an AWS code is labelled unknown, not by its text")
 }

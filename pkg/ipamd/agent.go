@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/enisweep"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
@@ -78,8 +79,9 @@ type Agent struct {
 	aws     awsAPI
 	store   *datastore.DataStore
 	rpc     rpcserver.Options
-	pool    *pool.Manager // nil with a development pool
-	poolCfg *pool.Config  // sized at node init; nil with a development pool
+	pool    *pool.Manager     // nil with a development pool
+	sweep   *enisweep.Sweeper // leaked-ENI sweep; nil when off
+	poolCfg *pool.Config      // sized at node init; nil with a development pool
 	metrics *agentMetrics
 	events  *k8sapi.NodeEvents
 	recon   *podip.Reconciler   // nil when off or no runtime is reachable
@@ -191,6 +193,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.recon != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.recon.Run(httpCtx) }()
+	}
+	if a.sweep != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.sweep.Run(httpCtx) }()
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); a.delq.Run(httpCtx, cfg.Reconciler.Interval) }()

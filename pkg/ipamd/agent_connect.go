@@ -130,7 +130,7 @@ func (a *Agent) buildPool() {
 	if a.poolCfg == nil {
 		return
 	}
-	deps := pool.Deps{AWS: a.aws, Store: a.store, Log: a.log, SetupENI: a.setupENI, TeardownENI: a.teardownENI,
+	deps := pool.Deps{AWS: a.aws, Store: a.store, Log: a.log, SetupENI: a.setupENI, TeardownENI: a.teardownENI, TagENI: a.aws.EnsureENITags,
 		OnLeak: a.opts.OnLeak, Events: a.events, Errors: a.metrics.errors, Metrics: a.metrics.pool}
 	if a.recon != nil {
 		hook := a.opts.OnLeak

@@ -30,6 +30,7 @@ type phase struct {
 //     pool), which join the datastore pending;
 //   - reconciler: the pod-IP reconciler on the runtime;
 //   - pool: the pool manager, wired to the reconciler it signals;
+//   - enisweep: the leaked-ENI sweep, unless disabled (it runs with Run);
 //   - restore: the checkpoint, then the check of every other address
 //     against the runtime (the rebuild of a lost checkpoint);
 //   - delqueue: the DELs the plugin queued while ipamd was down;
@@ -44,6 +45,7 @@ func (a *Agent) phases(st *startState) []phase {
 		{"addresses", st.addresses},
 		{"reconciler", func(context.Context) error { a.connectRuntime(a.runtime, st.verifying); return nil }},
 		{"pool", func(context.Context) error { a.buildPool(); return nil }},
+		{"enisweep", func(context.Context) error { a.buildENISweep(); return nil }},
 		{"restore", a.restore},
 		{"delqueue", func(context.Context) error {
 			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Store: a.store, Log: a.log, Metrics: a.metrics.podip}
@@ -101,8 +103,13 @@ func (st *startState) instance(ctx context.Context) error {
 	if a.opts.DevPool != nil {
 		return nil
 	}
+	tags, reserved := awsutils.AdditionalENITags(cfg.AdditionalENITags)
+	for _, k := range reserved {
+		a.log.Warn("ADDITIONAL_ENI_TAGS: keys containing k8s.amazonaws.com are reserved; ignoring this one", "key", k)
+	}
 	if a.aws == nil {
-		c, err := awsutils.New(ctx, awsutils.Options{Version: cfg.VPCCNIVersion, ClusterName: cfg.ClusterName, Logger: a.log})
+		c, err := awsutils.New(ctx, awsutils.Options{Version: cfg.VPCCNIVersion, ClusterName: cfg.ClusterName,
+			AdditionalTags: tags, Logger: a.log})
 		if err != nil {
 			return fmt.Errorf("AWS: %w", err)
 		}

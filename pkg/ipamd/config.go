@@ -32,8 +32,12 @@ type Config struct {
 	WarmPrefixTarget int           // WARM_PREFIX_TARGET, 0 = unset
 
 	// ENI placement and AWS access.
+	// AdditionalENITags (ADDITIONAL_ENI_TAGS) as set; awsutils drops the
+	// keys upstream reserves, and the agent warns about them.
+	AdditionalENITags                  map[string]string
 	ClusterName                        string // CLUSTER_NAME
 	CustomNetworking                   bool   // AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: refused
+	DisableLeakedENICleanup            bool   // DISABLE_LEAKED_ENI_CLEANUP
 	DisableNetworkResourceProvisioning bool   // DISABLE_NETWORK_RESOURCE_PROVISIONING
 	ManageENIsNonSchedulable           bool   // AWS_MANAGE_ENIS_NON_SCHEDULABLE
 	SubnetDiscovery                    bool   // ENABLE_SUBNET_DISCOVERY, default true
@@ -99,8 +103,10 @@ func Load(env envutil.Env) (Config, error) {
 		WarmIPTarget:     env.Int("WARM_IP_TARGET", 0, 0),
 		WarmPrefixTarget: env.Int("WARM_PREFIX_TARGET", 0, 0),
 
+		AdditionalENITags:                  env.StringMap("ADDITIONAL_ENI_TAGS"),
 		ClusterName:                        env.String("CLUSTER_NAME", ""),
 		CustomNetworking:                   env.Bool("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", false),
+		DisableLeakedENICleanup:            env.StrictBool("DISABLE_LEAKED_ENI_CLEANUP", false),
 		DisableNetworkResourceProvisioning: env.StrictBool("DISABLE_NETWORK_RESOURCE_PROVISIONING", false),
 		ManageENIsNonSchedulable:           env.Bool("AWS_MANAGE_ENIS_NON_SCHEDULABLE", false),
 		SubnetDiscovery:                    env.Bool("ENABLE_SUBNET_DISCOVERY", true),

@@ -32,6 +32,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 	assert.True(t, c.SubnetDiscovery)
 	assert.True(t, c.Network.NodePortSupport)
 	assert.Equal(t, uint32(0x80), c.Network.ConnmarkMark)
+	assert.False(t, c.DisableLeakedENICleanup)
+	assert.Nil(t, c.AdditionalENITags)
 	assert.Equal(t, "", c.NetworkPolicyMode)
 	assert.Equal(t, "eni", c.Network.VethPrefix)
 	assert.Equal(t, 9001, c.Network.MTU)
@@ -57,6 +59,11 @@ func TestLoadConfigParsing(t *testing.T) {
 		{"empty bool keeps default", map[string]string{"ENABLE_SUBNET_DISCOVERY": ""}, func(t *testing.T, c Config) { assert.True(t, c.SubnetDiscovery) }},
 		{"bad bool keeps default", map[string]string{"ENABLE_PREFIX_DELEGATION": "yes please"}, func(t *testing.T, c Config) { assert.False(t, c.PrefixDelegation) }},
 		{"PD on", map[string]string{"ENABLE_PREFIX_DELEGATION": "true"}, func(t *testing.T, c Config) { assert.True(t, c.PrefixDelegation) }},
+		{"additional ENI tags", map[string]string{"ADDITIONAL_ENI_TAGS": `{"team":"net","x.k8s.amazonaws.com/y":"z"}`}, func(t *testing.T, c Config) {
+			assert.Equal(t, map[string]string{"team": "net", "x.k8s.amazonaws.com/y": "z"}, c.AdditionalENITags, "reserved keys are dropped, with a warning, by the agent")
+		}},
+		{"bad additional ENI tags ignored", map[string]string{"ADDITIONAL_ENI_TAGS": `{team:net}`}, func(t *testing.T, c Config) { assert.Nil(t, c.AdditionalENITags) }},
+		{"leaked-ENI cleanup off", map[string]string{"DISABLE_LEAKED_ENI_CLEANUP": "true"}, func(t *testing.T, c Config) { assert.True(t, c.DisableLeakedENICleanup) }},
 		{"policy mode case-insensitive", map[string]string{"NETWORK_POLICY_ENFORCING_MODE": "Standard"}, func(t *testing.T, c Config) { assert.Equal(t, "standard", c.NetworkPolicyMode) }},
 		{"hex connmark", map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "0x100"}, func(t *testing.T, c Config) { assert.Equal(t, uint32(0x100), c.Network.ConnmarkMark) }},
 		{"decimal connmark", map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "64"}, func(t *testing.T, c Config) { assert.Equal(t, uint32(64), c.Network.ConnmarkMark) }},

@@ -75,6 +75,14 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 			a.log.Info("ENI not managed by ipamd", "eni", e.ID, "type", e.InterfaceType, "card", e.NetworkCard)
 			continue
 		}
+		if !cfg.DisableNetworkResourceProvisioning {
+			// As upstream: every managed ENI carries ipamd's tags (instance
+			// ID, cluster, ADDITIONAL_ENI_TAGS); without them the leaked-ENI
+			// sweep and other tools cannot tell whose it is.
+			if err := a.aws.EnsureENITags(ctx, e); err != nil {
+				return fmt.Errorf("tag ENI %s: %w", e.ID, err)
+			}
+		}
 		if err := a.setupENI(ctx, e); err != nil {
 			// As upstream: an ENI whose link is not ready is left out now and
 			// added by the ENI reconcile once it is.
@@ -105,6 +113,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		MaxENIs:           maxENIs,
 		SlotsPerENI:       slots,
 		Provisioning:      !cfg.DisableNetworkResourceProvisioning,
+		SubnetDiscovery:   cfg.SubnetDiscovery,
 		Interval:          a.opts.Timings.PoolInterval,
 		SyncInterval:      a.opts.Timings.ENISyncInterval,
 		DecreaseInterval:  a.opts.Timings.DecreaseInterval,
@@ -143,4 +152,8 @@ type Timings struct {
 	MinENILifetime    time.Duration // 1 min
 	LeakHookInterval  time.Duration // 10 s
 	EC2VerifyInterval time.Duration // 5 min
+	// The leaked-ENI sweep: every hour, after a random delay of up to 300 s
+	// (negative: no delay).
+	LeakedENISweepPeriod   time.Duration
+	LeakedENISweepMaxDelay time.Duration
 }

@@ -91,13 +91,9 @@ func (v Var) Reads(r Reader) bool {
 // pendingMerge are the variables other branches of issue 13 implement.
 // The lead moves each to Honoured (and its reader) when merging them.
 var pendingMerge = map[string]bool{
-	"ADDITIONAL_ENI_TAGS":             true,
 	"AWS_EC2_ENDPOINT":                true,
 	"AWS_MANAGE_ENIS_NON_SCHEDULABLE": true,
-	"CLUSTER_NAME":                    true,
-	"DISABLE_LEAKED_ENI_CLEANUP":      true,
 	"ENABLE_IMDS_ONLY_MODE":           true,
-	"ENABLE_SUBNET_DISCOVERY":         true,
 	"HTTP_TIMEOUT":                    true,
 	"MANAGE_UNTAGGED_ENI":             true,
 }

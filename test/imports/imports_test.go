@@ -47,7 +47,7 @@ type rule struct {
 var clients = []string{"./pkg/awsutils/...", "./pkg/cri/...", "./pkg/k8sapi/...", "./pkg/networkutils/...", "./pkg/delqueue/..."}
 
 // The agent and its jobs, without the leaves (datastore, warmpool).
-var agentAndJobs = []string{"./pkg/ipamd", "./pkg/ipamd/pool/...", "./pkg/ipamd/podip/...", "./pkg/ipamd/rpcserver/..."}
+var agentAndJobs = []string{"./pkg/ipamd", "./pkg/ipamd/pool/...", "./pkg/ipamd/podip/...", "./pkg/ipamd/rpcserver/...", "./pkg/ipamd/enisweep/..."}
 
 // Outside libraries that do I/O against the cloud, the cluster or a peer.
 var cloudClusterRPC = []string{"github.com/aws/aws-sdk-go-v2/...", "github.com/aws/smithy-go/...", "k8s.io/...", "sigs.k8s.io/...", "google.golang.org/grpc/..."}
@@ -66,7 +66,7 @@ var rules = []rule{
 		reason:  "warmpool is pure sizing math: no I/O, no clocks, no globals, no logging",
 	},
 	{
-		pkgs: []string{"./pkg/ipamd/pool/...", "./pkg/ipamd/podip/...", "./pkg/ipamd/rpcserver/..."}, scope: transitive,
+		pkgs: []string{"./pkg/ipamd/pool/...", "./pkg/ipamd/podip/...", "./pkg/ipamd/rpcserver/...", "./pkg/ipamd/enisweep/..."}, scope: transitive,
 		forbid: agentAndJobs,
 		reason: "the agent (pkg/ipamd) wires its jobs together through interfaces and callbacks; " +
 			"a job importing the agent or another job would undo the split and make a cycle",

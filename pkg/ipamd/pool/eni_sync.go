@@ -100,6 +100,13 @@ func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 		p.syncCIDRs(s, e)
 	}
 	for _, e := range attached {
+		if p.cfg.Provisioning && p.TagENI != nil {
+			// As upstream: a managed ENI joins with ipamd's tags, or not yet.
+			if err := p.TagENI(ctx, e); err != nil {
+				p.Log.Warn("ENI reconcile: could not tag ENI; trying again next time", "eni", e.ID, "error", err)
+				continue
+			}
+		}
 		if err := p.addENI(ctx, p.withoutReleased(e)); err != nil {
 			p.Log.Error("ENI reconcile: could not add ENI", "eni", e.ID, "error", err)
 			continue

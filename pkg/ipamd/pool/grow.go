@@ -11,7 +11,10 @@ import (
 )
 
 // grow adds addresses as the decision asks: onto an ENI with room (one EC2
-// call per step, as upstream), else by attaching a new ENI.
+// call per step, as upstream), else by attaching a new ENI. With subnet
+// discovery, an ENI whose subnet is full is passed over for the next one,
+// and when every ENI's subnet is full a new ENI is made (it may go in
+// another subnet); without it, a full subnet pauses growth.
 func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 	if !p.cfg.Provisioning || p.now().Before(p.subnetCooldownUntil) {
 		return
@@ -28,28 +31,36 @@ func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 		if room <= 0 {
 			continue
 		}
-		p.assignTo(ctx, e.Info.ID, min(room, want), prefixes)
+		err := p.assignTo(ctx, e.Info.ID, min(room, want), prefixes)
+		if err == nil {
+			return
+		}
+		if p.cfg.SubnetDiscovery && errors.Is(err, awsutils.ErrSubnetExhausted) {
+			p.Log.Info("ENI's subnet is full; trying the next ENI, then a new ENI in a subnet with room",
+				"eni", e.Info.ID, "subnet", e.Info.SubnetID, "error", err)
+			continue
+		}
+		p.growFailed(ctx, e.Info.ID, err)
 		return
 	}
 	p.attachENI(ctx, min(want, p.cfg.SlotsPerENI), prefixes)
 }
 
 // assignTo asks EC2 for n more addresses (or prefixes) on an ENI and adds
-// what EC2 returned to the datastore.
-func (p *Manager) assignTo(ctx context.Context, eniID string, n int, prefixes bool) {
-	var cidrs []netip.Prefix
-	var err error
-	if prefixes {
-		cidrs, err = p.AWS.AssignPrefixes(ctx, eniID, n)
-	} else {
-		var ips []netip.Addr
-		ips, err = p.AWS.AssignIPs(ctx, eniID, n)
-		for _, ip := range ips {
-			cidrs = append(cidrs, netip.PrefixFrom(ip, 32))
-		}
+// what EC2 returned to the datastore. When the subnet cannot give n it
+// asks for one, as upstream does, so a nearly full subnet still gives what
+// it has.
+func (p *Manager) assignTo(ctx context.Context, eniID string, n int, prefixes bool) error {
+	cidrs, err := p.assignOnce(ctx, eniID, n, prefixes)
+	if err != nil && n > 1 && errors.Is(err, awsutils.ErrSubnetExhausted) {
+		p.Log.Warn("subnet cannot give all the addresses asked for; asking for one", "eni", eniID, "asked", n, "error", err)
+		cidrs, err = p.assignOnce(ctx, eniID, 1, prefixes)
 	}
 	if err != nil {
-		p.growFailed(ctx, eniID, err)
+		if !errors.Is(err, awsutils.ErrAddressLimit) { // the datastore is behind EC2; growFailed resyncs
+			p.Errors.WithLabelValues("increaseIPPoolAllocIPAddressesFailed").Inc()
+		}
+		return err
 	}
 	for _, c := range cidrs {
 		if err := p.Store.AddCIDR(eniID, c); err != nil && !errors.Is(err, datastore.ErrIPAlreadyInStore) {
@@ -59,6 +70,19 @@ func (p *Manager) assignTo(ctx context.Context, eniID string, n int, prefixes bo
 	if len(cidrs) > 0 {
 		p.Log.Info("grew the pool", "eni", eniID, "added", len(cidrs), "prefixes", prefixes)
 	}
+	return nil
+}
+
+func (p *Manager) assignOnce(ctx context.Context, eniID string, n int, prefixes bool) ([]netip.Prefix, error) {
+	if prefixes {
+		return p.AWS.AssignPrefixes(ctx, eniID, n)
+	}
+	ips, err := p.AWS.AssignIPs(ctx, eniID, n)
+	cidrs := make([]netip.Prefix, 0, len(ips))
+	for _, ip := range ips {
+		cidrs = append(cidrs, netip.PrefixFrom(ip, 32))
+	}
+	return cidrs, err
 }
 
 // attachENI creates and attaches an ENI carrying n addresses or prefixes,
@@ -71,9 +95,9 @@ func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 		}
 		return
 	}
-	opts := awsutils.AllocOptions{IPs: n}
+	opts := awsutils.AllocOptions{IPs: n, SubnetDiscovery: p.cfg.SubnetDiscovery}
 	if prefixes {
-		opts = awsutils.AllocOptions{Prefixes: n}
+		opts = awsutils.AllocOptions{Prefixes: n, SubnetDiscovery: p.cfg.SubnetDiscovery}
 	}
 	eni, err := p.AWS.AllocENI(ctx, opts)
 	if err != nil {
@@ -133,7 +157,6 @@ func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 	case errors.Is(err, awsutils.ErrENILimit):
 		p.Log.Warn("instance has no room for another ENI", "error", err)
 	default:
-		p.Errors.WithLabelValues("increaseIPPoolAllocIPAddressesFailed").Inc()
 		p.Log.Error("pool growth failed", "eni", eniID, "error", err)
 	}
 }

@@ -24,6 +24,9 @@ type Config struct {
 	// same number.
 	SlotsPerENI  int
 	Provisioning bool // false under DISABLE_NETWORK_RESOURCE_PROVISIONING
+	// SubnetDiscovery (ENABLE_SUBNET_DISCOVERY): new ENIs may go in other
+	// tagged subnets, so a full subnet does not stop growth by itself.
+	SubnetDiscovery bool
 
 	Interval         time.Duration // pool decisions (upstream: 5 s)
 	SyncInterval     time.Duration // ENI sync against IMDS/EC2 (60 s)
@@ -68,6 +71,9 @@ type Deps struct {
 	// SetupENI prepares the host side of a new secondary ENI (link, route
 	// table, rules) before its addresses are handed out.
 	SetupENI func(ctx context.Context, e awsutils.ENI) error
+	// TagENI gives an ENI the ENI sync found attached ipamd's tags
+	// (instance ID, cluster, ADDITIONAL_ENI_TAGS) before it joins.
+	TagENI func(ctx context.Context, e awsutils.ENI) error
 	// TeardownENI removes the host side of a freed ENI.
 	TeardownENI func(ctx context.Context, primaryIP netip.Addr)
 	// OnLeak is the leak signal (the pod-IP reconciler's trigger).

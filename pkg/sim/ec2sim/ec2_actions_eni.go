@@ -252,7 +252,9 @@ func (s *Sim) deleteNetworkInterface(p params, _ time.Time) (response, error) {
 		return nil, err
 	}
 	if e.att != nil {
-		return nil, newError(CodeENIInUse, "The network interface '%s' is currently in use.", e.id)
+		// EC2 answers a delete of an attached (or attaching, or detaching)
+		// ENI with the generic code; only the text tells why.
+		return nil, newError(CodeInvalidParameterValue, "Network interface '%s' is currently in use.", e.id)
 	}
 	s.releaseENI(e)
 	s.logger.Debug("ec2sim: ENI deleted", "eni", e.id)

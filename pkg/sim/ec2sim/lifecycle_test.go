@@ -174,7 +174,8 @@ func TestENILifecycle(t *testing.T) {
 
 	// Delete while attached is refused.
 	_, err = c.DeleteNetworkInterface(ctx, &ec2.DeleteNetworkInterfaceInput{NetworkInterfaceId: aws.String(id)})
-	requireCode(t, err, "InvalidNetworkInterface.InUse")
+	requireCode(t, err, "InvalidParameterValue")
+	require.Contains(t, err.Error(), "is currently in use")
 
 	// Detach.
 	_, err = c.DetachNetworkInterface(ctx, &ec2.DetachNetworkInterfaceInput{AttachmentId: aws.String(attID)})

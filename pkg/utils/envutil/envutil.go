@@ -24,6 +24,7 @@
 package envutil
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -251,6 +252,22 @@ func (e Env) Prefixes(name string) []netip.Prefix {
 		out = append(out, p.Masked())
 	}
 	return out
+}
+
+// StringMap reads a JSON object whose values are strings
+// ({"team":"net"}); unset or blank gives nil, and a value that is not such
+// an object gives nil with a warning (used is "{}").
+func (e Env) StringMap(name string) map[string]string {
+	v, ok := e.Value(name)
+	if !ok {
+		return nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(v), &m); err != nil || m == nil {
+		e.warn(name, v, "{}")
+		return nil
+	}
+	return m
 }
 
 // RangeError is a value the Lookup* forms refuse.

@@ -226,6 +226,27 @@ func TestList(t *testing.T) {
 	}
 }
 
+func TestStringMap(t *testing.T) {
+	for _, tc := range []struct {
+		in   in
+		want map[string]string
+		warn []warning
+	}{
+		{unset, nil, nil},
+		{val("  "), nil, nil},
+		{val("{}"), map[string]string{}, nil},
+		{val(` {"team":"net", "k8s.amazonaws.com/x":"y"} `), map[string]string{"team": "net", "k8s.amazonaws.com/x": "y"}, nil},
+		{val(`{"team":1}`), nil, warned(`{"team":1}`, "{}")},
+		{val(`team=net`), nil, warned("team=net", "{}")},
+		{val(`["a"]`), nil, warned(`["a"]`, "{}")},
+		{val(`null`), nil, warned("null", "{}")},
+	} {
+		env, w := envWith(tc.in.v, tc.in.set)
+		assert.Equal(t, tc.want, env.StringMap(name), "%+v", tc.in)
+		assert.Equal(t, tc.warn, *w, "%+v", tc.in)
+	}
+}
+
 func TestPrefixes(t *testing.T) {
 	p := netip.MustParsePrefix
 	for _, tc := range []struct {

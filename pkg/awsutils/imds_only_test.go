@@ -70,13 +70,17 @@ func TestIMDSOnlyRefusesEC2CallsThatChangeAnything(t *testing.T) {
 	sim.ResetCalls()
 
 	calls := map[string]func() error{
-		"AllocENI":         func() error { _, err := c.AllocENI(ctx, AllocOptions{IPs: 1}); return err },
-		"FreeENI":          func() error { return c.FreeENI(ctx, loose) },
-		"AssignIPs":        func() error { _, err := c.AssignIPs(ctx, sim.PrimaryENI(), 1); return err },
-		"AssignPrefixes":   func() error { _, err := c.AssignPrefixes(ctx, sim.PrimaryENI(), 1); return err },
-		"UnassignIPs":      func() error { return c.UnassignIPs(ctx, sim.PrimaryENI(), []netip.Addr{netip.MustParseAddr("10.0.0.9")}) },
-		"UnassignPrefixes": func() error { return c.UnassignPrefixes(ctx, sim.PrimaryENI(), []netip.Prefix{netip.MustParsePrefix("10.0.1.0/28")}) },
-		"TagENI":           func() error { return c.TagENI(ctx, sim.PrimaryENI(), map[string]string{"k": "v"}) },
+		"AllocENI":       func() error { _, err := c.AllocENI(ctx, AllocOptions{IPs: 1}); return err },
+		"FreeENI":        func() error { return c.FreeENI(ctx, loose) },
+		"AssignIPs":      func() error { _, err := c.AssignIPs(ctx, sim.PrimaryENI(), 1); return err },
+		"AssignPrefixes": func() error { _, err := c.AssignPrefixes(ctx, sim.PrimaryENI(), 1); return err },
+		"UnassignIPs": func() error {
+			return c.UnassignIPs(ctx, sim.PrimaryENI(), []netip.Addr{netip.MustParseAddr("10.0.0.9")})
+		},
+		"UnassignPrefixes": func() error {
+			return c.UnassignPrefixes(ctx, sim.PrimaryENI(), []netip.Prefix{netip.MustParsePrefix("10.0.1.0/28")})
+		},
+		"TagENI": func() error { return c.TagENI(ctx, sim.PrimaryENI(), map[string]string{"k": "v"}) },
 	}
 	for name, call := range calls {
 		err := call()

@@ -82,7 +82,7 @@ func (st *startState) instance(ctx context.Context) error {
 		return nil
 	}
 	if a.aws == nil {
-		c, err := awsutils.New(ctx, awsutils.Options{Version: cfg.VPCCNIVersion, ClusterName: cfg.ClusterName, Logger: a.log})
+		c, err := awsutils.New(ctx, awsOptions(cfg, a.log))
 		if err != nil {
 			return fmt.Errorf("AWS: %w", err)
 		}

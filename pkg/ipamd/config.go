@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -41,13 +42,25 @@ type Config struct {
 	CustomNetworking                   bool
 	ManageENIsNonSchedulable           bool
 	SubnetDiscovery                    bool
-	DisableNetworkResourceProvisioning bool
-	EnablePodENI                       bool
-	EnableMultiNIC                     bool
-	NodeName                           string
-	PodName                            string
-	VPCCNIVersion                      string
-	ClusterName                        string
+	DisableNetworkResourceProvisioning bool // also true under ENABLE_IMDS_ONLY_MODE
+	// IMDSOnlyMode (ENABLE_IMDS_ONLY_MODE): ENIs and addresses from IMDS
+	// only, no EC2 call that changes anything, no DescribeNetworkInterfaces.
+	IMDSOnlyMode bool
+	// ManageUntaggedENI (MANAGE_UNTAGGED_ENI, default true): use attached
+	// ENIs that lack this instance's node.k8s.amazonaws.com/instance_id tag.
+	ManageUntaggedENI bool
+	// HTTPTimeout (HTTP_TIMEOUT, whole seconds, default 10; values below 10
+	// or unparsable fall back to 10 as upstream) bounds each EC2 and IMDS
+	// HTTP request.
+	HTTPTimeout time.Duration
+	// EC2Endpoint (AWS_EC2_ENDPOINT) is a custom EC2 endpoint URL.
+	EC2Endpoint    string
+	EnablePodENI   bool
+	EnableMultiNIC bool
+	NodeName       string
+	PodName        string
+	VPCCNIVersion  string
+	ClusterName    string
 
 	// Settings of networkutils that introspection reports.
 	Connmark             uint32
@@ -96,6 +109,10 @@ func LoadConfig(env envutil.Lookup) (Config, error) {
 		ManageENIsNonSchedulable:           envutil.Bool(env, "AWS_MANAGE_ENIS_NON_SCHEDULABLE", false),
 		SubnetDiscovery:                    envutil.Bool(env, "ENABLE_SUBNET_DISCOVERY", true),
 		DisableNetworkResourceProvisioning: envutil.Bool(env, "DISABLE_NETWORK_RESOURCE_PROVISIONING", false),
+		IMDSOnlyMode:                       envutil.Bool(env, "ENABLE_IMDS_ONLY_MODE", false),
+		ManageUntaggedENI:                  envutil.Bool(env, "MANAGE_UNTAGGED_ENI", true),
+		HTTPTimeout:                        time.Duration(envutil.Int(env, "HTTP_TIMEOUT", 10, 10)) * time.Second,
+		EC2Endpoint:                        envutil.String(env, "AWS_EC2_ENDPOINT", ""),
 		EnablePodENI:                       envutil.Bool(env, "ENABLE_POD_ENI", false),
 		EnableMultiNIC:                     envutil.Bool(env, "ENABLE_MULTI_NIC", false),
 		NodeName:                           envutil.String(env, "MY_NODE_NAME", ""),
@@ -109,6 +126,10 @@ func LoadConfig(env envutil.Lookup) (Config, error) {
 		VethPrefix:           envutil.String(env, "AWS_VPC_K8S_CNI_VETHPREFIX", "eni"),
 		NodePortSupport:      envutil.Bool(env, "AWS_VPC_CNI_NODE_PORT_SUPPORT", true),
 		RandomizeSNAT:        envutil.String(env, "AWS_VPC_K8S_CNI_RANDOMIZESNAT", "prng"),
+	}
+	if c.IMDSOnlyMode {
+		// As upstream: IMDS-only mode implies no network resource provisioning.
+		c.DisableNetworkResourceProvisioning = true
 	}
 	rc, err := podip.LoadConfig(env)
 	if err != nil {
@@ -141,6 +162,19 @@ func (c Config) validate() error {
 		return fmt.Errorf("ENABLE_POD_ENI=true: security groups for pods are %w", ErrUnsupported)
 	case c.EnableMultiNIC:
 		return fmt.Errorf("ENABLE_MULTI_NIC=true: multi-NIC pods are %w", ErrUnsupported)
+	}
+	return validEndpoint("AWS_EC2_ENDPOINT", c.EC2Endpoint)
+}
+
+// validEndpoint refuses an endpoint that is set but not an absolute http(s)
+// URL: the SDK would send every call nowhere.
+func validEndpoint(name, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%s=%q: must be an absolute http(s) URL such as https://ec2.us-west-2.amazonaws.com", name, v)
 	}
 	return nil
 }

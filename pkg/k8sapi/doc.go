@@ -1,5 +1,5 @@
 // Package k8sapi is ipamd's narrow access to the Kubernetes API: its own
-// node's pod capacity, and events on that node. It owns nothing else:
+// node's pod capacity and unschedulable taint, and events on that node. It owns nothing else:
 // ipamd keeps working (with a less precise max-pods and log-only events)
 // when the API server cannot be reached. Events go out asynchronously
 // through client-go's event broadcaster; posting one never waits on the

@@ -79,8 +79,8 @@ type Agent struct {
 	metrics *agentMetrics
 	events  *k8sapi.NodeEvents
 	sched   *k8sapi.NodeSchedulability // nil: AWS_MANAGE_ENIS_NON_SCHEDULABLE=true or no API server
-	recon   *podip.Reconciler   // nil when off or no runtime is reachable
-	runtime podip.SandboxSource // what the reconciler lists; nil when off
+	recon   *podip.Reconciler          // nil when off or no runtime is reachable
+	runtime podip.SandboxSource        // what the reconciler lists; nil when off
 	delq    *podip.DelQueue
 	host    HostNetwork // nil when the host network is not managed
 	// leftOut are managed ENIs whose setup failed at start: their

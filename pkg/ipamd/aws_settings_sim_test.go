@@ -295,3 +295,9 @@ func TestManageENIsNonSchedulableTrueIgnoresTheTaint(t *testing.T) {
 	assert.Nil(t, n.agent.sched)
 	assert.Equal(t, 9, n.agent.store.Stats().TotalIPs, "the pool is sized although the node is cordoned")
 }
+
+func TestLimitGaugesCountAddressesWithPrefixDelegation(t *testing.T) {
+	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, map[string]string{"ENABLE_PREFIX_DELEGATION": "true"})
+	assert.Equal(t, float64(3), gathered(t, n.agent, "awscni_eni_max"))
+	assert.Equal(t, float64(3*9*16), gathered(t, n.agent, "awscni_ip_max"), "as upstream: 16 addresses per prefix slot")
+}

@@ -78,6 +78,13 @@ func (p *Manager) setUnmanaged(n int) {
 	}
 	p.unmanaged = n
 	p.cfg.Targets.MaxAddresses = MaxAddresses(p.maxENIs(), p.cfg.SlotsPerENI, p.cfg.Targets.PrefixDelegation)
+	p.exportLimits()
+}
+
+// exportLimits sets upstream's awscni_eni_max (ENIs ipamd may use) and
+// awscni_ip_max (the addresses they can hold: 16 per prefix slot with
+// prefix delegation).
+func (p *Manager) exportLimits() {
 	p.m.eniMax.Set(float64(p.maxENIs()))
-	p.m.ipMax.Set(float64(p.maxENIs() * p.cfg.SlotsPerENI))
+	p.m.ipMax.Set(float64(MaxAddresses(p.maxENIs(), p.cfg.SlotsPerENI, p.cfg.Targets.PrefixDelegation)))
 }

@@ -129,8 +129,7 @@ func New(cfg Config, deps Deps) *Manager {
 	}
 	p := &Manager{cfg: cfg, Deps: deps, m: deps.Metrics, now: time.Now, released: map[netip.Prefix]time.Time{}, wake: trigger.New(),
 		unmanaged: cfg.UnmanagedENIs}
-	p.m.eniMax.Set(float64(p.maxENIs()))
-	p.m.ipMax.Set(float64(p.maxENIs() * cfg.SlotsPerENI))
+	p.exportLimits()
 	return p
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -14,14 +15,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 )
 
-// Options configure a Client.
+// DefaultHTTPTimeout is upstream's HTTP_TIMEOUT default.
+const DefaultHTTPTimeout = 10 * time.Second
+
+// UserAgentKey names this CNI in the EC2 user agent, as upstream:
+// "amazon-vpc-cni-k8s/<VPC_CNI_VERSION>".
+const UserAgentKey = "amazon-vpc-cni-k8s"
+
+// Options configure a Client. The zero value behaves as upstream's clients.
 type Options struct {
-	// HTTPTimeout bounds each HTTP request (HTTP_TIMEOUT; at least 10 s upstream).
+	// HTTPTimeout bounds each HTTP request to EC2 and IMDS (HTTP_TIMEOUT;
+	// the environment parser keeps upstream's floor of 10 s). Zero: 10 s.
 	HTTPTimeout time.Duration
-	// MaxAttempts and MaxBackoff tune the SDK's standard retryer, which backs
-	// off with jitter on throttling (RequestLimitExceeded) and 5xx.
+	// EC2Endpoint (AWS_EC2_ENDPOINT) sends every EC2 request to this URL.
+	// It wins over the SDK's AWS_ENDPOINT_URL_EC2. Empty: the SDK's
+	// endpoint resolution.
+	EC2Endpoint string
+	// MaxAttempts and MaxBackoff override the SDK's standard retryer (for
+	// tests and tools). Zero keeps upstream's behaviour: EC2 gets the SDK
+	// defaults, which honour AWS_MAX_ATTEMPTS and AWS_RETRY_MODE (3
+	// attempts, 20 s maximum backoff); IMDS gets a standard retryer of 3
+	// attempts with the IMDS client's 1 s maximum backoff.
 	MaxAttempts int
 	MaxBackoff  time.Duration
+	// IMDSOnly (ENABLE_IMDS_ONLY_MODE) takes the instance's ENIs from IMDS
+	// only and refuses every EC2 call but the read-only ones other than
+	// DescribeNetworkInterfaces (see imdsOnlyGuard).
+	IMDSOnly bool
 	// ClusterName (CLUSTER_NAME) adds cluster tags to ENIs it creates.
 	ClusterName string
 	// AdditionalTags (ADDITIONAL_ENI_TAGS) are added to ENIs it creates.
@@ -43,45 +63,67 @@ type Client struct {
 }
 
 // New loads the SDK's default configuration (credentials chain, endpoint
-// overrides from the environment), reads the instance identity from IMDS and
-// builds the EC2 client for the instance's region.
+// and retry settings from the environment), reads the instance identity
+// from IMDS and builds the EC2 client for the instance's region.
 func New(ctx context.Context, opts Options) (*Client, error) {
-	if opts.HTTPTimeout < 10*time.Second {
-		opts.HTTPTimeout = 10 * time.Second
-	}
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = 5
-	}
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = 20 * time.Second
+	if opts.HTTPTimeout <= 0 {
+		opts.HTTPTimeout = DefaultHTTPTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	RegisterMetrics()
+	// One HTTP client for both, as upstream: HTTP_TIMEOUT bounds IMDS
+	// requests as well as EC2 ones.
 	httpClient := awshttp.NewBuildableClient().WithTimeout(opts.HTTPTimeout)
-	cfg, err := config.LoadDefaultConfig(ctx,
-		config.WithHTTPClient(httpClient),
-		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = opts.MaxAttempts
-				o.MaxBackoff = opts.MaxBackoff
-			})
-		}),
-		config.WithAppID("amazon-vpc-cni-k8s/"+opts.Version),
-	)
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(httpClient))
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
-	c := &Client{imds: imds.NewFromConfig(cfg), opts: opts, log: opts.Logger}
+	c := &Client{imds: imds.NewFromConfig(cfg, opts.imdsOptions), opts: opts, log: opts.Logger}
 	id, err := c.readIdentity(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.Identity = id
 	cfg.Region = id.Region
-	c.ec2 = ec2.NewFromConfig(cfg)
+	c.ec2 = ec2.NewFromConfig(cfg, opts.ec2Options)
+	if opts.IMDSOnly {
+		c.log.Info("ENABLE_IMDS_ONLY_MODE=true: ENIs and addresses come from IMDS only; EC2 calls that change anything, and DescribeNetworkInterfaces, are refused")
+	}
 	return c, nil
+}
+
+// imdsOptions gives IMDS upstream's standard retryer (3 attempts; IMDS's
+// own 1 s maximum backoff) unless the options override it.
+func (o Options) imdsOptions(io *imds.Options) {
+	io.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		if o.MaxAttempts > 0 {
+			so.MaxAttempts = o.MaxAttempts
+		}
+	})
+	if o.MaxBackoff > 0 {
+		io.Retryer = retry.AddWithMaxBackoffDelay(io.Retryer, o.MaxBackoff)
+		io.DisableDefaultMaxBackoff = true
+	}
+}
+
+// ec2Options adds upstream's user agent, AWS_EC2_ENDPOINT, the IMDS-only
+// guard and any retry override to the EC2 client.
+func (o Options) ec2Options(eo *ec2.Options) {
+	eo.APIOptions = append(eo.APIOptions, awsmiddleware.AddUserAgentKeyValue(UserAgentKey, o.Version))
+	if o.EC2Endpoint != "" {
+		eo.BaseEndpoint = aws.String(o.EC2Endpoint)
+	}
+	if o.IMDSOnly {
+		eo.APIOptions = append(eo.APIOptions, addIMDSOnlyGuard)
+	}
+	if o.MaxAttempts > 0 {
+		eo.RetryMaxAttempts = o.MaxAttempts // the SDK wraps the retryer after these options
+	}
+	if o.MaxBackoff > 0 {
+		eo.Retryer = retry.AddWithMaxBackoffDelay(eo.Retryer, o.MaxBackoff)
+	}
 }
 
 // InstanceIdentity returns what IMDS said about this instance at New.

@@ -92,11 +92,3 @@ func TestNewFailsWithoutIMDS(t *testing.T) {
 	require.Error(t, err)
 	assert.Nil(t, c)
 }
-
-func TestNewDefaults(t *testing.T) {
-	_, c := simClient(t, ec2sim.Config{}, Options{MaxAttempts: -1, MaxBackoff: -1, HTTPTimeout: time.Second})
-	assert.Equal(t, 10*time.Second, c.opts.HTTPTimeout, "HTTP timeout is at least 10 s")
-	assert.Equal(t, 5, c.opts.MaxAttempts)
-	assert.Equal(t, 20*time.Second, c.opts.MaxBackoff)
-	assert.NotNil(t, c.log)
-}

@@ -89,12 +89,18 @@ func (c *Client) DescribeENIs(ctx context.Context, ids []string) ([]ENI, error) 
 	if len(ids) == 0 {
 		return nil, nil // an empty list would describe every ENI in the region
 	}
+	if c.opts.IMDSOnly {
+		return c.imdsDescribe(ctx, ids)
+	}
 	return c.describeENIs(ctx, &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: ids})
 }
 
 // InstanceENIs returns every ENI EC2 shows attached (or attaching) to this
-// instance.
+// instance; in IMDS-only mode, what IMDS shows attached.
 func (c *Client) InstanceENIs(ctx context.Context) ([]ENI, error) {
+	if c.opts.IMDSOnly {
+		return c.imdsENIs(ctx)
+	}
 	return c.describeENIs(ctx, &ec2.DescribeNetworkInterfacesInput{
 		Filters:    []types.Filter{{Name: aws.String("attachment.instance-id"), Values: []string{c.Identity.InstanceID}}},
 		MaxResults: aws.Int32(1000),

@@ -84,8 +84,9 @@ type Agent struct {
 	poolCfg *pool.Config      // sized at node init; nil with a development pool
 	metrics *agentMetrics
 	events  *k8sapi.NodeEvents
-	recon   *podip.Reconciler   // nil when off or no runtime is reachable
-	runtime podip.SandboxSource // what the reconciler lists; nil when off
+	sched   *k8sapi.NodeSchedulability // nil: AWS_MANAGE_ENIS_NON_SCHEDULABLE=true or no API server
+	recon   *podip.Reconciler          // nil when off or no runtime is reachable
+	runtime podip.SandboxSource        // what the reconciler lists; nil when off
 	delq    *podip.DelQueue
 	host    HostNetwork // nil when the host network is not managed
 	// apiServer: the API server answered during start-up.
@@ -227,6 +228,9 @@ func (a *Agent) closeClients() {
 	}
 	if a.events != nil {
 		a.events.Stop()
+	}
+	if a.sched != nil {
+		a.sched.Stop()
 	}
 	if a.opts.CRI != nil || a.runtime == nil {
 		return // a runtime the caller passed in is the caller's to close

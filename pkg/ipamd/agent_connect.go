@@ -49,6 +49,7 @@ func (a *Agent) connectK8s(ctx context.Context) error {
 			func(reason string) { a.metrics.errors.WithLabelValues(reason).Inc() }, a.log)
 	}
 	a.events = k8sapi.NewNodeEvents(client, cfg.NodeName, cfg.PodName, time.Minute, a.log)
+	a.watchSchedulability(ctx, client)
 	if client == nil || a.opts.MaxPods > 0 || cfg.NodeName == "" {
 		return nil
 	}
@@ -132,6 +133,9 @@ func (a *Agent) buildPool() {
 	}
 	deps := pool.Deps{AWS: a.aws, Store: a.store, Log: a.log, SetupENI: a.setupENI, TeardownENI: a.teardownENI, TagENI: a.aws.EnsureENITags,
 		OnLeak: a.opts.OnLeak, Events: a.events, Errors: a.metrics.errors, Metrics: a.metrics.pool}
+	if a.sched != nil {
+		deps.Schedulable = a.sched.Schedulable
+	}
 	if a.recon != nil {
 		hook := a.opts.OnLeak
 		deps.OnLeak = func(d warmpool.Decision, s datastore.Stats) {

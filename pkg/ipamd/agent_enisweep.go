@@ -8,16 +8,16 @@ import (
 // leakedENISweepOff says why the leaked-ENI sweep must not run ("" when it
 // runs). As upstream: DISABLE_LEAKED_ENI_CLEANUP, and every mode in which
 // ipamd makes no ENIs of its own (IPv6, no provisioning, IMDS only).
-func leakedENISweepOff(cfg Config, imdsOnly bool) string {
+func leakedENISweepOff(cfg Config) string {
 	switch {
 	case cfg.DisableLeakedENICleanup:
 		return "DISABLE_LEAKED_ENI_CLEANUP=true"
 	case cfg.EnableIPv6:
 		return "ENABLE_IPv6=true"
+	case cfg.IMDSOnlyMode: // before the next case, which it implies
+		return "ENABLE_IMDS_ONLY_MODE=true"
 	case cfg.DisableNetworkResourceProvisioning:
 		return "DISABLE_NETWORK_RESOURCE_PROVISIONING=true"
-	case imdsOnly:
-		return "ENABLE_IMDS_ONLY_MODE=true"
 	}
 	return ""
 }
@@ -28,8 +28,7 @@ func (a *Agent) buildENISweep() {
 	if a.opts.DevPool != nil || a.aws == nil {
 		return
 	}
-	// ENABLE_IMDS_ONLY_MODE: pass its setting here once the config reads it.
-	if why := leakedENISweepOff(a.opts.Config, false); why != "" {
+	if why := leakedENISweepOff(a.opts.Config); why != "" {
 		a.log.Info("leaked-ENI sweep off", "because", why)
 		return
 	}

@@ -108,8 +108,9 @@ func (st *startState) instance(ctx context.Context) error {
 		a.log.Warn("ADDITIONAL_ENI_TAGS: keys containing k8s.amazonaws.com are reserved; ignoring this one", "key", k)
 	}
 	if a.aws == nil {
-		c, err := awsutils.New(ctx, awsutils.Options{Version: cfg.VPCCNIVersion, ClusterName: cfg.ClusterName,
-			AdditionalTags: tags, Logger: a.log})
+		opts := awsOptions(cfg, a.log)
+		opts.AdditionalTags = tags
+		c, err := awsutils.New(ctx, opts)
 		if err != nil {
 			return fmt.Errorf("AWS: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"strings"
 	"time"
 
@@ -35,13 +36,21 @@ type Config struct {
 	// AdditionalENITags (ADDITIONAL_ENI_TAGS) as set; awsutils drops the
 	// keys upstream reserves, and the agent warns about them.
 	AdditionalENITags                  map[string]string
-	ClusterName                        string // CLUSTER_NAME
-	CustomNetworking                   bool   // AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: refused
-	DisableLeakedENICleanup            bool   // DISABLE_LEAKED_ENI_CLEANUP
-	DisableNetworkResourceProvisioning bool   // DISABLE_NETWORK_RESOURCE_PROVISIONING
-	ManageENIsNonSchedulable           bool   // AWS_MANAGE_ENIS_NON_SCHEDULABLE
-	SubnetDiscovery                    bool   // ENABLE_SUBNET_DISCOVERY, default true
-	VPCCNIVersion                      string // VPC_CNI_VERSION, in the user agents
+	ClusterName                        string        // CLUSTER_NAME
+	CustomNetworking                   bool          // AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: refused
+	DisableLeakedENICleanup            bool          // DISABLE_LEAKED_ENI_CLEANUP
+	DisableNetworkResourceProvisioning bool          // DISABLE_NETWORK_RESOURCE_PROVISIONING; also true under ENABLE_IMDS_ONLY_MODE
+	EC2Endpoint                        string        // AWS_EC2_ENDPOINT: a custom EC2 endpoint URL (honoured for EC2, unlike upstream)
+	HTTPTimeout                        time.Duration // HTTP_TIMEOUT, whole seconds, at least (and default) 10: each EC2 and IMDS request
+	// IMDSOnlyMode (ENABLE_IMDS_ONLY_MODE): ENIs and addresses from IMDS
+	// only, no EC2 call that changes anything, no DescribeNetworkInterfaces.
+	IMDSOnlyMode bool
+	// ManageUntaggedENI (MANAGE_UNTAGGED_ENI, default true): use attached
+	// ENIs that lack this instance's node.k8s.amazonaws.com/instance_id tag.
+	ManageUntaggedENI        bool
+	ManageENIsNonSchedulable bool   // AWS_MANAGE_ENIS_NON_SCHEDULABLE
+	SubnetDiscovery          bool   // ENABLE_SUBNET_DISCOVERY, default true
+	VPCCNIVersion            string // VPC_CNI_VERSION, in the user agents
 
 	// Host networking (pkg/networkutils reads these variables; ipamd hands
 	// them to the host setup and reports them on introspection).
@@ -108,6 +117,10 @@ func Load(env envutil.Env) (Config, error) {
 		CustomNetworking:                   env.Bool("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", false),
 		DisableLeakedENICleanup:            env.StrictBool("DISABLE_LEAKED_ENI_CLEANUP", false),
 		DisableNetworkResourceProvisioning: env.StrictBool("DISABLE_NETWORK_RESOURCE_PROVISIONING", false),
+		EC2Endpoint:                        env.String("AWS_EC2_ENDPOINT", ""),
+		HTTPTimeout:                        env.Seconds("HTTP_TIMEOUT", 10*time.Second, 10),
+		IMDSOnlyMode:                       env.StrictBool("ENABLE_IMDS_ONLY_MODE", false),
+		ManageUntaggedENI:                  env.StrictBool("MANAGE_UNTAGGED_ENI", true),
 		ManageENIsNonSchedulable:           env.Bool("AWS_MANAGE_ENIS_NON_SCHEDULABLE", false),
 		SubnetDiscovery:                    env.Bool("ENABLE_SUBNET_DISCOVERY", true),
 		VPCCNIVersion:                      env.String("VPC_CNI_VERSION", ""),
@@ -127,6 +140,10 @@ func Load(env envutil.Env) (Config, error) {
 		LogLevel:                 env.String("AWS_VPC_K8S_CNI_LOGLEVEL", "Debug"),
 		NodeName:                 env.String("MY_NODE_NAME", ""),
 		PodName:                  env.String("MY_POD_NAME", ""),
+	}
+	if c.IMDSOnlyMode {
+		// As upstream: IMDS-only mode implies no network resource provisioning.
+		c.DisableNetworkResourceProvisioning = true
 	}
 	rc, err := podip.LoadConfig(env.Lookup)
 	if err != nil {
@@ -172,6 +189,19 @@ func (c Config) validate() error {
 		return fmt.Errorf("ENABLE_MULTI_NIC=true: multi-NIC pods are %w", ErrUnsupported)
 	case c.EnableV6Egress:
 		return fmt.Errorf("ENABLE_V6_EGRESS=true: IPv6 egress for pods needs the egress-cni plugin, which is %w", ErrUnsupported)
+	}
+	return validEndpoint("AWS_EC2_ENDPOINT", c.EC2Endpoint)
+}
+
+// validEndpoint refuses an endpoint that is set but not an absolute http(s)
+// URL: the SDK would send every call nowhere.
+func validEndpoint(name, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%s=%q: must be an absolute http(s) URL such as https://ec2.us-west-2.amazonaws.com", name, v)
 	}
 	return nil
 }

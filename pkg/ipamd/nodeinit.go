@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/vpc"
@@ -70,9 +71,15 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	if err != nil {
 		return fmt.Errorf("list the instance's ENIs: %w", err)
 	}
+	rules := eniRules(cfg)
+	if cfg.IMDSOnlyMode && !cfg.ManageUntaggedENI {
+		a.log.Warn("MANAGE_UNTAGGED_ENI=false has no effect with ENABLE_IMDS_ONLY_MODE=true: IMDS shows no ENI tags, " +
+			"so, as upstream, every ENI IMDS shows attached is used")
+	}
 	for _, e := range enis {
-		if !e.Attached || e.NetworkCard != 0 || !pool.IsManaged(e, id) {
-			a.log.Info("ENI not managed by ipamd", "eni", e.ID, "type", e.InterfaceType, "card", e.NetworkCard)
+		if !e.Attached || e.NetworkCard != 0 || !pool.IsManaged(e, id, rules) {
+			a.log.Info("ENI not managed by ipamd", "eni", e.ID, "type", e.InterfaceType, "card", e.NetworkCard,
+				"noManageTag", e.Tags[awsutils.TagNoManage], "instanceTag", e.Tags[awsutils.TagInstanceID])
 			continue
 		}
 		if !cfg.DisableNetworkResourceProvisioning {
@@ -100,10 +107,8 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		maxENIs = cfg.MaxENI
 	}
 	slots := max(limits.ipv4PerENI-1, 0)
-	maxAddresses := maxENIs * slots
-	if a.store.PrefixDelegation() {
-		maxAddresses *= warmpool.AddressesPerPrefix
-	}
+	unmanaged := pool.CountUnmanaged(enis, id, rules)
+	maxAddresses := pool.MaxAddresses(maxENIs-unmanaged, slots, a.store.PrefixDelegation())
 	a.poolCfg = &pool.Config{
 		Targets: warmpool.Config{
 			WarmENITarget: cfg.WarmENITarget, WarmIPTarget: cfg.WarmIPTarget,
@@ -111,6 +116,8 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 			MaxPods: a.maxPods(id.InstanceType), MaxAddresses: maxAddresses, SlotsPerENI: slots, PrefixDelegation: a.store.PrefixDelegation(),
 		},
 		MaxENIs:           maxENIs,
+		UnmanagedENIs:     unmanaged,
+		ENIRules:          rules,
 		SlotsPerENI:       slots,
 		Provisioning:      !cfg.DisableNetworkResourceProvisioning,
 		SubnetDiscovery:   cfg.SubnetDiscovery,
@@ -124,7 +131,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		EC2VerifyInterval: a.opts.Timings.EC2VerifyInterval,
 	}
 	a.log.Info("node initialised", "instance", id.InstanceID, "type", id.InstanceType, "enis", len(a.store.ENISummaries()),
-		"maxENIs", maxENIs, "slotsPerENI", slots, "maxPods", a.poolCfg.Targets.MaxPods, "maxAddresses", maxAddresses, "prefixDelegation", a.store.PrefixDelegation())
+		"maxENIs", maxENIs, "unmanagedENIs", unmanaged, "slotsPerENI", slots, "maxPods", a.poolCfg.Targets.MaxPods, "maxAddresses", maxAddresses, "prefixDelegation", a.store.PrefixDelegation())
 	return nil
 }
 

@@ -214,22 +214,28 @@ func TestAgentSweepsLeakedENIs(t *testing.T) {
 
 func TestLeakedENISweepOff(t *testing.T) {
 	tests := []struct {
-		name     string
-		cfg      Config
-		imdsOnly bool
-		want     string
+		name string
+		env  map[string]string
+		want string
 	}{
-		{"default: on", Config{EnableIPv4: true}, false, ""},
-		{"disabled", Config{EnableIPv4: true, DisableLeakedENICleanup: true}, false, "DISABLE_LEAKED_ENI_CLEANUP=true"},
-		{"IPv6", Config{EnableIPv6: true}, false, "ENABLE_IPv6=true"},
-		{"no provisioning", Config{EnableIPv4: true, DisableNetworkResourceProvisioning: true}, false, "DISABLE_NETWORK_RESOURCE_PROVISIONING=true"},
-		{"IMDS only", Config{EnableIPv4: true}, true, "ENABLE_IMDS_ONLY_MODE=true"},
+		{"default: on", nil, ""},
+		{"disabled", map[string]string{"DISABLE_LEAKED_ENI_CLEANUP": "true"}, "DISABLE_LEAKED_ENI_CLEANUP=true"},
+		{"no provisioning", map[string]string{"DISABLE_NETWORK_RESOURCE_PROVISIONING": "true"}, "DISABLE_NETWORK_RESOURCE_PROVISIONING=true"},
+		{"IMDS only (which implies no provisioning)", map[string]string{"ENABLE_IMDS_ONLY_MODE": "true"}, "ENABLE_IMDS_ONLY_MODE=true"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, leakedENISweepOff(tt.cfg, tt.imdsOnly))
+			env := map[string]string{"ENABLE_IPv4": "true"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			cfg, err := LoadConfig(envOf(env))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, leakedENISweepOff(cfg))
 		})
 	}
+	// IPv6 mode is refused at start, but the sweep's own rule holds too.
+	assert.Equal(t, "ENABLE_IPv6=true", leakedENISweepOff(Config{EnableIPv6: true}))
 }
 
 // leaveENI creates a detached ENI straight through EC2, as a crashed

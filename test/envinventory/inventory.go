@@ -19,10 +19,6 @@ type Status int
 const (
 	// Honoured: read, with upstream's meaning and default.
 	Honoured Status = iota + 1
-	// PendingMerge: being implemented on another branch; documented as
-	// honoured, but its readers are not checked until the lead flips it
-	// to Honoured when merging that branch.
-	PendingMerge
 	// Inert: upstream reads it only in a mode this build refuses (Gate);
 	// in every mode this build runs, upstream ignores it too.
 	Inert
@@ -40,7 +36,7 @@ const (
 // its Status cell).
 func (s Status) Doc() string {
 	switch s {
-	case Honoured, PendingMerge, Inert:
+	case Honoured, Inert:
 		return "same as upstream"
 	case Refused:
 		return "refused"
@@ -88,24 +84,7 @@ func (v Var) Reads(r Reader) bool {
 	return false
 }
 
-// pendingMerge are the variables other branches of issue 13 implement.
-// The lead moves each to Honoured (and its reader) when merging them.
-var pendingMerge = map[string]bool{
-	"AWS_EC2_ENDPOINT":                true,
-	"AWS_MANAGE_ENIS_NON_SCHEDULABLE": true,
-	"ENABLE_IMDS_ONLY_MODE":           true,
-	"HTTP_TIMEOUT":                    true,
-	"MANAGE_UNTAGGED_ENI":             true,
-}
-
-// IsPendingMerge says whether name is one of the variables other branches
-// are implementing.
-func IsPendingMerge(name string) bool { return pendingMerge[name] }
-
 func up(name string, s Status, sample string, r ...Reader) Var {
-	if pendingMerge[name] {
-		s = PendingMerge
-	}
 	return Var{Name: name, Upstream: true, Status: s, ReadBy: r, Sample: sample}
 }
 

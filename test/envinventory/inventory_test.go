@@ -45,8 +45,6 @@ func TestEveryVariableHasAStatusThatSaysWhatHappens(t *testing.T) {
 		switch v.Status {
 		case Honoured, New:
 			assert.NotEmpty(t, v.ReadBy, "%s is honoured but no component reads it", v.Name)
-		case PendingMerge:
-			assert.True(t, IsPendingMerge(v.Name), v.Name)
 		case Refused:
 			assert.True(t, v.Reads(IPAMD), "%s is refused, which ipamd must do", v.Name)
 			assert.NotEmpty(t, v.Sample, "%s needs a value to refuse", v.Name)
@@ -65,10 +63,6 @@ func TestEveryVariableHasAStatusThatSaysWhatHappens(t *testing.T) {
 			assert.False(t, v.Upstream, v.Name)
 		}
 	}
-	for name := range pendingMerge {
-		v, ok := Lookup(name)
-		assert.True(t, ok && v.Upstream, "pending %s must be an upstream variable of the list", name)
-	}
 }
 
 // ipamd looks up every variable the list says it reads, a changed value
@@ -78,10 +72,6 @@ func TestIPAMDReadsWhatTheListSays(t *testing.T) {
 	def, read, err := loadIPAMD(base())
 	require.NoError(t, err)
 	for _, v := range All {
-		if v.Status == PendingMerge {
-			t.Logf("%s: pending merge of the branch implementing it; not checked", v.Name)
-			continue
-		}
 		if !v.Reads(IPAMD) {
 			continue
 		}
@@ -95,7 +85,7 @@ func TestIPAMDReadsWhatTheListSays(t *testing.T) {
 	}
 	for name := range read {
 		v, ok := Lookup(name)
-		if !ok || !(v.Reads(IPAMD) || v.Status == PendingMerge) {
+		if !ok || !v.Reads(IPAMD) {
 			t.Errorf("ipamd reads %s, which the list does not say it reads: add it (and to docs/upgrade.md)", name)
 		}
 	}
@@ -121,7 +111,7 @@ func TestRefusedVariablesStopIPAMD(t *testing.T) {
 func TestIPAMDEmptyBooleans(t *testing.T) {
 	for _, v := range All {
 		isBool := v.Sample == "true" || v.Sample == "false" || v.Name == "ENABLE_IPv4"
-		if !isBool || !v.Reads(IPAMD) || v.Status == PendingMerge {
+		if !isBool || !v.Reads(IPAMD) {
 			continue
 		}
 		env := with(v.Name, "")

@@ -2,7 +2,9 @@
 // that grows and shrinks the warm pool with warmpool.Decide (secondary IPs,
 // /28 prefixes, ENIs), raises the leak signal when the pool cannot grow,
 // and keeps the datastore's ENIs and addresses in line with what IMDS and
-// EC2 report (the ENI sync).
+// EC2 report (the ENI sync). It leaves alone the ENIs upstream's rules
+// leave alone (no_manage, MANAGE_UNTAGGED_ENI), and neither grows the pool
+// nor frees an ENI while Schedulable says the node is cordoned.
 //
 // It never hands addresses to pods and never frees one a pod holds, except
 // when EC2 no longer has it. It reaches EC2 only through AWS and the

@@ -79,9 +79,10 @@ func sameSet(a, b []netip.Prefix) bool {
 // (EC2 no longer routes them to this node).
 func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 	id := p.AWS.InstanceIdentity()
+	p.setUnmanaged(CountUnmanaged(truth, id, p.cfg.ENIRules))
 	attached := map[string]awsutils.ENI{}
 	for _, e := range truth {
-		if e.Attached && e.NetworkCard == 0 && IsManaged(e, id) {
+		if e.Attached && e.NetworkCard == 0 && IsManaged(e, id, p.cfg.ENIRules) {
 			attached[e.ID] = e
 		}
 	}
@@ -170,26 +171,6 @@ func (p *Manager) expireReleased() {
 			delete(p.released, c)
 		}
 	}
-}
-
-// IsManaged applies upstream's rule: the primary ENI always; an ENI tagged
-// no_manage=true never; otherwise ENIs tagged with this instance's ID or,
-// as MANAGE_UNTAGGED_ENI's default says, untagged ones. Trunk and EFA ENIs
-// are left alone (security groups for pods and EFA are not supported).
-func IsManaged(e awsutils.ENI, id awsutils.Identity) bool {
-	if e.ID == id.PrimaryENIID {
-		return true
-	}
-	if e.InterfaceType == "trunk" || e.InterfaceType == "efa" || e.InterfaceType == "efa-only" {
-		return false
-	}
-	if v, ok := e.Tags[awsutils.TagNoManage]; ok {
-		return v != "true"
-	}
-	if owner, ok := e.Tags[awsutils.TagInstanceID]; ok {
-		return owner == id.InstanceID
-	}
-	return true
 }
 
 // countForceRemoved counts what the sync took away from pods: the ENI (if

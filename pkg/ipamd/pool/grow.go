@@ -16,7 +16,7 @@ import (
 // and when every ENI's subnet is full a new ENI is made (it may go in
 // another subnet); without it, a full subnet pauses growth.
 func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
-	if !p.cfg.Provisioning || p.now().Before(p.subnetCooldownUntil) {
+	if !p.cfg.Provisioning || !p.schedulable() || p.now().Before(p.subnetCooldownUntil) {
 		return
 	}
 	p.m.actionInProgress.WithLabelValues("increaseDatastorePool").Inc()
@@ -88,8 +88,8 @@ func (p *Manager) assignOnce(ctx context.Context, eniID string, n int, prefixes 
 // attachENI creates and attaches an ENI carrying n addresses or prefixes,
 // sets up its host side, then makes its addresses available.
 func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
-	if len(p.Store.ENISummaries()) >= p.cfg.MaxENIs {
-		p.Log.Debug("pool short but the node has all the ENIs it may use", "maxENIs", p.cfg.MaxENIs)
+	if len(p.Store.ENISummaries()) >= p.maxENIs() {
+		p.Log.Debug("pool short but the node has all the ENIs it may use", "maxENIs", p.maxENIs(), "unmanaged", p.unmanaged)
 		if s := p.Store.Stats(); s.AvailableIPs() <= 0 {
 			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.Targets), s, "pool has all the ENIs it may use and no address is available")
 		}
@@ -148,7 +148,7 @@ func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 		// The datastore is behind EC2: take EC2's word for this ENI.
 		p.Log.Warn("ENI is at its address limit in EC2; resyncing it", "eni", eniID)
 		p.resyncENI(ctx, eniID)
-	case errors.Is(err, awsutils.ErrENILimit) && len(p.Store.ENISummaries()) < p.cfg.MaxENIs:
+	case errors.Is(err, awsutils.ErrENILimit) && len(p.Store.ENISummaries()) < p.maxENIs():
 		// EC2 has an attached ENI ipamd does not know (one whose wait for
 		// attachment failed): adopt it now rather than after the next
 		// periodic ENI reconcile, or every growth attempt fails until then.

@@ -17,8 +17,14 @@ import (
 // Config is what the pool manager needs to know about the node.
 type Config struct {
 	Targets warmpool.Config // targets, max pods, capacity, PD, IPs per new ENI
-	// MaxENIs is the number of ENIs ipamd may use (MAX_ENI or the limit).
+	// MaxENIs is the node's ENI limit (MAX_ENI or the instance type's).
+	// ipamd may use MaxENIs less the attached ENIs it leaves alone.
 	MaxENIs int
+	// UnmanagedENIs is how many attached ENIs ipamd left alone at start;
+	// the ENI sync keeps the count current.
+	UnmanagedENIs int
+	// ENIRules decide which attached ENIs are ipamd's.
+	ENIRules ENIRules
 	// SlotsPerENI is how many secondary IPs or /28 prefixes one ENI holds
 	// (IPv4 addresses per ENI minus the primary); Targets.SlotsPerENI holds the
 	// same number.
@@ -82,6 +88,11 @@ type Deps struct {
 	// runtime (the pod-IP reconciler); nil when addresses join free.
 	VerifyPending func(ctx context.Context)
 	Events        EventPoster
+	// Schedulable reports whether the node may get new ENIs and addresses
+	// and give ENIs back. Under AWS_MANAGE_ENIS_NON_SCHEDULABLE=false it is
+	// false while the node carries the node.kubernetes.io/unschedulable
+	// NoSchedule taint. Nil: always.
+	Schedulable func() bool
 	// Errors is upstream's awscni_ipamd_error_count.
 	Errors *prometheus.CounterVec
 	// Metrics are the pool manager's own collectors (nil: a private set).
@@ -108,6 +119,8 @@ type Manager struct {
 	lastLeakHook        time.Time
 	lastEC2Verify       time.Time
 	lastStep            time.Time
+	unmanaged           int                        // attached ENIs left alone (see maxENIs)
+	paused              bool                       // growth and ENI release paused: node unschedulable
 	released            map[netip.Prefix]time.Time // returned to EC2 at
 }
 
@@ -120,9 +133,10 @@ func New(cfg Config, deps Deps) *Manager {
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics(prometheus.NewRegistry()) // counted, but not served
 	}
-	deps.Metrics.eniMax.Set(float64(cfg.MaxENIs))
-	deps.Metrics.ipMax.Set(float64(cfg.MaxENIs * cfg.SlotsPerENI))
-	return &Manager{cfg: cfg, Deps: deps, m: deps.Metrics, now: time.Now, released: map[netip.Prefix]time.Time{}, wake: trigger.New()}
+	p := &Manager{cfg: cfg, Deps: deps, m: deps.Metrics, now: time.Now, released: map[netip.Prefix]time.Time{}, wake: trigger.New(),
+		unmanaged: cfg.UnmanagedENIs}
+	p.exportLimits()
+	return p
 }
 
 // Config is the configuration the manager runs with (defaults filled).

@@ -62,7 +62,7 @@ func (p *Manager) ReturnToEC2(ctx context.Context, free []datastore.FreeCIDR, pr
 // would still meet its targets without it (upstream's WARM_ENI_TARGET rule:
 // keep E spare ENIs' worth of addresses).
 func (p *Manager) maybeFreeENI(ctx context.Context) {
-	if !p.cfg.Provisioning {
+	if !p.cfg.Provisioning || !p.schedulable() {
 		return
 	}
 	enis := p.Store.ENISummaries()

@@ -1,0 +1,61 @@
+package ipamd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLoadConfigAWSClientSettings(t *testing.T) {
+	tests := []struct {
+		env         map[string]string
+		timeout     time.Duration
+		endpoint    string
+		imdsOnly    bool
+		provision   bool
+		untagged    bool
+		nonSchedENI bool
+	}{
+		{env: map[string]string{}, timeout: 10 * time.Second, provision: true, untagged: true},
+		{env: map[string]string{"HTTP_TIMEOUT": "30"}, timeout: 30 * time.Second, provision: true, untagged: true},
+		{env: map[string]string{"HTTP_TIMEOUT": "10"}, timeout: 10 * time.Second, provision: true, untagged: true},
+		// Upstream ignores values below 10 and ones that do not parse.
+		{env: map[string]string{"HTTP_TIMEOUT": "5"}, timeout: 10 * time.Second, provision: true, untagged: true},
+		{env: map[string]string{"HTTP_TIMEOUT": "-1"}, timeout: 10 * time.Second, provision: true, untagged: true},
+		{env: map[string]string{"HTTP_TIMEOUT": "15s"}, timeout: 10 * time.Second, provision: true, untagged: true},
+		{env: map[string]string{"AWS_EC2_ENDPOINT": "https://ec2.example.internal:8443/"}, timeout: 10 * time.Second,
+			endpoint: "https://ec2.example.internal:8443/", provision: true, untagged: true},
+		// IMDS-only mode implies no provisioning.
+		{env: map[string]string{"ENABLE_IMDS_ONLY_MODE": "true"}, timeout: 10 * time.Second, imdsOnly: true, untagged: true},
+		{env: map[string]string{"DISABLE_NETWORK_RESOURCE_PROVISIONING": "true"}, timeout: 10 * time.Second, untagged: true},
+		{env: map[string]string{"MANAGE_UNTAGGED_ENI": "false"}, timeout: 10 * time.Second, provision: true},
+		{env: map[string]string{"MANAGE_UNTAGGED_ENI": "nope"}, timeout: 10 * time.Second, provision: true, untagged: true},
+		{env: map[string]string{"AWS_MANAGE_ENIS_NON_SCHEDULABLE": "true"}, timeout: 10 * time.Second, provision: true, untagged: true, nonSchedENI: true},
+	}
+	for _, tc := range tests {
+		tc.env["ENABLE_IPv4"] = "true"
+		c, err := LoadConfig(envOf(tc.env))
+		require.NoError(t, err, tc.env)
+		assert.Equal(t, tc.timeout, c.HTTPTimeout, tc.env)
+		assert.Equal(t, tc.endpoint, c.EC2Endpoint, tc.env)
+		assert.Equal(t, tc.imdsOnly, c.IMDSOnlyMode, tc.env)
+		assert.Equal(t, !tc.provision, c.DisableNetworkResourceProvisioning, tc.env)
+		assert.Equal(t, tc.untagged, c.ManageUntaggedENI, tc.env)
+		assert.Equal(t, tc.nonSchedENI, c.ManageENIsNonSchedulable, tc.env)
+
+		o := awsOptions(c, nil)
+		assert.Equal(t, c.HTTPTimeout, o.HTTPTimeout)
+		assert.Equal(t, c.EC2Endpoint, o.EC2Endpoint)
+		assert.Equal(t, c.IMDSOnlyMode, o.IMDSOnly)
+	}
+}
+
+func TestLoadConfigRefusesABadEC2Endpoint(t *testing.T) {
+	for _, v := range []string{"ec2.us-west-2.amazonaws.com", "ftp://ec2.example", "https://", "://x"} {
+		_, err := LoadConfig(envOf(map[string]string{"ENABLE_IPv4": "true", "AWS_EC2_ENDPOINT": v}))
+		require.Error(t, err, v)
+		assert.Contains(t, err.Error(), "AWS_EC2_ENDPOINT", v)
+	}
+}

@@ -70,6 +70,7 @@ func TestHostNetworkFollowsENIs(t *testing.T) {
 	}
 
 	n.release(t, pods)
+	n.outliveMinENILifetime()
 	n.settle(t, 10)
 	assert.Empty(t, host.enis, "a freed ENI's host rules are removed")
 }

@@ -39,6 +39,7 @@ func TestWarmENITargetDefault(t *testing.T) {
 	n.storeHasOnlyEC2Addresses(t)
 
 	n.release(t, pods)
+	n.outliveMinENILifetime()
 	n.settle(t, 10)
 	enis, ips, _ = n.ec2Totals()
 	assert.Equal(t, 1, enis, "the idle ENI is freed once it is not needed")

@@ -120,6 +120,16 @@ func (n *simNode) settle(t *testing.T, maxSteps int) int {
 	return maxSteps
 }
 
+// outliveMinENILifetime waits until every ENI attached so far is older than
+// the pool's minimum ENI lifetime (1 ms in fastTimings), which the pool
+// checks against the wall clock before freeing an idle ENI. On a fast run
+// the release and the next step can fall within that millisecond, and
+// the ENI then rightly stays. This sets up a precondition; it asserts
+// nothing about time.
+func (n *simNode) outliveMinENILifetime() {
+	time.Sleep(n.agent.pool.Config().MinENILifetime)
+}
+
 // ec2Totals counts secondary IPs and prefixes EC2 has on attached ENIs.
 func (n *simNode) ec2Totals() (enis, ips, prefixes int) {
 	for _, e := range n.sim.ENIs() {

@@ -92,7 +92,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		}
 		if err := a.setupENI(ctx, e); err != nil {
 			// As upstream: an ENI whose link is not ready is left out now and
-			// added by the ENI reconcile once it is.
+			// added by the ENI sync once it is.
 			a.metrics.errors.WithLabelValues("waitENIAttachedMaxRetryExceeded").Inc()
 			a.log.Error("could not set up ENI; leaving it out for now", "eni", e.ID, "error", err)
 			a.leftOut = append(a.leftOut, e.ID)
@@ -126,7 +126,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		DecreaseInterval:  a.opts.Timings.DecreaseInterval,
 		SubnetCooldown:    a.opts.Timings.SubnetCooldown,
 		MinENILifetime:    a.opts.Timings.MinENILifetime,
-		ReleasedCacheTTL:  a.opts.Timings.ENISyncInterval,
+		ReturnedCacheTTL:  a.opts.Timings.ENISyncInterval,
 		LeakHookInterval:  a.opts.Timings.LeakHookInterval,
 		EC2VerifyInterval: a.opts.Timings.EC2VerifyInterval,
 	}

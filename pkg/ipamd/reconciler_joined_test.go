@@ -64,7 +64,7 @@ func (h *flakySetupHost) setupCalls(ip netip.Addr) int {
 
 // lateENINode is a simulated node with one secondary ENI attached, with
 // four addresses, before ipamd starts; its host setup fails at start, so
-// ipamd leaves it out until the ENI reconcile adds it.
+// ipamd leaves it out until the ENI sync adds it.
 type lateENINode struct {
 	*simNode
 	rt   *fakecri.Runtime
@@ -75,7 +75,7 @@ type lateENINode struct {
 // startLateENINode builds the node; before runs once the ENI exists and
 // before ipamd starts (add sandboxes, write a checkpoint). The reconciler
 // is in enforce mode but makes no pass of its own: only the pool manager's
-// settling (after growth and after each ENI reconcile) verifies addresses.
+// settling (after growth and after each ENI sync) verifies addresses.
 func startLateENINode(t *testing.T, before func(o *Options, e awsutils.ENI)) *lateENINode {
 	t.Helper()
 	rt, client := testsupport.StartFakeCRI(t)
@@ -102,7 +102,7 @@ func startLateENINode(t *testing.T, before func(o *Options, e awsutils.ENI)) *la
 	return n
 }
 
-// run serves the agent (gRPC, pool manager with its ENI reconcile) until
+// run serves the agent (gRPC, pool manager with its ENI sync) until
 // the test ends.
 func (n *lateENINode) run(t *testing.T) *testNode {
 	t.Helper()
@@ -206,7 +206,7 @@ func getReconStatus(t *testing.T, tn *testNode) reconStatusView {
 
 // TestENIAddedAfterFailedSetupIsAdoptedByItsLiveSandboxes guards an ENI
 // whose setup failed at start while running pods (not in the checkpoint:
-// lost allocations) use its addresses: when the ENI reconcile adds it,
+// lost allocations) use its addresses: when the ENI sync adds it,
 // those addresses go to their sandboxes, and no ADD, even one racing with
 // the join, ever gets them.
 func TestENIAddedAfterFailedSetupIsAdoptedByItsLiveSandboxes(t *testing.T) {
@@ -231,7 +231,7 @@ func TestENIAddedAfterFailedSetupIsAdoptedByItsLiveSandboxes(t *testing.T) {
 			}
 		}
 		return true
-	}, 3*time.Second, 5*time.Millisecond, "the ENI reconcile adds the ENI and its live addresses are adopted")
+	}, 3*time.Second, 5*time.Millisecond, "the ENI sync adds the ENI and its live addresses are adopted")
 	close(stop)
 	raced := wait()
 	t.Logf("%d ADDs served while the ENI joined: %v", len(raced), raced)
@@ -240,7 +240,7 @@ func TestENIAddedAfterFailedSetupIsAdoptedByItsLiveSandboxes(t *testing.T) {
 	}
 	require.True(t, adopted)
 	assert.True(t, n.inStore(n.eni.ID))
-	assert.Equal(t, 2, n.host.setupCalls(n.eni.PrimaryIP), "set up again by the ENI reconcile")
+	assert.Equal(t, 2, n.host.setupCalls(n.eni.PrimaryIP), "set up again by the ENI sync")
 	a, _ := n.agent.store.Find(podKey("live-0"))
 	assert.Equal(t, "web-0", a.Metadata.K8SPodName)
 	assert.Equal(t, "prod", a.Metadata.K8SPodNamespace)

@@ -106,7 +106,7 @@ func nodeOnSim(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Opt
 	return &simNode{sim: sim, aws: client, agent: a, dir: dir}
 }
 
-// settle runs pool steps (and ENI reconciles) until the decision asks for
+// settle runs pool steps (and ENI syncs) until the decision asks for
 // nothing or the step budget runs out; it returns the steps taken.
 func (n *simNode) settle(t *testing.T, maxSteps int) int {
 	t.Helper()

@@ -7,7 +7,7 @@ import (
 )
 
 // ENISummary is one ENI with its CIDRs and how busy they are, for the pool
-// manager and the ENI reconcile.
+// manager and the ENI sync.
 type ENISummary struct {
 	Info      ENIInfo
 	CreatedAt time.Time

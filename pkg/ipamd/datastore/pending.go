@@ -7,7 +7,7 @@ import (
 )
 
 // Pending addresses. With Config.VerifyNewAddresses every address that joins
-// the pool (at start, when EC2 grants more, or when the ENI reconcile finds
+// the pool (at start, when EC2 grants more, or when the ENI sync finds
 // some) is pending until the pod-IP reconciler has compared it with the IPs
 // of the runtime's current sandboxes: a live sandbox may still use it (a
 // lost checkpoint, an ENI whose setup failed at start, an address removed by

@@ -13,7 +13,7 @@ import (
 )
 
 // Verification of addresses that join the pool. Every address that joins
-// (at start, from EC2, from the ENI reconcile) is pending in the datastore
+// (at start, from EC2, from the ENI sync) is pending in the datastore
 // until it has been compared with the IPs of every sandbox the runtime
 // lists now: an address a sandbox uses is adopted by that sandbox (READY)
 // or kept pending (NOTREADY, or report mode); the others become free. Any

@@ -9,17 +9,17 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
-// reconcileENIs keeps the datastore in line with the ENIs attached to the
+// SyncENIs keeps the datastore in line with the ENIs attached to the
 // instance. IMDS is cheap but lags EC2, so it is only used to notice that
 // something changed; what is added or removed is decided from EC2's answer.
 func (p *Manager) SyncENIs(ctx context.Context) {
 	p.m.actionInProgress.WithLabelValues("nodeIPPoolReconcile").Inc()
 	defer p.m.actionInProgress.WithLabelValues("nodeIPPoolReconcile").Dec()
-	p.expireReleased()
+	p.expireReturned()
 	attached, err := p.AWS.AttachedENIs(ctx)
 	if err != nil {
 		p.Errors.WithLabelValues("reconcileFailedGetENIs").Inc()
-		p.Log.Warn("ENI reconcile: IMDS unavailable", "error", err)
+		p.Log.Warn("ENI sync: IMDS unavailable", "error", err)
 		return
 	}
 	if p.imdsAgrees(attached) && p.now().Sub(p.lastEC2Verify) < p.cfg.EC2VerifyInterval {
@@ -28,7 +28,7 @@ func (p *Manager) SyncENIs(ctx context.Context) {
 	truth, err := p.AWS.InstanceENIs(ctx)
 	if err != nil {
 		p.Errors.WithLabelValues("reconcileFailedGetENIs").Inc()
-		p.Log.Warn("ENI reconcile: EC2 unavailable; changing nothing", "error", err)
+		p.Log.Warn("ENI sync: EC2 unavailable; changing nothing", "error", err)
 		return
 	}
 	p.lastEC2Verify = p.now()
@@ -93,7 +93,7 @@ func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 			p.countForceRemoved(1, released)
 			if err == nil {
 				p.m.reconcileCount.WithLabelValues("eniReconcileDel").Inc()
-				p.Log.Warn("ENI reconcile: ENI no longer attached; removed", "eni", s.Info.ID, "podsAffected", len(released))
+				p.Log.Warn("ENI sync: ENI no longer attached; removed", "eni", s.Info.ID, "podsAffected", len(released))
 			}
 			continue
 		}
@@ -104,37 +104,37 @@ func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 		if p.cfg.Provisioning && p.TagENI != nil {
 			// As upstream: a managed ENI joins with ipamd's tags, or not yet.
 			if err := p.TagENI(ctx, e); err != nil {
-				p.Log.Warn("ENI reconcile: could not tag ENI; trying again next time", "eni", e.ID, "error", err)
+				p.Log.Warn("ENI sync: could not tag ENI; trying again next time", "eni", e.ID, "error", err)
 				continue
 			}
 		}
-		if err := p.addENI(ctx, p.withoutReleased(e)); err != nil {
-			p.Log.Error("ENI reconcile: could not add ENI", "eni", e.ID, "error", err)
+		if err := p.addENI(ctx, p.withoutReturned(e)); err != nil {
+			p.Log.Error("ENI sync: could not add ENI", "eni", e.ID, "error", err)
 			continue
 		}
 		p.m.reconcileCount.WithLabelValues("eniReconcileAdd").Inc()
-		p.Log.Info("ENI reconcile: added ENI found attached", "eni", e.ID, "device", e.DeviceNumber)
+		p.Log.Info("ENI sync: added ENI found attached", "eni", e.ID, "device", e.DeviceNumber)
 	}
 }
 
 func (p *Manager) syncCIDRs(s datastore.ENISummary, e awsutils.ENI) {
 	have := append(slices.Clone(s.SecondaryIPs), s.Prefixes...)
-	want := eniCIDRs(p.withoutReleased(e))
+	want := eniCIDRs(p.withoutReturned(e))
 	for _, c := range want {
 		if !slices.Contains(have, c) {
 			if err := p.Store.AddCIDR(e.ID, c); err == nil {
 				p.m.reconcileCount.WithLabelValues("eniDataStorePoolReconcileAdd").Inc()
-				p.Log.Info("ENI reconcile: added address EC2 has", "eni", e.ID, "cidr", c.String())
+				p.Log.Info("ENI sync: added address EC2 has", "eni", e.ID, "cidr", c.String())
 			}
 		}
 	}
 	for _, c := range have {
-		if !slices.Contains(want, c) && !p.recentlyReleased(c) {
+		if !slices.Contains(want, c) && !p.recentlyReturned(c) {
 			released, err := p.Store.RemoveCIDR(e.ID, c, true)
 			p.countForceRemoved(0, released)
 			if err == nil {
 				p.m.reconcileCount.WithLabelValues("eniIPPoolReconcileDel").Inc()
-				p.Log.Warn("ENI reconcile: address gone from EC2; removed", "eni", e.ID, "cidr", c.String(), "podsAffected", len(released))
+				p.Log.Warn("ENI sync: address gone from EC2; removed", "eni", e.ID, "cidr", c.String(), "podsAffected", len(released))
 			}
 		}
 	}
@@ -154,21 +154,21 @@ func (p *Manager) resyncENI(ctx context.Context, eniID string) {
 	}
 }
 
-func (p *Manager) withoutReleased(e awsutils.ENI) awsutils.ENI {
-	e.SecondaryIPs = slices.DeleteFunc(slices.Clone(e.SecondaryIPs), func(ip netip.Addr) bool { return p.recentlyReleased(netip.PrefixFrom(ip, 32)) })
-	e.Prefixes = slices.DeleteFunc(slices.Clone(e.Prefixes), p.recentlyReleased)
+func (p *Manager) withoutReturned(e awsutils.ENI) awsutils.ENI {
+	e.SecondaryIPs = slices.DeleteFunc(slices.Clone(e.SecondaryIPs), func(ip netip.Addr) bool { return p.recentlyReturned(netip.PrefixFrom(ip, 32)) })
+	e.Prefixes = slices.DeleteFunc(slices.Clone(e.Prefixes), p.recentlyReturned)
 	return e
 }
 
-func (p *Manager) recentlyReleased(c netip.Prefix) bool {
-	at, ok := p.released[c]
-	return ok && p.now().Sub(at) < p.cfg.ReleasedCacheTTL
+func (p *Manager) recentlyReturned(c netip.Prefix) bool {
+	at, ok := p.returned[c]
+	return ok && p.now().Sub(at) < p.cfg.ReturnedCacheTTL
 }
 
-func (p *Manager) expireReleased() {
-	for c, at := range p.released {
-		if p.now().Sub(at) >= p.cfg.ReleasedCacheTTL {
-			delete(p.released, c)
+func (p *Manager) expireReturned() {
+	for c, at := range p.returned {
+		if p.now().Sub(at) >= p.cfg.ReturnedCacheTTL {
+			delete(p.returned, c)
 		}
 	}
 }

@@ -108,7 +108,7 @@ func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 	attached, err := p.AWS.WaitAttached(ctx, eni.ID)
 	if err != nil {
 		p.Errors.WithLabelValues("increaseIPPoolwaitENIAttachedFailed").Inc()
-		p.Log.Error("new ENI did not attach; the ENI reconcile picks it up if it does later", "eni", eni.ID, "error", err)
+		p.Log.Error("new ENI did not attach; the ENI sync picks it up if it does later", "eni", eni.ID, "error", err)
 		return
 	}
 	if err := p.addENI(ctx, attached); err != nil {
@@ -151,7 +151,7 @@ func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 	case errors.Is(err, awsutils.ErrENILimit) && len(p.Store.ENISummaries()) < p.maxENIs():
 		// EC2 has an attached ENI ipamd does not know (one whose wait for
 		// attachment failed): adopt it now rather than after the next
-		// periodic ENI reconcile, or every growth attempt fails until then.
+		// periodic ENI sync, or every growth attempt fails until then.
 		p.Log.Warn("EC2 has no room for another ENI but ipamd knows fewer: reconciling ENIs now", "error", err)
 		p.SyncENIs(ctx)
 	case errors.Is(err, awsutils.ErrENILimit):

@@ -39,7 +39,7 @@ type Config struct {
 	DecreaseInterval time.Duration // at most one shrink per this (30 s)
 	SubnetCooldown   time.Duration // pause growth after subnet exhaustion (120 s)
 	MinENILifetime   time.Duration // never free a younger ENI (1 min)
-	ReleasedCacheTTL time.Duration // ignore just-released addresses in the sync (60 s)
+	ReturnedCacheTTL time.Duration // ignore addresses just returned to EC2 in the sync (60 s)
 	LeakHookInterval time.Duration // at most one reconciler trigger per this
 	// EC2VerifyInterval forces an EC2 check even when IMDS agrees with the
 	// datastore, to catch addresses removed behind ipamd's back while IMDS
@@ -58,7 +58,7 @@ func (c *Config) setDefaults() {
 	set(&c.DecreaseInterval, 30*time.Second)
 	set(&c.SubnetCooldown, 2*time.Minute)
 	set(&c.MinENILifetime, time.Minute)
-	set(&c.ReleasedCacheTTL, time.Minute)
+	set(&c.ReturnedCacheTTL, time.Minute)
 	set(&c.LeakHookInterval, 10*time.Second)
 	set(&c.EC2VerifyInterval, 5*time.Minute)
 }
@@ -121,7 +121,7 @@ type Manager struct {
 	lastStep            time.Time
 	unmanaged           int                        // attached ENIs left alone (see maxENIs)
 	paused              bool                       // growth and ENI release paused: node unschedulable
-	released            map[netip.Prefix]time.Time // returned to EC2 at
+	returned            map[netip.Prefix]time.Time // returned to EC2 at
 }
 
 // New returns a pool manager; Run drives it.
@@ -133,7 +133,7 @@ func New(cfg Config, deps Deps) *Manager {
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics(prometheus.NewRegistry()) // counted, but not served
 	}
-	p := &Manager{cfg: cfg, Deps: deps, m: deps.Metrics, now: time.Now, released: map[netip.Prefix]time.Time{}, wake: trigger.New(),
+	p := &Manager{cfg: cfg, Deps: deps, m: deps.Metrics, now: time.Now, returned: map[netip.Prefix]time.Time{}, wake: trigger.New(),
 		unmanaged: cfg.UnmanagedENIs}
 	p.exportLimits()
 	return p

@@ -32,7 +32,7 @@ func (p *Manager) ReturnToEC2(ctx context.Context, free []datastore.FreeCIDR, pr
 			continue
 		}
 		byENI[f.ENIID] = append(byENI[f.ENIID], f.CIDR)
-		p.released[f.CIDR] = p.now()
+		p.returned[f.CIDR] = p.now()
 	}
 	for eniID, cidrs := range byENI {
 		var err error
@@ -47,9 +47,9 @@ func (p *Manager) ReturnToEC2(ctx context.Context, free []datastore.FreeCIDR, pr
 		}
 		if err != nil {
 			p.Errors.WithLabelValues("decreaseIPPool").Inc()
-			// Still attached in EC2: let the ENI reconcile add them back.
+			// Still attached in EC2: let the ENI sync add them back.
 			for _, c := range cidrs {
-				delete(p.released, c)
+				delete(p.returned, c)
 			}
 			p.Log.Error("could not return addresses to EC2", "eni", eniID, "count", len(cidrs), "error", err)
 			continue
@@ -89,7 +89,7 @@ func (p *Manager) maybeFreeENI(ctx context.Context) {
 		}
 		if err := p.AWS.FreeENI(ctx, e.Info.ID); err != nil {
 			p.Errors.WithLabelValues("decreaseIPPoolFreeENIFailed").Inc()
-			p.Log.Error("could not free ENI; the ENI reconcile re-adds it while it stays attached", "eni", e.Info.ID, "error", err)
+			p.Log.Error("could not free ENI; the ENI sync re-adds it while it stays attached", "eni", e.Info.ID, "error", err)
 			return
 		}
 		if p.TeardownENI != nil {

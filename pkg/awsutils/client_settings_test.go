@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 // recordingProxy forwards to target and remembers the User-Agent of every
@@ -64,9 +65,9 @@ func (p *recordingProxy) count(path string) int {
 func TestEC2UserAgentCarriesVPCCNIVersion(t *testing.T) {
 	for _, version := range []string{"v1.23.1", ""} {
 		t.Run("version="+version, func(t *testing.T) {
-			sim := startSim(t, ec2sim.Config{})
+			sim := ec2simtest.Start(t, ec2sim.Config{})
 			proxy := newRecordingProxy(t, sim.EC2Endpoint(), nil)
-			pointSDKAt(t, proxy.URL, sim.IMDSEndpoint())
+			ec2simtest.PointSDKAt(t, proxy.URL, sim.IMDSEndpoint())
 			c := newClient(t, Options{Version: version})
 			_, err := c.DescribeENIs(context.Background(), []string{sim.PrimaryENI()})
 			require.NoError(t, err)
@@ -80,13 +81,13 @@ func TestEC2UserAgentCarriesVPCCNIVersion(t *testing.T) {
 }
 
 func TestAWSEC2EndpointWinsForEC2(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("EC2 request sent to AWS_ENDPOINT_URL_EC2 although AWS_EC2_ENDPOINT is set: %s", r.URL)
 		http.Error(w, "wrong endpoint", http.StatusTeapot)
 	}))
 	t.Cleanup(dead.Close)
-	pointSDKAt(t, dead.URL, sim.IMDSEndpoint())
+	ec2simtest.PointSDKAt(t, dead.URL, sim.IMDSEndpoint())
 	c := newClient(t, Options{EC2Endpoint: sim.EC2Endpoint()})
 	enis, err := c.DescribeENIs(context.Background(), []string{sim.PrimaryENI()})
 	require.NoError(t, err)
@@ -109,8 +110,8 @@ func hangingServer(t *testing.T) string {
 }
 
 func TestHTTPTimeoutBoundsEachEC2Request(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
-	pointSDKAt(t, sim.EC2Endpoint(), sim.IMDSEndpoint())
+	sim := ec2simtest.Start(t, ec2sim.Config{})
+	ec2simtest.PointSDKAt(t, sim.EC2Endpoint(), sim.IMDSEndpoint())
 	const timeout = 300 * time.Millisecond
 	c := newClient(t, Options{HTTPTimeout: timeout, MaxAttempts: 1, EC2Endpoint: hangingServer(t)})
 	began := time.Now()
@@ -122,8 +123,8 @@ func TestHTTPTimeoutBoundsEachEC2Request(t *testing.T) {
 }
 
 func TestHTTPTimeoutBoundsEachIMDSRequest(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
-	pointSDKAt(t, sim.EC2Endpoint(), hangingServer(t))
+	sim := ec2simtest.Start(t, ec2sim.Config{})
+	ec2simtest.PointSDKAt(t, sim.EC2Endpoint(), hangingServer(t))
 	const timeout = 300 * time.Millisecond
 	began := time.Now()
 	_, err := New(context.Background(), Options{HTTPTimeout: timeout, MaxAttempts: 1})
@@ -142,8 +143,8 @@ func TestEC2RetriesAsUpstream(t *testing.T) {
 		want int
 	}{{"", 3}, {"5", 5}, {"1", 1}} {
 		t.Run("AWS_MAX_ATTEMPTS="+tt.env, func(t *testing.T) {
-			sim := startSim(t, ec2sim.Config{})
-			pointSDKAt(t, sim.EC2Endpoint(), sim.IMDSEndpoint())
+			sim := ec2simtest.Start(t, ec2sim.Config{})
+			ec2simtest.PointSDKAt(t, sim.EC2Endpoint(), sim.IMDSEndpoint())
 			t.Setenv("AWS_MAX_ATTEMPTS", tt.env)
 			c, err := New(context.Background(), Options{MaxBackoff: time.Millisecond})
 			require.NoError(t, err)
@@ -158,13 +159,13 @@ func TestEC2RetriesAsUpstream(t *testing.T) {
 // IMDS requests get upstream's standard retryer: 3 attempts, whatever
 // AWS_MAX_ATTEMPTS says (upstream's IMDS client has its own retryer).
 func TestIMDSRetriesAsUpstream(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	var failing atomic.Bool
 	const path = "local-ipv4s"
 	proxy := newRecordingProxy(t, sim.IMDSEndpoint(), func(r *http.Request) bool {
 		return failing.Load() && strings.HasSuffix(r.URL.Path, "/"+path)
 	})
-	pointSDKAt(t, sim.EC2Endpoint(), proxy.URL)
+	ec2simtest.PointSDKAt(t, sim.EC2Endpoint(), proxy.URL)
 	t.Setenv("AWS_MAX_ATTEMPTS", "7")
 	c, err := New(context.Background(), Options{MaxBackoff: time.Millisecond})
 	require.NoError(t, err)
@@ -176,8 +177,8 @@ func TestIMDSRetriesAsUpstream(t *testing.T) {
 }
 
 func TestNewDefaultsMatchUpstream(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
-	pointSDKAt(t, sim.EC2Endpoint(), sim.IMDSEndpoint())
+	sim := ec2simtest.Start(t, ec2sim.Config{})
+	ec2simtest.PointSDKAt(t, sim.EC2Endpoint(), sim.IMDSEndpoint())
 	c, err := New(context.Background(), Options{})
 	require.NoError(t, err)
 	assert.Equal(t, DefaultHTTPTimeout, c.opts.HTTPTimeout)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 func TestNewReadsIdentityFromIMDS(t *testing.T) {
@@ -80,11 +81,11 @@ func TestNewUsesIdentityRegionForEC2(t *testing.T) {
 }
 
 func TestNewFailsWithoutIMDS(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
-	dead := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
+	dead := ec2simtest.Start(t, ec2sim.Config{})
 	deadIMDS := dead.IMDSEndpoint()
 	require.NoError(t, dead.Close())
-	pointSDKAt(t, sim.EC2Endpoint(), deadIMDS)
+	ec2simtest.PointSDKAt(t, sim.EC2Endpoint(), deadIMDS)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 func enisByID(t *testing.T, enis []ENI) map[string]ENI {
@@ -141,8 +142,8 @@ func TestInstanceENIsPaginates(t *testing.T) {
 	// simulator's minimum MaxResults, forced by a proxy since InstanceENIs
 	// asks for 1000) the answer spans two pages.
 	const pageSize = 5
-	sim := startSim(t, ec2sim.Config{InstanceType: "m5.4xlarge"})
-	pointSDKAt(t, pageLimitProxy(t, sim.EC2Endpoint(), pageSize), sim.IMDSEndpoint())
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "m5.4xlarge"})
+	ec2simtest.PointSDKAt(t, pageLimitProxy(t, sim.EC2Endpoint(), pageSize), sim.IMDSEndpoint())
 	c := newClient(t, Options{})
 	ctx := context.Background()
 

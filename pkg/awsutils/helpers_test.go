@@ -17,39 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 // The tests in this package point the SDK at the simulator through the
 // environment (t.Setenv), so none of them may run in parallel.
-
-const testSeed = 42
-
-// startSim builds and starts a simulator that stops with the test. A zero
-// seed becomes testSeed so that IDs and fault decisions are reproducible.
-func startSim(t *testing.T, cfg ec2sim.Config) *ec2sim.Sim {
-	t.Helper()
-	if cfg.Seed == 0 {
-		cfg.Seed = testSeed
-	}
-	sim, err := ec2sim.New(cfg)
-	require.NoError(t, err)
-	require.NoError(t, sim.Start())
-	t.Cleanup(func() { _ = sim.Close() })
-	return sim
-}
-
-// pointSDKAt sets the standard SDK environment so that a Client built
-// afterwards talks to the given EC2 and IMDS endpoints.
-func pointSDKAt(t *testing.T, ec2URL, imdsURL string) {
-	t.Helper()
-	t.Setenv("AWS_ENDPOINT_URL_EC2", ec2URL)
-	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", imdsURL)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "false")
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDSIM")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
-	t.Setenv("AWS_REGION", "")
-	t.Setenv("AWS_PROFILE", "")
-}
 
 // newClient builds a Client from the current environment with fast
 // retries (4 attempts, 20 ms maximum backoff) unless opts say otherwise.
@@ -69,8 +41,8 @@ func newClient(t *testing.T, opts Options) *Client {
 // simClient starts a simulator and a Client talking to it.
 func simClient(t *testing.T, cfg ec2sim.Config, opts Options) (*ec2sim.Sim, *Client) {
 	t.Helper()
-	sim := startSim(t, cfg)
-	pointSDKAt(t, sim.EC2Endpoint(), sim.IMDSEndpoint())
+	sim := ec2simtest.Start(t, cfg)
+	ec2simtest.PointSDKAt(t, sim.EC2Endpoint(), sim.IMDSEndpoint())
 	return sim, newClient(t, opts)
 }
 

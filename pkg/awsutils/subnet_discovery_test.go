@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 // discoverySubnets: a small primary subnet and, in the same AZ, tagged and
@@ -88,13 +89,13 @@ func TestAllocENISubnetDiscovery(t *testing.T) {
 func TestAllocENISkipsFullSubnet(t *testing.T) {
 	ctx := context.Background()
 	role := map[string]string{TagSubnetCNIRole: "1"}
-	sim := startSim(t, ec2sim.Config{Subnets: []ec2sim.SubnetConfig{
+	sim := ec2simtest.Start(t, ec2sim.Config{Subnets: []ec2sim.SubnetConfig{
 		{ID: "subnet-0primary", CIDR: "10.0.0.0/27"},
 		{ID: "subnet-0best", CIDR: "10.0.1.0/24", Tags: role},
 		{ID: "subnet-0next", CIDR: "10.0.2.0/25", Tags: role},
 	}})
 	proxy := afterActionProxy(t, sim.EC2Endpoint(), "DescribeSubnets", func() { sim.SetSubnetExhausted("subnet-0best", true) })
-	pointSDKAt(t, proxy, sim.IMDSEndpoint())
+	ec2simtest.PointSDKAt(t, proxy, sim.IMDSEndpoint())
 	c := newClient(t, Options{})
 
 	sim.ResetCalls()
@@ -187,9 +188,9 @@ func TestAdditionalENITags(t *testing.T) {
 
 func TestDetachedTaggedENIsAndDeleteENI(t *testing.T) {
 	ctx := context.Background()
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	// Pages of 5, so the sweep's listing must follow NextToken.
-	pointSDKAt(t, pageLimitProxy(t, sim.EC2Endpoint(), 5), sim.IMDSEndpoint())
+	ec2simtest.PointSDKAt(t, pageLimitProxy(t, sim.EC2Endpoint(), 5), sim.IMDSEndpoint())
 	c := newClient(t, Options{ClusterName: "blue"})
 	subnet := c.Identity.SubnetID
 	mk := func(tags map[string]string) string {

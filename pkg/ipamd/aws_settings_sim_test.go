@@ -19,6 +19,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 // clientFromConfig replaces the test client with one built from the
@@ -68,7 +69,7 @@ func runPool(n *simNode, d time.Duration) {
 }
 
 func TestIMDSOnlyModeBuildsThePoolFromIMDSWithoutChangingEC2(t *testing.T) {
-	sim := startSimTB(t, ec2sim.Config{InstanceType: "m5.large"})
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "m5.large"})
 	// The node as something else provisioned it: addresses on the primary
 	// ENI, an ENI of ours and an untagged one.
 	_, err := sim.AddSecondaryIPs(sim.PrimaryENI(), 4)
@@ -136,7 +137,7 @@ func TestManageUntaggedENI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.env), func(t *testing.T) {
-			sim := startSimTB(t, ec2sim.Config{InstanceType: "m5.large"})
+			sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "m5.large"})
 			untagged, err := sim.CreateAttachedENI(map[string]string{"team": "db"}, 3)
 			require.NoError(t, err)
 			noManage, err := sim.CreateAttachedENI(map[string]string{awsutils.TagNoManage: "true", awsutils.TagInstanceID: sim.InstanceID()}, 2)
@@ -185,7 +186,7 @@ func TestManageUntaggedENI(t *testing.T) {
 }
 
 func TestManageUntaggedENIFollowsTagChanges(t *testing.T) {
-	sim := startSimTB(t, ec2sim.Config{InstanceType: "m5.large"})
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "m5.large"})
 	eni, err := sim.CreateAttachedENI(map[string]string{awsutils.TagInstanceID: sim.InstanceID()}, 3)
 	require.NoError(t, err)
 	n := nodeOnSim(t, sim, map[string]string{"WARM_ENI_TARGET": "0", "WARM_IP_TARGET": "1"}, clientFromConfig(t))
@@ -235,7 +236,7 @@ func cordon(t *testing.T, c *fake.Clientset, n *simNode, on bool) {
 }
 
 func TestUnschedulableNodePausesGrowthAndENIRelease(t *testing.T) {
-	sim := startSimTB(t, ec2sim.Config{InstanceType: "m5.large"})
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "m5.large"})
 	existing, err := sim.AddSecondaryIPs(sim.PrimaryENI(), 2)
 	require.NoError(t, err)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"},

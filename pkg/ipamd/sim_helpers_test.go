@@ -14,6 +14,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 // simNode is an agent driven by the real AWS SDK against the simulator.
@@ -53,28 +54,14 @@ type tb interface {
 
 func startSimNodeTB(t tb, simCfg ec2sim.Config, env map[string]string, mutate ...func(*Options)) *simNode {
 	t.Helper()
-	return nodeOnSim(t, startSimTB(t, simCfg), env, mutate...)
-}
-
-// startSimTB starts a simulator that stops with the test.
-func startSimTB(t tb, simCfg ec2sim.Config) *ec2sim.Sim {
-	t.Helper()
-	sim, err := ec2sim.New(simCfg)
-	require.NoError(t, err)
-	require.NoError(t, sim.Start())
-	t.Cleanup(func() { _ = sim.Close() })
-	return sim
+	return nodeOnSim(t, ec2simtest.Start(t, simCfg), env, mutate...)
 }
 
 // nodeOnSim points the SDK at a running simulator (whose instance a test
 // may have prepared) and builds an agent against it, as startSimNode.
 func nodeOnSim(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Options)) *simNode {
 	t.Helper()
-	t.Setenv("AWS_ENDPOINT_URL_EC2", sim.EC2Endpoint())
-	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", sim.IMDSEndpoint())
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "simulator-secret")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "false")
+	ec2simtest.PointSDKAtSim(t, sim)
 	ctx := context.Background()
 	client, err := awsutils.New(ctx, awsutils.Options{MaxAttempts: 4, MaxBackoff: 20 * time.Millisecond})
 	require.NoError(t, err)

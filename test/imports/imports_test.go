@@ -127,9 +127,9 @@ var rules = []rule{
 		reason: "build-image packages binaries already built and ec2-simulator serves the EC2 simulator alone; neither links the agent",
 	},
 	{
-		pkgs: []string{"./..."}, except: []string{"./pkg/ipamd/internal/testsupport", "./pkg/utils/clocktest"}, scope: direct,
-		forbid: []string{"./pkg/ipamd/internal/testsupport", "./pkg/utils/clocktest"},
-		reason: "testsupport (fake runtime, testify) and clocktest (the manual clock) are for test files only",
+		pkgs: []string{"./..."}, except: []string{"./pkg/ipamd/internal/testsupport", "./pkg/utils/clocktest", "./pkg/sim/ec2sim/ec2simtest"}, scope: direct,
+		forbid: []string{"./pkg/ipamd/internal/testsupport", "./pkg/utils/clocktest", "./pkg/sim/ec2sim/ec2simtest"},
+		reason: "testsupport (fake runtime, testify), clocktest (the manual clock) and ec2simtest (simulator start-up) are for test files only",
 	},
 	{
 		pkgs: []string{"./pkg/utils/...", "./pkg/version/...", "./pkg/vpc/..."}, scope: transitive,

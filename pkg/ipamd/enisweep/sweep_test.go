@@ -17,6 +17,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/enisweep"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 func TestDecide(t *testing.T) {
@@ -63,15 +64,8 @@ type world struct {
 
 func newWorld(t *testing.T, cluster string) *world {
 	t.Helper()
-	sim, err := ec2sim.New(ec2sim.Config{Seed: 7, InstanceType: "m5.4xlarge"})
-	require.NoError(t, err)
-	require.NoError(t, sim.Start())
-	t.Cleanup(func() { _ = sim.Close() })
-	t.Setenv("AWS_ENDPOINT_URL_EC2", sim.EC2Endpoint())
-	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", sim.IMDSEndpoint())
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "false")
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDSIM")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	sim := ec2simtest.Start(t, ec2sim.Config{Seed: 7, InstanceType: "m5.4xlarge"})
+	ec2simtest.PointSDKAtSim(t, sim)
 	ctx := context.Background()
 	c, err := awsutils.New(ctx, awsutils.Options{ClusterName: cluster, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond})
 	require.NoError(t, err)

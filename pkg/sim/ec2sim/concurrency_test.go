@@ -12,13 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 // TestConcurrentChurnKeepsInvariants hammers a small subnet from several
 // goroutines while faults flip, then checks that no address or /28 was
 // handed out twice and that the subnet's free count adds up.
 func TestConcurrentChurnKeepsInvariants(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{
+	sim := ec2simtest.Start(t, ec2sim.Config{
 		InstanceType: "m5.4xlarge", // 8 ENIs, 30 addresses each
 		Subnets:      []ec2sim.SubnetConfig{{CIDR: "10.0.0.0/24"}},
 		AttachDelay:  5 * time.Millisecond,

@@ -11,10 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 func TestDescribeInstances(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	c := ec2Client(t, sim)
 
 	out, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{sim.InstanceID()}})
@@ -44,7 +45,7 @@ func TestDescribeInstances(t *testing.T) {
 }
 
 func TestDescribeInstanceTypes(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{InstanceType: "c6in.32xlarge"})
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "c6in.32xlarge"})
 	c := ec2Client(t, sim)
 
 	out, err := c.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{
@@ -76,7 +77,7 @@ func TestDescribeInstanceTypes(t *testing.T) {
 }
 
 func TestDescribeSubnets(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{Subnets: []ec2sim.SubnetConfig{
+	sim := ec2simtest.Start(t, ec2sim.Config{Subnets: []ec2sim.SubnetConfig{
 		{CIDR: "10.0.0.0/20"},
 		{ID: "subnet-0cni", CIDR: "10.0.16.0/24", Tags: map[string]string{"kubernetes.io/role/cni": "1"}},
 		{ID: "subnet-0otheraz", CIDR: "10.0.32.0/24", AZ: "us-west-2b"},
@@ -121,7 +122,7 @@ func TestDescribeSubnets(t *testing.T) {
 }
 
 func TestDescribeNetworkInterfacesFiltersAndPagination(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	c := ec2Client(t, sim)
 	subnet := sim.SubnetIDs()[0]
 

@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 // TestEnvironmentEndpoints shows that a program using the SDK's defaults
 // (as ipamd does) needs no code to use the simulator: the standard
 // environment variables printed by cmd/tools/ec2-simulator are enough.
 func TestEnvironmentEndpoints(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	t.Setenv("AWS_ENDPOINT_URL_EC2", sim.EC2Endpoint())
 	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", sim.IMDSEndpoint())
 	t.Setenv("AWS_REGION", "us-west-2")

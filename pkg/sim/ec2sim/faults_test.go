@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 func httpStatus(err error) int {
@@ -22,7 +23,7 @@ func httpStatus(err error) int {
 }
 
 func TestSubnetExhaustedFault(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	c := ec2Client(t, sim)
 	subnet := sim.SubnetIDs()[0]
 	primary := sim.PrimaryENI()
@@ -50,7 +51,7 @@ func TestSubnetExhaustedFault(t *testing.T) {
 
 // TestSubnetRunsOut fills small subnets for real.
 func TestSubnetRunsOut(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{InstanceType: "m5.xlarge", Subnets: []ec2sim.SubnetConfig{
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "m5.xlarge", Subnets: []ec2sim.SubnetConfig{
 		{CIDR: "10.0.0.0/20"},
 		{ID: "subnet-0tiny", CIDR: "10.0.16.0/28"},  // 11 usable
 		{ID: "subnet-0small", CIDR: "10.0.17.0/26"}, // 59 usable, /28s only at .16 and .32
@@ -98,7 +99,7 @@ func TestSubnetRunsOut(t *testing.T) {
 }
 
 func TestThrottling(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	c := fastRetryEC2Client(t, sim)
 
 	sim.SetThrottle(1.0)
@@ -135,7 +136,7 @@ func TestThrottling(t *testing.T) {
 }
 
 func TestServerErrors(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	c := fastRetryEC2Client(t, sim)
 
 	sim.SetServerErrors(1.0)
@@ -151,7 +152,7 @@ func TestServerErrors(t *testing.T) {
 }
 
 func TestUnauthorized(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	c := fastRetryEC2Client(t, sim)
 
 	sim.SetUnauthorized("CreateTags", true)
@@ -169,7 +170,7 @@ func TestUnauthorized(t *testing.T) {
 
 func TestLatency(t *testing.T) {
 	const latency = 150 * time.Millisecond
-	sim := startSim(t, ec2sim.Config{Latency: latency})
+	sim := ec2simtest.Start(t, ec2sim.Config{Latency: latency})
 	c := ec2Client(t, sim)
 	start := time.Now()
 	_, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{})

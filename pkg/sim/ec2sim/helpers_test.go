@@ -23,19 +23,6 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 )
 
-// startSim builds and starts a simulator that is closed with the test.
-func startSim(t *testing.T, cfg ec2sim.Config) *ec2sim.Sim {
-	t.Helper()
-	if cfg.Seed == 0 {
-		cfg.Seed = 42
-	}
-	sim, err := ec2sim.New(cfg)
-	require.NoError(t, err)
-	require.NoError(t, sim.Start())
-	t.Cleanup(func() { require.NoError(t, sim.Close()) })
-	return sim
-}
-
 // sdkConfig is how a caller would build its AWS config, with static
 // credentials so that nothing looks at the real environment.
 func sdkConfig(t *testing.T) aws.Config {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 func rawIMDS(t *testing.T, method, url string, header map[string]string) (int, string) {
@@ -32,7 +33,7 @@ func rawIMDS(t *testing.T, method, url string, header map[string]string) (int, s
 }
 
 func TestIMDSTokenRequired(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	base := sim.IMDSEndpoint()
 
 	code, _ := rawIMDS(t, http.MethodGet, base+"/latest/meta-data/instance-id", nil)
@@ -54,7 +55,7 @@ func TestIMDSTokenRequired(t *testing.T) {
 }
 
 func TestIMDSPaths(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{InstanceType: "t3.medium"})
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "t3.medium"})
 	md := imdsClient(sim)
 	c := ec2Client(t, sim)
 	primary := describeENI(t, c, sim.PrimaryENI())
@@ -113,7 +114,7 @@ func TestIMDSPaths(t *testing.T) {
 // once the lag has passed; EC2 itself is current at once.
 func TestIMDSLag(t *testing.T) {
 	const lag = 400 * time.Millisecond
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	c := ec2Client(t, sim)
 	md := imdsClient(sim)
 	mac := eniState(t, sim, sim.PrimaryENI()).MAC

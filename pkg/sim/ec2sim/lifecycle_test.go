@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 func subnetFree(t *testing.T, c *ec2.Client, id string) int32 {
@@ -40,7 +41,7 @@ func imdsMACs(t *testing.T, c *imds.Client) []string {
 // checks EC2, IMDS and the subnet's free-address count at each step.
 func TestENILifecycle(t *testing.T) {
 	const delay = 300 * time.Millisecond
-	sim := startSim(t, ec2sim.Config{AttachDelay: delay, DetachDelay: delay})
+	sim := ec2simtest.Start(t, ec2sim.Config{AttachDelay: delay, DetachDelay: delay})
 	c := ec2Client(t, sim)
 	md := imdsClient(sim)
 	subnet := sim.SubnetIDs()[0]
@@ -205,7 +206,7 @@ func TestENILifecycle(t *testing.T) {
 }
 
 func TestCreateTagsAndSecurityGroups(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{SecurityGroupIDs: []string{"sg-0aaa", "sg-0bbb"}})
+	sim := ec2simtest.Start(t, ec2sim.Config{SecurityGroupIDs: []string{"sg-0aaa", "sg-0bbb"}})
 	c := ec2Client(t, sim)
 	md := imdsClient(sim)
 	primary := sim.PrimaryENI()
@@ -255,7 +256,7 @@ func TestCreateTagsAndSecurityGroups(t *testing.T) {
 
 // TestDirectManipulation covers the test hooks that bypass the API.
 func TestDirectManipulation(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	c := ec2Client(t, sim)
 	md := imdsClient(sim)
 	primary := sim.PrimaryENI()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 func createENI(t *testing.T, c *ec2.Client, subnet string) string {
@@ -34,7 +35,7 @@ func attach(c *ec2.Client, sim *ec2sim.Sim, eni string, device, card int32) (str
 }
 
 func TestPerENIAddressLimit(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{InstanceType: "m5.large"}) // 10 IPv4 per ENI
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "m5.large"}) // 10 IPv4 per ENI
 	c := ec2Client(t, sim)
 	subnet := sim.SubnetIDs()[0]
 
@@ -92,7 +93,7 @@ func TestPerENIAddressLimit(t *testing.T) {
 }
 
 func TestAttachmentRules(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{InstanceType: "m5.large"}) // 3 ENIs
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "m5.large"}) // 3 ENIs
 	c := ec2Client(t, sim)
 	subnet := sim.SubnetIDs()[0]
 	a, b, d := createENI(t, c, subnet), createENI(t, c, subnet), createENI(t, c, subnet)
@@ -137,7 +138,7 @@ func TestAttachmentRules(t *testing.T) {
 }
 
 func TestMultiCardAttach(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{InstanceType: "c6in.32xlarge"}) // cards 0:8, 1:8
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "c6in.32xlarge"}) // cards 0:8, 1:8
 	c := ec2Client(t, sim)
 	subnet := sim.SubnetIDs()[0]
 	// Device indexes are per network card.
@@ -178,7 +179,7 @@ func TestLimitsMatchSharedTable(t *testing.T) {
 	}
 	require.NoError(t, sc.Err())
 
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	out, err := ec2Client(t, sim).DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{})
 	require.NoError(t, err)
 	require.Len(t, out.InstanceTypes, len(ec2sim.InstanceTypes()))

@@ -10,10 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 func TestCreateAttachedENI(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{InstanceType: "m5.large"})
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "m5.large"})
 	id, err := sim.CreateAttachedENI(map[string]string{"team": "db"}, 2)
 	require.NoError(t, err)
 	untagged, err := sim.CreateAttachedENI(nil, 0)

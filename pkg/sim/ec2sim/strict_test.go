@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 type wireError struct {
@@ -29,7 +30,7 @@ func form(kv ...string) url.Values {
 // TestStrictRequests sends raw, unsigned Query requests the SDK would never
 // produce and checks each is refused with EC2's code and status.
 func TestStrictRequests(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	eni := sim.PrimaryENI()
 
 	cases := []struct {
@@ -82,7 +83,7 @@ func TestStrictRequests(t *testing.T) {
 // TestUnsignedHappyPath: a raw unsigned request succeeds and the response
 // carries the 2016-11-15 namespace and a requestId.
 func TestUnsignedHappyPath(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{})
+	sim := ec2simtest.Start(t, ec2sim.Config{})
 	status, body := postForm(t, sim, form("Action", "DescribeNetworkInterfaces", "NetworkInterfaceId.1", sim.PrimaryENI()))
 	require.Equal(t, http.StatusOK, status, body)
 	var resp struct {

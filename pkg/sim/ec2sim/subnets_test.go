@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 // TestSubnetDiscoveryCalls covers what ipamd's subnet discovery and
@@ -17,7 +18,7 @@ import (
 // DescribeSubnets filtered by VPC, AZ and tags with free counts that follow
 // use, ENIs made in any of them, and the delete rules.
 func TestSubnetDiscoveryCalls(t *testing.T) {
-	sim := startSim(t, ec2sim.Config{DetachDelay: 20 * time.Millisecond, Subnets: []ec2sim.SubnetConfig{
+	sim := ec2simtest.Start(t, ec2sim.Config{DetachDelay: 20 * time.Millisecond, Subnets: []ec2sim.SubnetConfig{
 		{CIDR: "10.0.0.0/24"},
 		{ID: "subnet-0cnia", CIDR: "10.0.1.0/24", Tags: map[string]string{"kubernetes.io/role/cni": "1"}},
 		{ID: "subnet-0cnib", CIDR: "10.0.2.0/25", Tags: map[string]string{

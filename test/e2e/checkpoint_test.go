@@ -12,42 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore/upstreamschema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// The checkpoint schema of upstream aws-node (vpc-cni-ipam/1), written out
-// here independently of pkg/ipamd/datastore so that the test is a second
-// opinion on the format.
-type upstreamCheckpoint struct {
-	Version     string               `json:"version"`
-	Allocations []upstreamAllocation `json:"allocations"`
-}
-
-type upstreamAllocation struct {
-	NetworkName         string           `json:"networkName"`
-	ContainerID         string           `json:"containerID"`
-	IfName              string           `json:"ifName"`
-	IPv4                string           `json:"ipv4,omitempty"`
-	IPv6                string           `json:"ipv6,omitempty"`
-	AllocationTimestamp int64            `json:"allocationTimestamp"`
-	Metadata            upstreamMetadata `json:"metadata"`
-}
-
-type upstreamMetadata struct {
-	K8SPodNamespace string `json:"k8sPodNamespace,omitempty"`
-	K8SPodName      string `json:"k8sPodName,omitempty"`
-	InterfacesCount int    `json:"interfacesCount,omitempty"`
-}
-
 // decodeUpstreamStrict decodes as an upstream reader would, but refuses
 // anything upstream's schema does not define: unknown fields, keys that
 // only match case-insensitively, trailing data.
-func decodeUpstreamStrict(t testing.TB, raw []byte) upstreamCheckpoint {
+func decodeUpstreamStrict(t testing.TB, raw []byte) upstreamschema.Doc {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	var doc upstreamCheckpoint
+	var doc upstreamschema.Doc
 	require.NoError(t, dec.Decode(&doc), "upstream schema decode")
 	_, err := dec.Token()
 	require.ErrorIs(t, err, io.EOF, "nothing after the document")
@@ -59,7 +36,7 @@ func decodeUpstreamStrict(t testing.TB, raw []byte) upstreamCheckpoint {
 	require.NoError(t, json.Unmarshal(raw, &generic.Top))
 	require.NoError(t, json.Unmarshal(raw, &generic))
 	assert.ElementsMatch(t, []string{"version", "allocations"}, keys(generic.Top), "top-level keys")
-	allowed := []string{"networkName", "containerID", "ifName", "ipv4", "ipv6", "allocationTimestamp", "metadata"}
+	allowed := upstreamschema.AllocationKeys
 	for i, a := range generic.Allocations {
 		for k := range a {
 			assert.Containsf(t, allowed, k, "allocation %d: key %q (case-sensitive) is not upstream's", i, k)
@@ -67,7 +44,7 @@ func decodeUpstreamStrict(t testing.TB, raw []byte) upstreamCheckpoint {
 		var md map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal(a["metadata"], &md))
 		for k := range md {
-			assert.Containsf(t, []string{"k8sPodNamespace", "k8sPodName", "interfacesCount"}, k, "allocation %d: metadata key %q", i, k)
+			assert.Containsf(t, upstreamschema.MetadataKeys, k, "allocation %d: metadata key %q", i, k)
 		}
 	}
 	return doc
@@ -98,7 +75,7 @@ func TestCheckpointUpgradeRollback(t *testing.T) {
 	doc := decodeUpstreamStrict(t, raw)
 	assert.Equal(t, "vpc-cni-ipam/1", doc.Version)
 	require.Len(t, doc.Allocations, len(pods))
-	byID := map[string]upstreamAllocation{}
+	byID := map[string]upstreamschema.Entry{}
 	for _, a := range doc.Allocations {
 		byID[a.ContainerID] = a
 	}
@@ -109,7 +86,7 @@ func TestCheckpointUpgradeRollback(t *testing.T) {
 		assert.Equal(t, "eth0", a.IfName)
 		assert.Equal(t, p.IP.String(), a.IPv4)
 		assert.Empty(t, a.IPv6)
-		assert.Equal(t, upstreamMetadata{K8SPodNamespace: podNS, K8SPodName: p.Name}, a.Metadata)
+		assert.Equal(t, upstreamschema.Metadata{K8SPodNamespace: podNS, K8SPodName: p.Name}, a.Metadata)
 		at := time.Unix(0, a.AllocationTimestamp)
 		assert.WithinRangef(t, at, p.Created.Add(-time.Second), p.Created.Add(p.CreateTook+time.Second),
 			"allocationTimestamp of %s is Unix nanoseconds of the ADD", p.Name)

@@ -56,7 +56,9 @@ var rules = []rule{
 	{
 		pkgs: []string{"./pkg/ipamd/datastore/..."}, scope: transitive, tests: true,
 		forbid: concat([]string{"./pkg/ipamd/...", "./pkg/sim/...", "github.com/prometheus/..."}, cloudClusterRPC),
-		unless: []string{"./pkg/sim/devpool"}, // its external tests may build a synthetic pool
+		// Its external tests may build a synthetic pool; its tests read and
+		// write upstream's checkpoint schema, a leaf of its own.
+		unless: []string{"./pkg/sim/devpool", "./pkg/ipamd/datastore/upstreamschema"},
 		reason: "the datastore is a leaf that owns the node's addresses; its only I/O is the Checkpointer it is given, " +
 			"so it never reaches the agent, its siblings, EC2, Kubernetes or gRPC (nor do its tests, which use a fake checkpointer)",
 	},
@@ -127,9 +129,9 @@ var rules = []rule{
 		reason: "build-image packages binaries already built and ec2-simulator serves the EC2 simulator alone; neither links the agent",
 	},
 	{
-		pkgs: []string{"./..."}, except: []string{"./pkg/ipamd/internal/testsupport", "./pkg/utils/clocktest", "./pkg/sim/ec2sim/ec2simtest"}, scope: direct,
-		forbid: []string{"./pkg/ipamd/internal/testsupport", "./pkg/utils/clocktest", "./pkg/sim/ec2sim/ec2simtest"},
-		reason: "testsupport (fake runtime, testify), clocktest (the manual clock) and ec2simtest (simulator start-up) are for test files only",
+		pkgs: []string{"./..."}, except: []string{"./pkg/ipamd/internal/testsupport", "./pkg/utils/clocktest", "./pkg/sim/ec2sim/ec2simtest", "./pkg/ipamd/datastore/upstreamschema"}, scope: direct,
+		forbid: []string{"./pkg/ipamd/internal/testsupport", "./pkg/utils/clocktest", "./pkg/sim/ec2sim/ec2simtest", "./pkg/ipamd/datastore/upstreamschema"},
+		reason: "testsupport (fake runtime, testify), clocktest (the manual clock), ec2simtest (simulator start-up) and upstreamschema (upstream's checkpoint document) are for test files only",
 	},
 	{
 		pkgs: []string{"./pkg/utils/...", "./pkg/version/...", "./pkg/vpc/..."}, scope: transitive,

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore/upstreamschema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -89,36 +90,15 @@ func fixtureEntries() []CheckpointEntry {
 // These mirror the upstream document field by field from the published
 // schema: nothing of ours is reused, so a drift in our codec shows up here.
 
-type upstreamDoc struct {
-	Version     string          `json:"version"`
-	Allocations []upstreamEntry `json:"allocations"`
-}
-
-type upstreamEntry struct {
-	NetworkName         string           `json:"networkName"`
-	ContainerID         string           `json:"containerID"`
-	IfName              string           `json:"ifName"`
-	IPv4                string           `json:"ipv4,omitempty"`
-	IPv6                string           `json:"ipv6,omitempty"`
-	AllocationTimestamp int64            `json:"allocationTimestamp"`
-	Metadata            upstreamMetadata `json:"metadata"`
-}
-
-type upstreamMetadata struct {
-	K8SPodNamespace string `json:"k8sPodNamespace,omitempty"`
-	K8SPodName      string `json:"k8sPodName,omitempty"`
-	InterfacesCount int    `json:"interfacesCount,omitempty"`
-}
-
-func upstreamDocOf(entries []CheckpointEntry) upstreamDoc {
-	doc := upstreamDoc{Version: "vpc-cni-ipam/1", Allocations: []upstreamEntry{}}
+func upstreamDocOf(entries []CheckpointEntry) upstreamschema.Doc {
+	doc := upstreamschema.Doc{Version: upstreamschema.Version, Allocations: []upstreamschema.Entry{}}
 	for _, e := range entries {
-		ue := upstreamEntry{
+		ue := upstreamschema.Entry{
 			NetworkName:         e.Key.NetworkName,
 			ContainerID:         e.Key.ContainerID,
 			IfName:              e.Key.IfName,
 			AllocationTimestamp: e.AssignedAt.UnixNano(),
-			Metadata: upstreamMetadata{
+			Metadata: upstreamschema.Metadata{
 				K8SPodNamespace: e.Metadata.K8SPodNamespace,
 				K8SPodName:      e.Metadata.K8SPodName,
 				InterfacesCount: e.Metadata.InterfacesCount,
@@ -136,7 +116,7 @@ func upstreamDocOf(entries []CheckpointEntry) upstreamDoc {
 
 // upstreamEncode writes doc the way upstream does: encoding/json's Encoder
 // with its defaults (HTML escaping on, one trailing newline).
-func upstreamEncode(t testing.TB, doc upstreamDoc) []byte {
+func upstreamEncode(t testing.TB, doc upstreamschema.Doc) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	require.NoError(t, json.NewEncoder(&buf).Encode(doc))
@@ -145,8 +125,8 @@ func upstreamEncode(t testing.TB, doc upstreamDoc) []byte {
 
 // upstreamStrictDecode decodes data as a reader that knows only the upstream
 // schema and refuses anything else.
-func upstreamStrictDecode(data []byte) (upstreamDoc, error) {
-	var doc upstreamDoc
+func upstreamStrictDecode(data []byte) (upstreamschema.Doc, error) {
+	var doc upstreamschema.Doc
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {

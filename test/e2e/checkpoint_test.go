@@ -86,7 +86,8 @@ func TestCheckpointUpgradeRollback(t *testing.T) {
 		assert.Equal(t, "eth0", a.IfName)
 		assert.Equal(t, p.IP.String(), a.IPv4)
 		assert.Empty(t, a.IPv6)
-		assert.Equal(t, upstreamschema.Metadata{K8SPodNamespace: podNS, K8SPodName: p.Name}, a.Metadata)
+		// As upstream, an ADD records one interface for the pod.
+		assert.Equal(t, upstreamschema.Metadata{K8SPodNamespace: podNS, K8SPodName: p.Name, InterfacesCount: 1}, a.Metadata)
 		at := time.Unix(0, a.AllocationTimestamp)
 		assert.WithinRangef(t, at, p.Created.Add(-time.Second), p.Created.Add(p.CreateTook+time.Second),
 			"allocationTimestamp of %s is Unix nanoseconds of the ADD", p.Name)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/ctxtime"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -286,7 +287,7 @@ func (c *Client) WaitAttached(ctx context.Context, eniID string) (ENI, error) {
 			}
 			return ENI{}, fmt.Errorf("wait for %s to attach: %w", eniID, err)
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := ctxtime.Sleep(ctx, delay); err != nil {
 			return ENI{}, err
 		}
 		delay = min(2*delay, 5*time.Second)
@@ -325,7 +326,7 @@ func (c *Client) FreeENI(ctx context.Context, eniID string) error {
 			CountUtilsError(FnFreeENIDeleteErr, err)
 			return fmt.Errorf("free %s: %w", eniID, err)
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := ctxtime.Sleep(ctx, delay); err != nil {
 			return err
 		}
 		delay = min(2*delay, 10*time.Second)
@@ -339,17 +340,6 @@ func (c *Client) deleteENI(ctx context.Context, id string) {
 	if err != nil {
 		CountUtilsError(FnAllocENIDeleteErr, err)
 		c.log.Error("could not delete ENI after failed attach; the leaked-ENI sweep deletes it later unless DISABLE_LEAKED_ENI_CLEANUP is set", "eni", id, "error", err)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

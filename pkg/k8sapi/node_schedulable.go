@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/ctxtime"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -83,7 +84,7 @@ func (w *NodeSchedulability) follow(ctx context.Context, rv string) {
 		if rv == "" {
 			var err error
 			if rv, err = w.read(ctx); err != nil {
-				if !sleepCtx(ctx, backoff) {
+				if ctxtime.Sleep(ctx, backoff) != nil {
 					return
 				}
 				backoff = min(2*backoff, maxBackoff)
@@ -96,7 +97,7 @@ func (w *NodeSchedulability) follow(ctx context.Context, rv string) {
 		})
 		if err != nil {
 			rv = ""
-			if !sleepCtx(ctx, backoff) {
+			if ctxtime.Sleep(ctx, backoff) != nil {
 				return
 			}
 			backoff = min(2*backoff, maxBackoff)
@@ -153,15 +154,4 @@ func HasUnschedulableTaint(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/ctxtime"
 )
 
 // Upstream's timings.
@@ -80,24 +81,13 @@ func New(cfg Config, ec2 EC2) *Sweeper {
 // and again.
 func (s *Sweeper) Run(ctx context.Context) {
 	for {
-		if s.cfg.MaxStartDelay > 0 && !wait(ctx, s.cfg.StartDelay(s.cfg.MaxStartDelay)) {
+		if s.cfg.MaxStartDelay > 0 && ctxtime.Sleep(ctx, s.cfg.StartDelay(s.cfg.MaxStartDelay)) != nil {
 			return
 		}
 		s.Pass(ctx)
-		if !wait(ctx, s.cfg.Period) {
+		if ctxtime.Sleep(ctx, s.cfg.Period) != nil {
 			return
 		}
-	}
-}
-
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -120,3 +120,37 @@ func (c *Client) eniSubnets(ctx context.Context, discovery bool) ([]string, erro
 	}
 	return subnets, nil
 }
+
+// SubnetsByID describes the given subnets (one DescribeSubnets call), for
+// re-checking the tags of the subnets ipamd's ENIs are in.
+func (c *Client) SubnetsByID(ctx context.Context, ids []string) ([]Subnet, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out, err := ec2Call(ctx, "DescribeSubnets", func(ctx context.Context) (*ec2.DescribeSubnetsOutput, error) {
+		return c.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: ids})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("DescribeSubnets %v: %w", ids, err)
+	}
+	subnets := make([]Subnet, 0, len(out.Subnets))
+	for _, s := range out.Subnets {
+		subnets = append(subnets, subnetFromSDK(s))
+	}
+	return subnets, nil
+}
+
+// ExcludedSubnets reports, for each given subnet, whether its tags keep pod
+// IPs out of it now (SubnetExcluded with CLUSTER_NAME). ipamd re-checks its
+// ENIs' subnets with it, so a subnet tagged after an ENI went in is seen.
+func (c *Client) ExcludedSubnets(ctx context.Context, ids []string) (map[string]bool, error) {
+	subnets, err := c.SubnetsByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(subnets))
+	for _, s := range subnets {
+		out[s.ID] = SubnetExcluded(s.Tags, c.opts.ClusterName)
+	}
+	return out, nil
+}

@@ -135,11 +135,19 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	return nil
 }
 
-// afterRestore returns addresses of the mode ipamd no longer uses (secondary
-// IPs after switching to prefix delegation, or prefixes after switching
-// back) once nothing holds them, then sizes the pool once before serving.
+// afterRestore marks ENIs whose subnets are excluded from pod IPs, returns
+// addresses of the mode ipamd no longer uses (secondary IPs after switching
+// to prefix delegation, or prefixes after switching back) once nothing
+// holds them, then sizes the pool once before serving.
 func (a *Agent) afterRestore(ctx context.Context) {
-	if a.pool == nil || !a.pool.Config().Provisioning {
+	if a.pool == nil {
+		return
+	}
+	// As upstream's node init: ENIs in subnets tagged out of pod IPs are
+	// marked before any ADD is served (their idle addresses go back to EC2
+	// in the step below).
+	a.pool.CheckExcludedSubnets(ctx)
+	if !a.pool.Config().Provisioning {
 		return
 	}
 	other := !a.store.PrefixDelegation()

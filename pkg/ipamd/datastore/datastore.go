@@ -104,7 +104,7 @@ func (d *DataStore) Close() error {
 // ---- state transitions; all require d.mu ----
 
 func (d *DataStore) reindex(c *cidr) {
-	d.free[c.kind].update(c, true)
+	d.free[c.kind].update(c, !c.eni.excluded)
 }
 
 // addUsed changes how many addresses of c are busy and keeps the free-prefix

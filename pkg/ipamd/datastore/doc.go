@@ -6,6 +6,8 @@
 //   - an address is held by at most one IPAMKey, and a repeated assign for the
 //     same key returns the same address;
 //   - a released address is not handed out again before its cooldown ends;
+//   - no address of an ENI excluded for pod IPs (SetExcluded) is handed out,
+//     while the allocations already on it keep working;
 //   - an assign or release is reported done only once the checkpoint that
 //     records it is durable (concurrent callers share one write: group commit);
 //   - assign and release cost O(1) whatever the pool size: free addresses are

@@ -16,6 +16,8 @@ type ENISummary struct {
 	Prefixes     []netip.Prefix
 	// Assigned and Cooling count addresses over all the ENI's CIDRs.
 	Assigned, Cooling int
+	// Excluded: the ENI is marked excluded for pod IPs (SetExcluded).
+	Excluded bool
 }
 
 // CIDRCount is the number of CIDR entries (either kind) on the ENI, which is
@@ -29,7 +31,7 @@ func (d *DataStore) ENISummaries() []ENISummary {
 	d.expireLocked(d.now())
 	out := make([]ENISummary, 0, len(d.enis))
 	for _, e := range d.enis {
-		s := ENISummary{Info: e.info, CreatedAt: e.createdAt}
+		s := ENISummary{Info: e.info, CreatedAt: e.createdAt, Excluded: e.excluded}
 		for p, c := range e.cidrs {
 			if c.kind == kindPrefix {
 				s.Prefixes = append(s.Prefixes, p)
@@ -55,7 +57,8 @@ type FreeCIDR struct {
 
 // FreeCIDRs returns up to max fully idle CIDRs of one kind (prefixes or
 // secondary IPs), preferring ENIs with the highest device number so that
-// whole ENIs empty out first.
+// whole ENIs empty out first. ENIs excluded for pod IPs are left out: their
+// idle CIDRs are listed by ExcludedFreeCIDRs.
 func (d *DataStore) FreeCIDRs(prefixes bool, max int) []FreeCIDR {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -66,7 +69,9 @@ func (d *DataStore) FreeCIDRs(prefixes bool, max int) []FreeCIDR {
 	}
 	enis := make([]*eni, 0, len(d.enis))
 	for _, e := range d.enis {
-		enis = append(enis, e)
+		if !e.excluded {
+			enis = append(enis, e)
+		}
 	}
 	sort.Slice(enis, func(i, j int) bool { return enis[i].info.DeviceNumber > enis[j].info.DeviceNumber })
 	var out []FreeCIDR

@@ -34,6 +34,9 @@ type eni struct {
 	info      ENIInfo
 	createdAt time.Time
 	cidrs     map[netip.Prefix]*cidr
+	// excluded: no address of this ENI is handed out (its subnet is
+	// excluded from pod IPs); its CIDRs stay out of the free index.
+	excluded bool
 }
 
 type cidr struct {

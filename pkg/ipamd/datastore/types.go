@@ -61,6 +61,8 @@ type Allocation struct {
 // Stats are the pool counters the warm-pool logic works from. TotalIPs,
 // AssignedIPs and CooldownIPs count only CIDRs of the datastore's mode
 // (prefixes in prefix-delegation mode, secondary IPs otherwise), as upstream.
+// Addresses and prefixes of ENIs excluded for pod IPs are left out of every
+// figure but ENIs, as upstream's GetIPStats skips those ENIs.
 type Stats struct {
 	ENIs        int
 	TotalIPs    int

@@ -12,7 +12,7 @@ func (d *DataStore) Stats() Stats {
 	defer d.mu.Unlock()
 	d.expireLocked(d.now())
 	c := d.count[d.mode]
-	return Stats{
+	s := Stats{
 		ENIs:          len(d.enis),
 		TotalIPs:      c.total,
 		AssignedIPs:   c.assigned,
@@ -21,6 +21,8 @@ func (d *DataStore) Stats() Stats {
 		TotalPrefixes: d.prefix.total,
 		FreePrefixes:  d.prefix.free,
 	}
+	d.subtractExcludedLocked(&s)
+	return s
 }
 
 // Allocations lists every assigned address, of both kinds.
@@ -113,15 +115,16 @@ func (d *DataStore) ENIInfos() ENIInfos {
 	out := ENIInfos{TotalIPs: c.total, AssignedIPs: c.assigned, ENIs: make(map[string]ENIView, len(d.enis))}
 	for id, e := range d.enis {
 		v := ENIView{
-			ID:                 id,
-			IsPrimary:          e.info.Primary,
-			IsTrunk:            e.info.Trunk,
-			IsEFA:              e.info.EFA,
-			DeviceNumber:       e.info.DeviceNumber,
-			AvailableIPv4Cidrs: make(map[string]*CidrView, len(e.cidrs)),
-			IPv6Cidrs:          map[string]*CidrView{},
-			RouteTableID:       e.info.RouteTableID,
-			SubnetID:           e.info.SubnetID,
+			ID:                  id,
+			IsPrimary:           e.info.Primary,
+			IsTrunk:             e.info.Trunk,
+			IsEFA:               e.info.EFA,
+			DeviceNumber:        e.info.DeviceNumber,
+			AvailableIPv4Cidrs:  make(map[string]*CidrView, len(e.cidrs)),
+			IPv6Cidrs:           map[string]*CidrView{},
+			IsExcludedForPodIPs: e.excluded,
+			RouteTableID:        e.info.RouteTableID,
+			SubnetID:            e.info.SubnetID,
 		}
 		for p, c := range e.cidrs {
 			cv := &CidrView{

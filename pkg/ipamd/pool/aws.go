@@ -22,6 +22,8 @@ type AWS interface {
 	AssignPrefixes(ctx context.Context, eniID string, n int) ([]netip.Prefix, error)
 	UnassignIPs(ctx context.Context, eniID string, ips []netip.Addr) error
 	UnassignPrefixes(ctx context.Context, eniID string, ps []netip.Prefix) error
+	// ExcludedSubnets reports which of the subnets are tagged out of pod IPs.
+	ExcludedSubnets(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
 var _ AWS = (*awsutils.Client)(nil)
@@ -34,6 +36,8 @@ type Store interface {
 	RemoveENI(eniID string, force bool) ([]datastore.Allocation, error)
 	ENISummaries() []datastore.ENISummary
 	FreeCIDRs(prefixes bool, max int) []datastore.FreeCIDR
+	SetExcluded(eniID string, excluded bool) error
+	ExcludedFreeCIDRs() []datastore.FreeCIDR
 	PendingCount() int
 	Stats() datastore.Stats
 }

@@ -4,7 +4,10 @@
 // and keeps the datastore's ENIs and addresses in line with what IMDS and
 // EC2 report (the ENI sync). It leaves alone the ENIs upstream's rules
 // leave alone (no_manage, MANAGE_UNTAGGED_ENI), and neither grows the pool
-// nor frees an ENI while Schedulable says the node is cordoned.
+// nor frees an ENI while Schedulable says the node is cordoned. With
+// ENABLE_SUBNET_DISCOVERY it marks a secondary ENI whose subnet is tagged
+// out of pod IPs excluded in the datastore (re-checked at every ENI sync),
+// never grows onto it and returns its idle addresses to EC2.
 //
 // It never hands addresses to pods and never frees one a pod holds, except
 // when EC2 no longer has it. It reaches EC2 only through AWS and the

@@ -12,7 +12,13 @@ import (
 // SyncENIs keeps the datastore in line with the ENIs attached to the
 // instance. IMDS is cheap but lags EC2, so it is only used to notice that
 // something changed; what is added or removed is decided from EC2's answer.
+// Then, with subnet discovery, the ENIs' subnets are checked for exclusion.
 func (p *Manager) SyncENIs(ctx context.Context) {
+	p.syncENIs(ctx)
+	p.CheckExcludedSubnets(ctx)
+}
+
+func (p *Manager) syncENIs(ctx context.Context) {
 	p.m.actionInProgress.WithLabelValues("nodeIPPoolReconcile").Inc()
 	defer p.m.actionInProgress.WithLabelValues("nodeIPPoolReconcile").Dec()
 	p.expireReturned()

@@ -28,7 +28,7 @@ func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 	prefixes := d.Unit == warmpool.UnitPrefix
 	for _, e := range p.Store.ENISummaries() {
 		room := p.cfg.SlotsPerENI - e.CIDRCount()
-		if room <= 0 {
+		if room <= 0 || e.Excluded {
 			continue
 		}
 		err := p.assignTo(ctx, e.Info.ID, min(room, want), prefixes)
@@ -86,7 +86,9 @@ func (p *Manager) assignOnce(ctx context.Context, eniID string, n int, prefixes 
 }
 
 // attachENI creates and attaches an ENI carrying n addresses or prefixes,
-// sets up its host side, then makes its addresses available.
+// sets up its host side, then makes its addresses available (unless its
+// subnet turns out to be excluded: see CheckExcludedSubnets). An excluded
+// ENI still takes an attachment slot.
 func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 	if len(p.Store.ENISummaries()) >= p.maxENIs() {
 		p.Log.Debug("pool short but the node has all the ENIs it may use", "maxENIs", p.maxENIs(), "unmanaged", p.unmanaged)
@@ -114,6 +116,12 @@ func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 	if err := p.addENI(ctx, attached); err != nil {
 		p.Errors.WithLabelValues("increaseIPPoolsetupENIFailed").Inc()
 		p.Log.Error("could not set up new ENI", "eni", eni.ID, "error", err)
+		return
+	}
+	for _, s := range p.Store.ENISummaries() {
+		if s.Info.ID == attached.ID {
+			p.markExcluded(ctx, []datastore.ENISummary{s})
+		}
 	}
 }
 

@@ -200,6 +200,7 @@ func (p *Manager) Step(ctx context.Context) warmpool.Decision {
 	case d.Over > 0:
 		p.shrink(ctx, d)
 	}
+	p.returnExcluded(ctx)
 	// New addresses, or ones still waiting because the runtime did not
 	// answer last time, are checked now rather than at the next pass.
 	p.settlePending(ctx)

@@ -60,7 +60,7 @@ func (p *Manager) ReturnToEC2(ctx context.Context, free []datastore.FreeCIDR, pr
 
 // maybeFreeENI detaches and deletes one idle secondary ENI when the pool
 // would still meet its targets without it (upstream's WARM_ENI_TARGET rule:
-// keep E spare ENIs' worth of addresses).
+// keep E spare ENIs' worth of addresses), or when it is excluded for pod IPs.
 func (p *Manager) maybeFreeENI(ctx context.Context) {
 	if !p.cfg.Provisioning || !p.schedulable() {
 		return
@@ -71,17 +71,9 @@ func (p *Manager) maybeFreeENI(ctx context.Context) {
 		if e.Info.Primary || e.Assigned > 0 || e.Cooling > 0 || p.now().Sub(e.CreatedAt) < p.cfg.MinENILifetime {
 			continue
 		}
-		without := toWarmStats(p.Store.Stats())
-		if p.cfg.Targets.PrefixDelegation {
-			without.TotalIPs -= warmpool.AddressesPerPrefix * len(e.Prefixes)
-			without.TotalPrefixes -= len(e.Prefixes)
-			without.FreePrefixes -= len(e.Prefixes)
-		} else {
-			without.TotalIPs -= len(e.SecondaryIPs)
-			without.TotalPrefixes -= len(e.Prefixes)
-			without.FreePrefixes -= len(e.Prefixes)
-		}
-		if warmpool.Decide(without, p.cfg.Targets).Short > 0 {
+		// An excluded ENI adds nothing to the pool: once idle it only
+		// holds an attachment slot another ENI could use.
+		if !e.Excluded && p.neededForTargets(e) {
 			continue
 		}
 		if _, err := p.Store.RemoveENI(e.Info.ID, false); err != nil {
@@ -95,7 +87,21 @@ func (p *Manager) maybeFreeENI(ctx context.Context) {
 		if p.TeardownENI != nil {
 			p.TeardownENI(ctx, e.Info.PrimaryIP)
 		}
-		p.Log.Info("freed idle ENI", "eni", e.Info.ID, "device", e.Info.DeviceNumber)
+		p.Log.Info("freed idle ENI", "eni", e.Info.ID, "device", e.Info.DeviceNumber, "excluded", e.Excluded)
 		return
 	}
+}
+
+// neededForTargets reports whether the pool would fall short of its targets
+// without the ENI's addresses.
+func (p *Manager) neededForTargets(e datastore.ENISummary) bool {
+	without := toWarmStats(p.Store.Stats())
+	if p.cfg.Targets.PrefixDelegation {
+		without.TotalIPs -= warmpool.AddressesPerPrefix * len(e.Prefixes)
+	} else {
+		without.TotalIPs -= len(e.SecondaryIPs)
+	}
+	without.TotalPrefixes -= len(e.Prefixes)
+	without.FreePrefixes -= len(e.Prefixes)
+	return warmpool.Decide(without, p.cfg.Targets).Short > 0
 }

@@ -76,12 +76,9 @@ func TestSubnetTaggedExcludedLater(t *testing.T) {
 	eniA := storeENIIn(t, n, "subnet-0pods").Info.ID
 	all := n.assign(t, 24, "pod")
 	var onA []datastore.Allocation
-	var others []datastore.Allocation
 	for _, a := range all {
 		if a.ENIID == eniA {
 			onA = append(onA, a)
-		} else {
-			others = append(others, a)
 		}
 	}
 	require.Len(t, onA, 14, "the primary subnet gives 10, the rest is on the ENI in subnet-0pods")

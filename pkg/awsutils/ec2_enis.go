@@ -128,7 +128,8 @@ func (c *Client) describeENIs(ctx context.Context, in *ec2.DescribeNetworkInterf
 
 // AllocOptions say how to build a new ENI.
 type AllocOptions struct {
-	// SubnetID, when set, is the one subnet to use; empty chooses as
+	// SubnetID, when set, is the one subnet to use (custom networking; it
+	// must be in the instance's VPC and AZ, else ErrPlacement); empty chooses as
 	// upstream does (see ChooseENISubnets).
 	SubnetID       string
 	SecurityGroups []string // empty: the primary ENI's groups
@@ -155,7 +156,11 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 		}
 	}
 	subnets := []string{o.SubnetID}
-	if o.SubnetID == "" {
+	if o.SubnetID != "" {
+		if err := c.checkNamedSubnet(ctx, o.SubnetID); err != nil {
+			return ENI{}, err
+		}
+	} else {
 		var err error
 		if subnets, err = c.eniSubnets(ctx, o.SubnetDiscovery); err != nil {
 			return ENI{}, err

@@ -2,6 +2,7 @@ package awsutils
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -87,7 +88,7 @@ func (c *Client) describeSubnet(ctx context.Context, id string) (*Subnet, error)
 }
 
 func subnetFromSDK(s types.Subnet) Subnet {
-	out := Subnet{ID: aws.ToString(s.SubnetId), AvailableIPs: int(aws.ToInt32(s.AvailableIpAddressCount)), Tags: map[string]string{}}
+	out := Subnet{ID: aws.ToString(s.SubnetId), VPCID: aws.ToString(s.VpcId), AZ: aws.ToString(s.AvailabilityZone), AvailableIPs: int(aws.ToInt32(s.AvailableIpAddressCount)), Tags: map[string]string{}}
 	for _, t := range s.Tags {
 		out.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
@@ -153,4 +154,23 @@ func (c *Client) ExcludedSubnets(ctx context.Context, ids []string) (map[string]
 		out[s.ID] = SubnetExcluded(s.Tags, c.opts.ClusterName)
 	}
 	return out, nil
+}
+
+// checkNamedSubnet confirms that a subnet named for new ENIs (custom
+// networking's ENIConfig) exists in the instance's VPC and availability
+// zone: an ENI elsewhere could be created but never attached. One
+// DescribeSubnets call per new ENI; failures wrap ErrPlacement.
+func (c *Client) checkNamedSubnet(ctx context.Context, id string) error {
+	s, err := c.describeSubnet(ctx, id)
+	switch {
+	case errors.Is(err, ErrPlacement):
+		return fmt.Errorf("subnet %s does not exist: %w", id, err)
+	case err != nil:
+		return fmt.Errorf("check subnet %s: %w", id, err)
+	case s.VPCID != "" && s.VPCID != c.Identity.VPCID:
+		return fmt.Errorf("%w: subnet %s is in %s, the instance in %s", ErrPlacement, id, s.VPCID, c.Identity.VPCID)
+	case s.AZ != "" && s.AZ != c.Identity.AZ:
+		return fmt.Errorf("%w: subnet %s is in availability zone %s, the instance in %s", ErrPlacement, id, s.AZ, c.Identity.AZ)
+	}
+	return nil
 }

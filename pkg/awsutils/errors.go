@@ -26,6 +26,10 @@ var (
 	// ErrENIInUse: the ENI is attached (or still attaching or detaching),
 	// so it cannot be attached again or deleted yet.
 	ErrENIInUse = errors.New("ENI in use")
+	// ErrPlacement: the subnet or a security group named for a new ENI
+	// (custom networking's ENIConfig) does not exist, or the subnet is not
+	// in the instance's VPC and availability zone.
+	ErrPlacement = errors.New("subnet or security group unusable for this instance's ENIs")
 )
 
 var codeClass = map[string]error{
@@ -40,6 +44,9 @@ var codeClass = map[string]error{
 	"RequestLimitExceeded":               ErrThrottled,
 	"Throttling":                         ErrThrottled,
 	"InvalidNetworkInterface.InUse":      ErrENIInUse,
+	"InvalidSubnetID.NotFound":           ErrPlacement,
+	"InvalidGroup.NotFound":              ErrPlacement,
+	"InvalidSecurityGroupID.NotFound":    ErrPlacement,
 }
 
 // inUseText is how EC2 says, under the generic InvalidParameterValue code,

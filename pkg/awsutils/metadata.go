@@ -95,14 +95,31 @@ func (c *Client) readIdentity(ctx context.Context) (Identity, error) {
 	if id.VPCID, err = c.get(ctx, base+"vpc-id"); err != nil {
 		return id, err
 	}
-	cidrs, err := c.get(ctx, base+"vpc-ipv4-cidr-blocks")
-	if err != nil {
+	if id.VPCCIDRs, err = c.vpcCIDRs(ctx, id.PrimaryMAC); err != nil {
 		return id, err
 	}
-	if id.VPCCIDRs, err = parsePrefixes(cidrs); err != nil {
-		return id, fmt.Errorf("imds vpc-ipv4-cidr-blocks: %w", err)
-	}
 	return id, nil
+}
+
+// VPCIPv4CIDRs re-reads the VPC's IPv4 CIDR blocks (primary and secondary)
+// from IMDS: blocks can be associated with the VPC while nodes run.
+func (c *Client) VPCIPv4CIDRs(ctx context.Context) ([]netip.Prefix, error) {
+	return c.vpcCIDRs(ctx, c.Identity.PrimaryMAC)
+}
+
+func (c *Client) vpcCIDRs(ctx context.Context, mac string) ([]netip.Prefix, error) {
+	s, err := c.get(ctx, "network/interfaces/macs/"+mac+"/vpc-ipv4-cidr-blocks")
+	if err != nil {
+		return nil, err
+	}
+	cidrs, err := parsePrefixes(s)
+	if err != nil {
+		return nil, fmt.Errorf("imds vpc-ipv4-cidr-blocks: %w", err)
+	}
+	if len(cidrs) == 0 {
+		return nil, errors.New("imds vpc-ipv4-cidr-blocks: empty")
+	}
+	return cidrs, nil
 }
 
 // AttachedENIs lists the ENIs IMDS shows as attached, with their addresses.

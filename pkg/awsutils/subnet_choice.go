@@ -26,6 +26,8 @@ var (
 // Subnet is one subnet as DescribeSubnets reports it.
 type Subnet struct {
 	ID           string
+	VPCID        string
+	AZ           string
 	AvailableIPs int
 	Tags         map[string]string
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
@@ -52,6 +53,8 @@ type Options struct {
 	// K8s is the API client; nil tries the in-cluster one when MY_NODE_NAME
 	// is set, and runs without the API server if that fails.
 	K8s kubernetes.Interface
+	// K8sDynamic reads ENIConfig objects; nil builds one like K8s.
+	K8sDynamic dynamic.Interface
 	// CRI is the container runtime; nil connects to CRI_RUNTIME_ENDPOINT or
 	// the first usual socket found (unless the reconciler is off).
 	CRI podip.SandboxSource
@@ -92,6 +95,9 @@ type Agent struct {
 	// apiServer: the API server answered during start-up.
 	apiServer bool
 	podIPs    *k8sapi.PodIPs // ANNOTATE_POD_IP; nil when off
+	vpcSet    vpcCIDRSet     // the VPC's CIDR blocks, refreshed while running
+	// eniConfigs reads the node's ENIConfig; nil without an API client.
+	eniConfigs eniConfigSource
 	// leftOut are managed ENIs whose setup failed at start: their
 	// addresses join later, and a pod may hold one meanwhile.
 	leftOut []string
@@ -174,6 +180,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer stopHTTP()
 	if !cfg.DisableIntrospection {
 		h := &introspectionHandler{store: a.store, cfg: cfg, log: loglimit.New(a.log, loglimit.Config{})}
+		if a.eniConfigs != nil {
+			h.eniConfigName = a.eniConfigs.SelectedName
+		}
 		if a.recon != nil {
 			h.extra = map[string]func() any{pathReconciler: func() any { return a.recon.Status() }}
 		}
@@ -194,6 +203,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.recon != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.recon.Run(httpCtx) }()
+	}
+	if a.aws != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.watchVPCCIDRs(httpCtx, a.opts.Timings.vpcCIDRInterval()) }()
 	}
 	if a.sweep != nil {
 		wg.Add(1)

@@ -2,9 +2,9 @@ package ipamd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
@@ -17,18 +17,19 @@ import (
 )
 
 // connectK8s sets up the API client and, through it, the node's pod
-// capacity and node events. Without the API server ipamd still runs: max
-// pods then comes from the max-pods file and events are only logged. With
-// ANNOTATE_POD_IP it cannot: as upstream, start-up then waits for the API
-// server and fails if there is none to wait for.
+// capacity, node events and the node's ENIConfig. Without the API server
+// ipamd still runs: max pods then comes from the max-pods file and events
+// are only logged. With ANNOTATE_POD_IP or custom networking it cannot: as
+// upstream, start-up then waits for the API server and fails if there is
+// none to wait for.
 func (a *Agent) connectK8s(ctx context.Context) error {
 	cfg := a.opts.Config
 	client := a.opts.K8s
-	if client == nil && (cfg.NodeName != "" || cfg.AnnotatePodIP) && a.opts.DevPool == nil {
-		c, err := k8sapi.NewClient(k8sapi.ClientOptions{UserAgent: "aws-k8s-agent-" + version.Version,
-			Endpoint: cfg.ClusterEndpoint, Kubeconfig: cfg.Kubeconfig})
-		if err != nil && cfg.AnnotatePodIP {
-			return fmt.Errorf("ANNOTATE_POD_IP=true needs the Kubernetes API server: %w", err)
+	needs := apiServerNeededBy(cfg)
+	if client == nil && (cfg.NodeName != "" || needs != "") && a.opts.DevPool == nil {
+		c, err := k8sapi.NewClient(a.k8sClientOptions())
+		if err != nil && needs != "" {
+			return fmt.Errorf("%s needs the Kubernetes API server: %w", needs, err)
 		}
 		if err != nil {
 			a.log.Warn("no Kubernetes API client; continuing without it", "error", err)
@@ -36,20 +37,25 @@ func (a *Agent) connectK8s(ctx context.Context) error {
 			client = c
 		}
 	}
-	if cfg.AnnotatePodIP {
+	if needs != "" {
 		if client == nil {
-			return errors.New("ANNOTATE_POD_IP=true needs the Kubernetes API server, and this agent has no client (development pool)")
+			return fmt.Errorf("%s needs the Kubernetes API server, and this agent has no client (development pool)", needs)
 		}
-		a.log.Info("ANNOTATE_POD_IP=true: waiting for the API server")
+		a.log.Info(needs + ": waiting for the API server")
 		if err := k8sapi.WaitForAPIServer(ctx, client, k8sapi.APIServerPollInterval, k8sapi.APIServerRequestTimeout, a.log); err != nil {
-			return fmt.Errorf("ANNOTATE_POD_IP=true: %w", err)
+			return fmt.Errorf("%s: %w", needs, err)
 		}
 		a.apiServer = true
+	}
+	if cfg.AnnotatePodIP {
 		a.podIPs = k8sapi.NewPodIPs(client, k8sapi.DefaultPodIPsQueue,
 			func(reason string) { a.metrics.errors.WithLabelValues(reason).Inc() }, a.log)
 	}
 	a.events = k8sapi.NewNodeEvents(client, cfg.NodeName, cfg.PodName, time.Minute, a.log)
 	a.watchSchedulability(ctx, client)
+	if err := a.connectENIConfig(ctx, client); err != nil {
+		return err
+	}
 	if client == nil || a.opts.MaxPods > 0 || cfg.NodeName == "" {
 		return nil
 	}
@@ -61,6 +67,24 @@ func (a *Agent) connectK8s(ctx context.Context) error {
 	a.apiServer = true
 	a.opts.MaxPods = n
 	return nil
+}
+
+// apiServerNeededBy names the settings that need the API server at start
+// ("" when none does).
+func apiServerNeededBy(cfg Config) string {
+	var names []string
+	if cfg.AnnotatePodIP {
+		names = append(names, "ANNOTATE_POD_IP=true")
+	}
+	if cfg.CustomNetworking {
+		names = append(names, "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true")
+	}
+	return strings.Join(names, " and ")
+}
+
+func (a *Agent) k8sClientOptions() k8sapi.ClientOptions {
+	cfg := a.opts.Config
+	return k8sapi.ClientOptions{UserAgent: "aws-k8s-agent-" + version.Version, Endpoint: cfg.ClusterEndpoint, Kubeconfig: cfg.Kubeconfig}
 }
 
 // runtimeSource resolves the container runtime the pod-IP reconciler uses;
@@ -132,7 +156,7 @@ func (a *Agent) buildPool() {
 		return
 	}
 	deps := pool.Deps{AWS: a.aws, Store: a.store, Log: a.log, SetupENI: a.setupENI, TeardownENI: a.teardownENI, TagENI: a.aws.EnsureENITags,
-		OnLeak: a.opts.OnLeak, Events: a.events, Errors: a.metrics.errors, Metrics: a.metrics.pool}
+		OnLeak: a.opts.OnLeak, Events: a.events, Errors: a.metrics.errors, Metrics: a.metrics.pool, Placement: a.placement}
 	if a.sched != nil {
 		deps.Schedulable = a.sched.Schedulable
 	}
@@ -149,13 +173,10 @@ func (a *Agent) buildPool() {
 	a.pool = pool.New(*a.poolCfg, deps)
 }
 
-// vpcCIDRs are the VPC's IPv4 CIDRs for AddNetwork replies.
+// vpcCIDRs are the VPC's IPv4 CIDRs for AddNetwork replies, as last read.
 func (a *Agent) vpcCIDRs() []string {
-	if a.aws == nil {
-		return nil
-	}
 	var out []string
-	for _, p := range a.aws.InstanceIdentity().VPCCIDRs {
+	for _, p := range a.vpcSet.get() {
 		out = append(out, p.String())
 	}
 	return out

@@ -11,7 +11,7 @@ import (
 
 // awsAPI is what the agent needs from AWS: what the pool manager and the
 // leaked-ENI sweep need, plus the instance's limits, subnet CIDRs and ENI
-// tagging for node init.
+// tagging for node init, and the VPC's CIDR blocks.
 // *awsutils.Client satisfies it; tests run it against the in-repo EC2/IMDS
 // simulator.
 type awsAPI interface {
@@ -20,6 +20,7 @@ type awsAPI interface {
 	EnsureENITags(ctx context.Context, e awsutils.ENI) error
 	DescribeInstanceTypeLimits(ctx context.Context, instanceType string) (awsutils.TypeLimits, error)
 	SubnetCIDR(ctx context.Context, subnetID string) (netip.Prefix, error)
+	VPCIPv4CIDRs(ctx context.Context) ([]netip.Prefix, error)
 }
 
 var _ awsAPI = (*awsutils.Client)(nil)

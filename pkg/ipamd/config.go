@@ -37,10 +37,12 @@ type Config struct {
 	// keys upstream reserves, and the agent warns about them.
 	AdditionalENITags                  map[string]string
 	ClusterName                        string        // CLUSTER_NAME
-	CustomNetworking                   bool          // AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: refused
+	CustomNetworking                   bool          // AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: new ENIs from the node's ENIConfig
 	DisableLeakedENICleanup            bool          // DISABLE_LEAKED_ENI_CLEANUP
 	DisableNetworkResourceProvisioning bool          // DISABLE_NETWORK_RESOURCE_PROVISIONING; also true under ENABLE_IMDS_ONLY_MODE
 	EC2Endpoint                        string        // AWS_EC2_ENDPOINT: a custom EC2 endpoint URL (honoured for EC2, unlike upstream)
+	ENIConfigAnnotation                string        // ENI_CONFIG_ANNOTATION_DEF: node annotation naming the ENIConfig
+	ENIConfigLabel                     string        // ENI_CONFIG_LABEL_DEF: node label naming the ENIConfig
 	HTTPTimeout                        time.Duration // HTTP_TIMEOUT, whole seconds, at least (and default) 10: each EC2 and IMDS request
 	// IMDSOnlyMode (ENABLE_IMDS_ONLY_MODE): ENIs and addresses from IMDS
 	// only, no EC2 call that changes anything, no DescribeNetworkInterfaces.
@@ -84,6 +86,9 @@ const (
 	DefaultMetricsAddress       = ":61678"
 	DefaultSocketPath           = "/var/run/aws-node/ipamd.sock"
 	DefaultLogFile              = "/host/var/log/aws-routed-eni/ipamd.log"
+	// defaultENIConfigKey is upstream's default for both the annotation and
+	// the label that name a node's ENIConfig (eniconfig.DefaultKey).
+	defaultENIConfigKey = "k8s.amazonaws.com/eniConfig"
 )
 
 // LoadConfig reads the configuration from lookup (os.LookupEnv in
@@ -118,6 +123,8 @@ func Load(env envutil.Env) (Config, error) {
 		DisableLeakedENICleanup:            env.StrictBool("DISABLE_LEAKED_ENI_CLEANUP", false),
 		DisableNetworkResourceProvisioning: env.StrictBool("DISABLE_NETWORK_RESOURCE_PROVISIONING", false),
 		EC2Endpoint:                        env.String("AWS_EC2_ENDPOINT", ""),
+		ENIConfigAnnotation:                env.String("ENI_CONFIG_ANNOTATION_DEF", defaultENIConfigKey),
+		ENIConfigLabel:                     env.String("ENI_CONFIG_LABEL_DEF", defaultENIConfigKey),
 		HTTPTimeout:                        env.Seconds("HTTP_TIMEOUT", 10*time.Second, 10),
 		IMDSOnlyMode:                       env.StrictBool("ENABLE_IMDS_ONLY_MODE", false),
 		ManageUntaggedENI:                  env.StrictBool("MANAGE_UNTAGGED_ENI", true),
@@ -181,8 +188,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("ENABLE_IPv6=true: IPv6 mode is %w", ErrUnsupported)
 	case !c.EnableIPv4:
 		return errors.New("exactly one of ENABLE_IPv4 and ENABLE_IPv6 must be true")
-	case c.CustomNetworking:
-		return fmt.Errorf("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true: custom networking is %w", ErrUnsupported)
 	case c.EnablePodENI:
 		return fmt.Errorf("ENABLE_POD_ENI=true: security groups for pods are %w", ErrUnsupported)
 	case c.EnableMultiNIC:

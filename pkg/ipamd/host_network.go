@@ -16,6 +16,8 @@ type HostNetwork interface {
 	SetupHostNetwork(ctx context.Context) error
 	SetupENINetwork(ctx context.Context, eni networkutils.ENI) error
 	TeardownENINetwork(ctx context.Context, primaryIP netip.Addr) error
+	// UpdateSNATRules reprograms the SNAT exclusions for the VPC's CIDRs.
+	UpdateSNATRules(ctx context.Context, vpcCIDRs []netip.Prefix) error
 }
 
 // HostNetworkFactory builds the host network manager once the instance's

@@ -21,6 +21,14 @@ type hostState struct {
 	setup   int
 	enis    map[netip.Addr]networkutils.ENI // by ENI primary IP
 	primary awsutils.Identity
+	snat    [][]netip.Prefix // VPC CIDR sets the SNAT rules were updated for
+}
+
+func (h *hostState) UpdateSNATRules(_ context.Context, vpc []netip.Prefix) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.snat = append(h.snat, vpc)
+	return nil
 }
 
 func (h *hostState) SetupHostNetwork(context.Context) error {

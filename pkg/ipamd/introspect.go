@@ -1,6 +1,7 @@
 package ipamd
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -32,6 +33,8 @@ type introspectionHandler struct {
 	// log is rate-limited: upstream logs every request, and anything on
 	// the node can send them as fast as it likes.
 	log *loglimit.Logger
+	// eniConfigName names the node's ENIConfig (nil: no API client).
+	eniConfigName func(ctx context.Context) (string, error)
 	// extra lets later features add their own paths (e.g. /v1/reconciler).
 	extra map[string]func() any
 }
@@ -44,9 +47,7 @@ func (h *introspectionHandler) routes() map[string]func() (any, int) {
 			// Keyed by network card index; this build manages card 0 only.
 			return map[string]datastore.ENIInfos{"0": infos}, http.StatusOK
 		},
-		pathENIConfigs: func() (any, int) {
-			return "custom networking is not enabled on this node", http.StatusNotFound
-		},
+		pathENIConfigs:      h.eniConfig,
 		pathNetworkUtilsEnv: func() (any, int) { return h.networkUtilsEnv(), http.StatusOK },
 		pathIPAMDEnv:        func() (any, int) { return h.ipamdEnv(), http.StatusOK },
 	}
@@ -135,4 +136,20 @@ func listenHTTP(addr string) (net.Listener, error) {
 
 func newHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
+}
+
+// eniConfig answers /v1/eni-configs as upstream: the name of the ENIConfig
+// the node's labels and annotations select, as a JSON string; 404 when the
+// node cannot be read.
+func (h *introspectionHandler) eniConfig() (any, int) {
+	if h.eniConfigName == nil {
+		return "no Kubernetes API client: the node's ENIConfig is unknown", http.StatusNotFound
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	name, err := h.eniConfigName(ctx)
+	if err != nil {
+		return err.Error(), http.StatusNotFound
+	}
+	return name, http.StatusOK
 }

@@ -37,9 +37,9 @@ func instanceLimits(ctx context.Context, aws awsAPI, instanceType string) (nodeL
 }
 
 // maxPods picks the node's pod capacity: the value given (from the node
-// object), else the max-pods file for the instance type, else 0 (unknown:
-// no clamp).
-func (a *Agent) maxPods(instanceType string) int {
+// object), else the max-pods file for the instance type (lowered for custom
+// networking, see customNetworkingMaxPods), else 0 (unknown: no clamp).
+func (a *Agent) maxPods(instanceType string, limits nodeLimits) int {
 	if a.opts.MaxPods > 0 {
 		return a.opts.MaxPods
 	}
@@ -56,7 +56,21 @@ func (a *Agent) maxPods(instanceType string) int {
 		level("max pods unknown: pool growth is not clamped", "file", path, "error", err)
 		return 0
 	}
+	if a.opts.Config.CustomNetworking {
+		c := customNetworkingMaxPods(n, limits.ipv4PerENI)
+		a.log.Info("custom networking: the max-pods table's value less the primary ENI's addresses", "table", n, "maxPods", c)
+		return c
+	}
 	return n
+}
+
+// customNetworkingMaxPods lowers a max-pods table value (ENIs x (addresses
+// per ENI - 1) + 2, the 2 being host-network pods) for custom networking,
+// where the primary ENI gives pods none of its addresses: the value AWS's
+// max-pods calculator gives with custom networking on. Never below the 2
+// host-network pods.
+func customNetworkingMaxPods(table, ipv4PerENI int) int {
+	return max(table-max(ipv4PerENI-1, 0), 2)
 }
 
 // initFromAWS fills the datastore with the instance's managed ENIs and their
@@ -64,6 +78,7 @@ func (a *Agent) maxPods(instanceType string) int {
 func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	cfg := a.opts.Config
 	id := a.aws.InstanceIdentity()
+	a.vpcSet.set(id.VPCCIDRs)
 	if err := a.setupHostNetwork(ctx); err != nil {
 		return err
 	}
@@ -106,14 +121,21 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	if cfg.MaxENI >= 1 && cfg.MaxENI < maxENIs {
 		maxENIs = cfg.MaxENI
 	}
+	if err := a.excludePrimaryENI(); err != nil {
+		return err
+	}
 	slots := max(limits.ipv4PerENI-1, 0)
 	unmanaged := pool.CountUnmanaged(enis, id, rules)
-	maxAddresses := pool.MaxAddresses(maxENIs-unmanaged, slots, a.store.PrefixDelegation())
+	podENIs := maxENIs - unmanaged
+	if cfg.CustomNetworking {
+		podENIs-- // the primary ENI gives pods no address
+	}
+	maxAddresses := pool.MaxAddresses(podENIs, slots, a.store.PrefixDelegation())
 	a.poolCfg = &pool.Config{
 		Targets: warmpool.Config{
 			WarmENITarget: cfg.WarmENITarget, WarmIPTarget: cfg.WarmIPTarget,
 			MinimumIPTarget: cfg.MinimumIPTarget, WarmPrefixTarget: cfg.WarmPrefixTarget,
-			MaxPods: a.maxPods(id.InstanceType), MaxAddresses: maxAddresses, SlotsPerENI: slots, PrefixDelegation: a.store.PrefixDelegation(),
+			MaxPods: a.maxPods(id.InstanceType, limits), MaxAddresses: maxAddresses, SlotsPerENI: slots, PrefixDelegation: a.store.PrefixDelegation(),
 		},
 		MaxENIs:           maxENIs,
 		UnmanagedENIs:     unmanaged,
@@ -121,6 +143,7 @@ func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 		SlotsPerENI:       slots,
 		Provisioning:      !cfg.DisableNetworkResourceProvisioning,
 		SubnetDiscovery:   cfg.SubnetDiscovery,
+		CustomNetworking:  cfg.CustomNetworking,
 		Interval:          a.opts.Timings.PoolInterval,
 		SyncInterval:      a.opts.Timings.ENISyncInterval,
 		DecreaseInterval:  a.opts.Timings.DecreaseInterval,
@@ -171,4 +194,14 @@ type Timings struct {
 	// (negative: no delay).
 	LeakedENISweepPeriod   time.Duration
 	LeakedENISweepMaxDelay time.Duration
+	// VPCCIDRInterval is how often the VPC's CIDR blocks are re-read from
+	// IMDS (30 s).
+	VPCCIDRInterval time.Duration
+}
+
+func (t Timings) vpcCIDRInterval() time.Duration {
+	if t.VPCCIDRInterval > 0 {
+		return t.VPCCIDRInterval
+	}
+	return vpcCIDRsRefreshInterval
 }

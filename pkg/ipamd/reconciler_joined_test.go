@@ -56,6 +56,8 @@ func (h *flakySetupHost) SetupENINetwork(_ context.Context, e networkutils.ENI) 
 
 func (h *flakySetupHost) TeardownENINetwork(context.Context, netip.Addr) error { return nil }
 
+func (h *flakySetupHost) UpdateSNATRules(context.Context, []netip.Prefix) error { return nil }
+
 func (h *flakySetupHost) setupCalls(ip netip.Addr) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()

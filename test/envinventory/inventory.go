@@ -114,9 +114,9 @@ var All = []Var{
 	up("ENABLE_MULTI_NIC", Refused, "true", IPAMD),
 
 	// §4.2 ENI placement, tagging, AWS access.
-	up("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", Refused, "true", IPAMD),
-	inert("ENI_CONFIG_ANNOTATION_DEF", "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"),
-	inert("ENI_CONFIG_LABEL_DEF", "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"),
+	up("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", Honoured, "true", IPAMD),
+	up("ENI_CONFIG_ANNOTATION_DEF", Honoured, "example.com/eni-config", IPAMD),
+	up("ENI_CONFIG_LABEL_DEF", Honoured, "topology.kubernetes.io/zone", IPAMD),
 	up("ENABLE_SUBNET_DISCOVERY", Honoured, "false", IPAMD),
 	up("CLUSTER_NAME", Honoured, "prod", IPAMD),
 	up("ADDITIONAL_ENI_TAGS", Honoured, `{"team":"net"}`, IPAMD),

@@ -77,14 +77,14 @@ func (p *Manager) setUnmanaged(n int) {
 			"maxENIs", max(p.cfg.MaxENIs-n, 0))
 	}
 	p.unmanaged = n
-	p.cfg.Targets.MaxAddresses = MaxAddresses(p.maxENIs(), p.cfg.SlotsPerENI, p.cfg.Targets.PrefixDelegation)
+	p.cfg.Targets.MaxAddresses = MaxAddresses(p.podENIs(), p.cfg.SlotsPerENI, p.cfg.Targets.PrefixDelegation)
 	p.exportLimits()
 }
 
 // exportLimits sets upstream's awscni_eni_max (ENIs ipamd may use) and
-// awscni_ip_max (the addresses they can hold: 16 per prefix slot with
-// prefix delegation).
+// awscni_ip_max (the addresses they can give pods: 16 per prefix slot with
+// prefix delegation, none on the primary ENI under custom networking).
 func (p *Manager) exportLimits() {
 	p.m.eniMax.Set(float64(p.maxENIs()))
-	p.m.ipMax.Set(float64(MaxAddresses(p.maxENIs(), p.cfg.SlotsPerENI, p.cfg.Targets.PrefixDelegation)))
+	p.m.ipMax.Set(float64(MaxAddresses(p.podENIs(), p.cfg.SlotsPerENI, p.cfg.Targets.PrefixDelegation)))
 }

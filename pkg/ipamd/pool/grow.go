@@ -101,11 +101,28 @@ func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 	if prefixes {
 		opts = awsutils.AllocOptions{Prefixes: n, SubnetDiscovery: p.cfg.SubnetDiscovery}
 	}
+	var pl Placement
+	if p.cfg.CustomNetworking {
+		var ok bool
+		if pl, ok = p.customPlacement(ctx); !ok {
+			p.Errors.WithLabelValues("increaseIPPoolAllocENI").Inc() // as upstream, whose ENI creation fails here
+			return
+		}
+		// As upstream: the ENIConfig wins over subnet discovery.
+		opts.SubnetID, opts.SecurityGroups, opts.SubnetDiscovery = pl.SubnetID, pl.SecurityGroups, false
+	}
 	eni, err := p.AWS.AllocENI(ctx, opts)
 	if err != nil {
 		p.Errors.WithLabelValues("increaseIPPoolAllocENI").Inc()
+		if p.cfg.CustomNetworking && isPlacementError(err) {
+			p.placementFailed(ctx, pl, err)
+			return
+		}
 		p.growFailed(ctx, "", err)
 		return
+	}
+	if p.cfg.CustomNetworking {
+		p.placementRecovered(pl)
 	}
 	attached, err := p.AWS.WaitAttached(ctx, eni.ID)
 	if err != nil {

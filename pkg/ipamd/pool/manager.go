@@ -33,6 +33,9 @@ type Config struct {
 	// SubnetDiscovery (ENABLE_SUBNET_DISCOVERY): new ENIs may go in other
 	// tagged subnets, so a full subnet does not stop growth by itself.
 	SubnetDiscovery bool
+	// CustomNetworking (AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG): new ENIs go
+	// where Deps.Placement says, and the primary ENI gives pods no address.
+	CustomNetworking bool
 
 	Interval         time.Duration // pool decisions (upstream: 5 s)
 	SyncInterval     time.Duration // ENI sync against IMDS/EC2 (60 s)
@@ -95,6 +98,9 @@ type Deps struct {
 	Schedulable func() bool
 	// Errors is upstream's awscni_ipamd_error_count.
 	Errors *prometheus.CounterVec
+	// Placement reads the node's ENIConfig for each new ENI (custom
+	// networking only).
+	Placement PlacementFunc
 	// Metrics are the pool manager's own collectors (nil: a private set).
 	Metrics *Metrics
 }
@@ -122,6 +128,8 @@ type Manager struct {
 	unmanaged           int                        // attached ENIs left alone (see maxENIs)
 	paused              bool                       // growth and ENI release paused: node unschedulable
 	returned            map[netip.Prefix]time.Time // returned to EC2 at
+	placementErr        string                     // last ENIConfig failure ("" when usable)
+	placementLogged     time.Time                  // when it was last logged
 }
 
 // New returns a pool manager; Run drives it.

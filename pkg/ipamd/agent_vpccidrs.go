@@ -1,0 +1,82 @@
+package ipamd
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+)
+
+// vpcCIDRSet is the VPC's IPv4 CIDR blocks as ipamd last read them from
+// IMDS: what AddNetwork replies carry and what the host's SNAT rules leave
+// alone. A block associated with the VPC while the node runs (the usual way
+// to add a secondary CIDR for custom networking's pod subnets) is picked up
+// by the next refresh, as upstream does every 30 s; until then pods in it
+// would be SNATed when reaching the VPC.
+type vpcCIDRSet struct {
+	mu   sync.Mutex
+	list []netip.Prefix
+}
+
+func (s *vpcCIDRSet) get() []netip.Prefix {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.list
+}
+
+// set stores list and reports whether it differs from what was there
+// (order ignored).
+func (s *vpcCIDRSet) set(list []netip.Prefix) bool {
+	sorted := slices.Clone(list)
+	slices.SortFunc(sorted, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr())*64 + a.Bits() - b.Bits() })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Equal(sorted, s.list) {
+		return false
+	}
+	s.list = sorted
+	return true
+}
+
+// vpcCIDRsRefreshInterval is upstream's period for re-reading them.
+const vpcCIDRsRefreshInterval = 30 * time.Second
+
+// refreshVPCCIDRs re-reads the VPC's CIDR blocks and, when they changed,
+// reprograms the host's SNAT rules. Failures are logged and counted; the
+// last known set stays in use.
+func (a *Agent) refreshVPCCIDRs(ctx context.Context) {
+	list, err := a.aws.VPCIPv4CIDRs(ctx)
+	if err != nil {
+		a.metrics.errors.WithLabelValues("refreshVPCCIDRsFailed").Inc()
+		a.log.Warn("could not re-read the VPC's CIDR blocks from IMDS; keeping the ones known", "error", err)
+		return
+	}
+	old := a.vpcSet.get()
+	if !a.vpcSet.set(list) {
+		return
+	}
+	a.log.Info("the VPC's CIDR blocks changed: updating the SNAT exclusions and AddNetwork replies", "was", old, "now", list)
+	if a.host == nil {
+		return
+	}
+	if err := a.host.UpdateSNATRules(ctx, list); err != nil {
+		a.metrics.errors.WithLabelValues("updateSNATRulesFailed").Inc()
+		a.log.Error("could not update the SNAT rules for the VPC's new CIDR blocks", "error", err)
+	}
+}
+
+// watchVPCCIDRs refreshes the VPC's CIDR blocks every interval until ctx
+// ends.
+func (a *Agent) watchVPCCIDRs(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.refreshVPCCIDRs(ctx)
+		}
+	}
+}

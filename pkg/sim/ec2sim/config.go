@@ -13,17 +13,27 @@ type Config struct {
 	Region  string // default us-west-2
 	AZ      string // instance's availability zone; default <Region>a
 	VPCID   string // default vpc-0sim00000001
-	VPCCIDR string // default 10.0.0.0/16
+	VPCCIDR string // the primary IPv4 block; default 10.0.0.0/16
 
-	// Subnets of the VPC; the instance's primary ENI lives in the first.
-	// Default: one /20 at the start of the VPC CIDR in AZ.
+	// SecondaryVPCCIDRs are further IPv4 blocks associated with the VPC,
+	// such as 100.64.0.0/16 for custom networking. EC2's association
+	// rules apply: /16 to /28, no overlap, at most 5 blocks in all, and a
+	// VPC whose primary block is in an RFC 1918 range may add private
+	// blocks only from that range (one whose primary block is not
+	// private, none); 198.19.0.0/16 is refused. Default: none.
+	SecondaryVPCCIDRs []string
+
+	// Subnets of the VPC, each inside one of its blocks; the instance's
+	// primary ENI lives in the first. Default: one /20 at the start of
+	// the VPC CIDR in AZ.
 	Subnets []SubnetConfig
 
 	// InstanceType must be one of InstanceTypes(); default m5.large.
 	InstanceType string
 
-	// SecurityGroupIDs are the security groups that exist; the primary ENI
-	// uses all of them and they are the only ones requests may name.
+	// SecurityGroupIDs are the security groups that exist in the VPC; the
+	// primary ENI uses all of them (so at most 5, EC2's default limit per
+	// network interface) and they are the only ones requests may name.
 	// Default: sg-0sim00000001.
 	SecurityGroupIDs []string
 
@@ -48,7 +58,7 @@ type Config struct {
 // SubnetConfig is one subnet of the VPC.
 type SubnetConfig struct {
 	ID   string // default subnet-0simNNNNNNNN
-	CIDR string // required, inside the VPC CIDR, /16 to /28
+	CIDR string // required, inside one of the VPC's blocks, /16 to /28
 	AZ   string // default Config.AZ
 	Tags map[string]string
 }
@@ -67,9 +77,13 @@ func applyDefaults(cfg *Config) error {
 		cfg.VPCCIDR = "10.0.0.0/16"
 	}
 	vpc, err := netip.ParsePrefix(cfg.VPCCIDR)
-	if err != nil || !vpc.Addr().Is4() || vpc.Bits() < 16 || vpc.Bits() > 28 || vpc.Masked() != vpc {
-		return fmt.Errorf("ec2sim: VPC CIDR %q must be an IPv4 network between /16 and /28", cfg.VPCCIDR)
+	if err == nil {
+		err = checkVPCBlockShape(vpc)
 	}
+	if err != nil {
+		return fmt.Errorf("ec2sim: VPC CIDR %q: %v", cfg.VPCCIDR, err)
+	}
+	cfg.SecondaryVPCCIDRs = append([]string(nil), cfg.SecondaryVPCCIDRs...)
 	if cfg.InstanceType == "" {
 		cfg.InstanceType = "m5.large"
 	}
@@ -84,35 +98,22 @@ func applyDefaults(cfg *Config) error {
 			return fmt.Errorf("ec2sim: malformed security group ID %q", sg)
 		}
 	}
+	if n := len(sortedUnique(cfg.SecurityGroupIDs)); n > maxGroupsPerENI {
+		return fmt.Errorf("ec2sim: %d security groups configured; the primary ENI carries all of them and EC2 allows at most %d per network interface", n, maxGroupsPerENI)
+	}
 	if len(cfg.Subnets) == 0 {
 		bits := max(vpc.Bits(), 20)
 		cfg.Subnets = []SubnetConfig{{CIDR: netip.PrefixFrom(vpc.Addr(), bits).String()}}
 	}
 	cfg.Subnets = append([]SubnetConfig(nil), cfg.Subnets...)
-	var seen []netip.Prefix
-	ids := map[string]bool{}
-	for i := range cfg.Subnets {
+	for i := range cfg.Subnets { // the rest is checked against the VPC in New
 		sc := &cfg.Subnets[i]
 		if sc.ID == "" {
 			sc.ID = fmt.Sprintf("subnet-0sim%08d", i+1)
 		}
-		if !wellFormedID(sc.ID, "subnet") || ids[sc.ID] {
-			return fmt.Errorf("ec2sim: subnet ID %q is malformed or duplicated", sc.ID)
-		}
-		ids[sc.ID] = true
 		if sc.AZ == "" {
 			sc.AZ = cfg.AZ
 		}
-		p, err := netip.ParsePrefix(sc.CIDR)
-		if err != nil || p.Masked() != p || p.Bits() < 16 || p.Bits() > 28 || !vpc.Contains(p.Addr()) || p.Bits() < vpc.Bits() {
-			return fmt.Errorf("ec2sim: subnet %s CIDR %q must be a /16../28 network inside %s", sc.ID, sc.CIDR, vpc)
-		}
-		for _, o := range seen {
-			if o.Overlaps(p) {
-				return fmt.Errorf("ec2sim: subnet %s CIDR %s overlaps %s", sc.ID, p, o)
-			}
-		}
-		seen = append(seen, p)
 	}
 	if cfg.Subnets[0].AZ != cfg.AZ {
 		return fmt.Errorf("ec2sim: the first subnet (the instance's) must be in %s", cfg.AZ)

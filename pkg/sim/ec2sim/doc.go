@@ -2,18 +2,23 @@
 // the instance metadata service (IMDSv2) that ipamd uses, served over HTTP
 // on loopback so that the real aws-sdk-go-v2 clients talk to it unchanged.
 //
-// What it models: one VPC with finite subnets, one running instance of a
-// real (Nitro) instance type with its per-type ENI and IPv4 limits, and the
-// ENIs in the VPC with their attachments, private IPv4 addresses, /28
-// IPv4 prefixes, security groups and tags. The EC2 side speaks the EC2
-// Query protocol (API version 2016-11-15) for the actions ipamd calls:
-// DescribeInstances, DescribeInstanceTypes, DescribeNetworkInterfaces,
-// DescribeSubnets, CreateNetworkInterface, AttachNetworkInterface,
+// What it models: one VPC with one or more IPv4 CIDR blocks (a secondary
+// block such as 100.64.0.0/16 is how custom networking gets pod
+// addresses) and finite subnets in any of them and in any AZ, one running
+// instance of a real (Nitro) instance type with its per-type ENI and IPv4
+// limits, and the ENIs in the VPC with their attachments, private IPv4
+// addresses, /28 IPv4 prefixes, security groups (VPC-wide, at most 5 per
+// ENI) and tags. The EC2 side speaks the EC2 Query protocol (API version
+// 2016-11-15) for the actions ipamd calls: DescribeInstances,
+// DescribeInstanceTypes, DescribeNetworkInterfaces, DescribeSubnets,
+// CreateNetworkInterface, AttachNetworkInterface,
 // ModifyNetworkInterfaceAttribute, DetachNetworkInterface,
 // DeleteNetworkInterface, AssignPrivateIpAddresses,
-// UnassignPrivateIpAddresses and CreateTags. The IMDS side serves the
-// metadata paths ipamd reads, behind IMDSv2 session tokens, and shows only
-// attached ENIs.
+// UnassignPrivateIpAddresses and CreateTags; and DescribeVpcs, which
+// ipamd does not call, for tests. The IMDS side serves the metadata paths
+// ipamd reads, behind IMDSv2 session tokens, and shows only attached ENIs.
+// As in EC2, an ENI can be made in a subnet of any AZ but only attached
+// to the instance if it is in the instance's AZ.
 //
 // The simulator is strict on purpose, so that a wrong request fails loudly
 // instead of being papered over: unknown actions, unknown or unmodelled
@@ -30,6 +35,9 @@
 // throttling, server errors, subnet exhaustion, missing IAM permissions and
 // a lagging IMDS view (served from a time-stamped history of the instance's
 // network state). Every EC2 call is logged for assertions.
+//
+// Operators' changes can be made behind the API's back (CreateAttachedENI,
+// AssociateVPCCIDR, AddSubnet, AddSecondaryIPs, ...).
 //
 // Simplifications: a single account, region, VPC and instance; IPv4 only
 // (IPv6 metadata paths are 404); request signatures are not checked

@@ -193,10 +193,8 @@ func (s *Sim) describeSubnets(p params, _ time.Time) (response, error) {
 	ids := p.list("SubnetId")
 	var list []*subnet
 	if len(ids) > 0 {
-		for _, id := range ids {
-			if _, err := s.lookupSubnet(id); err != nil {
-				return nil, err
-			}
+		if err := s.checkSubnetIDs(ids); err != nil {
+			return nil, err
 		}
 		for _, id := range sortedUnique(ids) {
 			list = append(list, s.subnets[id])
@@ -236,6 +234,28 @@ func (s *Sim) describeSubnets(p params, _ time.Time) (response, error) {
 		})
 	}
 	return resp, nil
+}
+
+// checkSubnetIDs fails on the first malformed ID, else names every
+// unknown one in a single InvalidSubnetID.NotFound, comma-separated in
+// request order, as EC2 does.
+func (s *Sim) checkSubnetIDs(ids []string) error {
+	var missing []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !wellFormedID(id, "subnet") {
+			_, err := s.lookupSubnet(id)
+			return err
+		}
+		if s.subnets[id] == nil && !seen[id] {
+			missing = append(missing, id)
+		}
+		seen[id] = true
+	}
+	if len(missing) > 0 {
+		return errSubnetNotFound(strings.Join(missing, ","))
+	}
+	return nil
 }
 
 func (s *Sim) subnetFilterValues(sn *subnet, name string) []string {

@@ -137,7 +137,9 @@ func (s *Sim) attachNetworkInterface(p params, now time.Time) (response, error) 
 		return nil, newError(CodeENIInUse, "Interface: [%s] in use.", e.id)
 	}
 	if az := s.subnets[e.subnetID].az; az != s.cfg.AZ {
-		return nil, errCombination("You may not attach a network interface to an instance if they are not in the same availability zone (%s vs %s)", az, s.cfg.AZ)
+		// EC2's text, with the two zones added; the ENI stays available.
+		return nil, errCombination("You may not attach a network interface to an instance if they are not in the same availability zone "+
+			"(network interface %s is in %s, instance %s is in %s)", e.id, az, s.instance.id, s.cfg.AZ)
 	}
 	total, onCard := 0, 0
 	for _, o := range s.attachedENIs() {

@@ -52,6 +52,10 @@ var actions = map[string]actionDef{
 		params: append([]string{"SubnetId.#", "MaxResults", "NextToken"}, filterParams...),
 		run:    (*Sim).describeSubnets,
 	},
+	"DescribeVpcs": {
+		params: append([]string{"VpcId.#", "MaxResults", "NextToken"}, filterParams...),
+		run:    (*Sim).describeVpcs,
+	},
 	"CreateNetworkInterface": {
 		params: []string{"SubnetId", "Description", "SecurityGroupId.#", "PrivateIpAddress",
 			"SecondaryPrivateIpAddressCount", "Ipv4PrefixCount", "ClientToken",

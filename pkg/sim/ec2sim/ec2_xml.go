@@ -110,6 +110,28 @@ type xmlSubnet struct {
 	Tags                    set[xmlTag] `xml:"tagSet"`
 }
 
+type xmlCidrBlockState struct {
+	State string `xml:"state"`
+}
+
+type xmlVpcCidrBlock struct {
+	AssociationID string            `xml:"associationId"`
+	CidrBlock     string            `xml:"cidrBlock"`
+	State         xmlCidrBlockState `xml:"cidrBlockState"`
+}
+
+type xmlVpc struct {
+	VpcID           string               `xml:"vpcId"`
+	OwnerID         string               `xml:"ownerId"`
+	State           string               `xml:"state"`
+	CidrBlock       string               `xml:"cidrBlock"`
+	CidrBlocks      set[xmlVpcCidrBlock] `xml:"cidrBlockAssociationSet"`
+	DhcpOptionsID   string               `xml:"dhcpOptionsId"`
+	InstanceTenancy string               `xml:"instanceTenancy"`
+	IsDefault       bool                 `xml:"isDefault"`
+	Tags            set[xmlTag]          `xml:"tagSet"`
+}
+
 type xmlInstanceState struct {
 	Code int    `xml:"code"`
 	Name string `xml:"name"`
@@ -188,6 +210,12 @@ type describeSubnetsResponse struct {
 	respHeader
 	Subnets   set[xmlSubnet] `xml:"subnetSet"`
 	NextToken string         `xml:"nextToken,omitempty"`
+}
+
+type describeVpcsResponse struct {
+	respHeader
+	Vpcs      set[xmlVpc] `xml:"vpcSet"`
+	NextToken string      `xml:"nextToken,omitempty"`
 }
 
 type createNetworkInterfaceResponse struct {

@@ -29,6 +29,10 @@ const (
 	CodeInvalidInstanceType           = "InvalidInstanceType"
 	CodeSecurityGroupNotFound         = "InvalidGroup.NotFound"
 	CodeSecurityGroupMalformed        = "InvalidGroupId.Malformed"
+	CodeGroupsPerENILimitExceeded     = "SecurityGroupsPerInterfaceLimitExceeded"
+	CodeVpcNotFound                   = "InvalidVpcID.NotFound"
+	CodeVpcMalformed                  = "InvalidVpcID.Malformed"
+	CodeInvalidVpcRange               = "InvalidVpc.Range"
 	CodeInvalidID                     = "InvalidID"
 	CodeAttachmentLimitExceeded       = "AttachmentLimitExceeded"
 	CodePrivateIPAddressLimitExceeded = "PrivateIpAddressLimitExceeded"
@@ -97,4 +101,8 @@ func errCombination(format string, args ...any) *APIError {
 
 func errENINotFound(id string) *APIError {
 	return newError(CodeENINotFound, "The networkInterface ID '%s' does not exist", id)
+}
+
+func errSubnetNotFound(id string) *APIError {
+	return newError(CodeSubnetNotFound, "The subnet ID '%s' does not exist", id)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,6 +106,7 @@ func (s *Sim) imdsGet(path string) (string, bool) {
 	view := s.viewAt(now.Add(-lag))
 	primary := s.enis[s.instance.primaryENI]
 	primaryIP, primaryMAC := primary.primary.String(), primary.mac
+	blocks := s.blockPrefixes() // VPC-wide, so never lagged
 	s.mu.Unlock()
 
 	switch rest {
@@ -145,11 +147,12 @@ func (s *Sim) imdsGet(path string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return s.imdsENIField(e, field)
+	return s.imdsENIField(e, field, blocks)
 }
 
-// imdsENIField serves network/interfaces/macs/<mac>/<field>.
-func (s *Sim) imdsENIField(e imdsENI, field string) (string, bool) {
+// imdsENIField serves network/interfaces/macs/<mac>/<field>; blocks are
+// the VPC's IPv4 blocks, primary first.
+func (s *Sim) imdsENIField(e imdsENI, field string, blocks []netip.Prefix) (string, bool) {
 	switch field {
 	case "":
 		fields := []string{"device-number", "interface-id"}
@@ -181,8 +184,14 @@ func (s *Sim) imdsENIField(e imdsENI, field string) (string, bool) {
 		return e.SubnetCIDR, true
 	case "vpc-id":
 		return s.cfg.VPCID, true
-	case "vpc-ipv4-cidr-block", "vpc-ipv4-cidr-blocks":
-		return s.cfg.VPCCIDR, true
+	case "vpc-ipv4-cidr-block":
+		return blocks[0].String(), true
+	case "vpc-ipv4-cidr-blocks":
+		out := make([]string, len(blocks))
+		for i, b := range blocks {
+			out[i] = b.String()
+		}
+		return lines(out...), true
 	}
 	return "", false // includes every IPv6 field
 }

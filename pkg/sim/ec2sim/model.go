@@ -162,7 +162,7 @@ func (s *Sim) lookupSubnet(id string) (*subnet, error) {
 	}
 	sn, ok := s.subnets[id]
 	if !ok {
-		return nil, newError(CodeSubnetNotFound, "The subnet ID '%s' does not exist", id)
+		return nil, errSubnetNotFound(id)
 	}
 	return sn, nil
 }
@@ -178,8 +178,18 @@ func (s *Sim) checkInstance(id string) error {
 	return nil
 }
 
-// checkSecurityGroups validates security group IDs against those that exist.
+// maxGroupsPerENI is EC2's default limit of security groups per network
+// interface.
+const maxGroupsPerENI = 5
+
+// checkSecurityGroups validates security group IDs against those that
+// exist (all in the VPC, so any may go with any subnet) and the limit per
+// network interface.
 func (s *Sim) checkSecurityGroups(ids []string) error {
+	if n := len(sortedUnique(ids)); n > maxGroupsPerENI {
+		return newError(CodeGroupsPerENILimitExceeded,
+			"%d security groups requested; a network interface may have at most %d.", n, maxGroupsPerENI)
+	}
 	for _, id := range ids {
 		if !wellFormedID(id, "sg") {
 			return newError(CodeSecurityGroupMalformed, "Invalid id: \"%s\" (expecting \"sg-...\")", id)

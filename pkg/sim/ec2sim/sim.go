@@ -25,7 +25,7 @@ type Sim struct {
 
 	mu          sync.Mutex // guards the model below
 	rng         *rand.Rand
-	vpcCIDR     netip.Prefix
+	vpcBlocks   []vpcBlock // primary first
 	subnets     map[string]*subnet
 	subnetOrder []string
 	sgs         map[string]bool
@@ -114,14 +114,23 @@ func New(cfg Config) (*Sim, error) {
 		},
 		tokens: imdsTokens{tokens: map[string]time.Time{}},
 	}
-	s.vpcCIDR = netip.MustParsePrefix(cfg.VPCCIDR)
+	s.vpcBlocks = []vpcBlock{{cidr: netip.MustParsePrefix(cfg.VPCCIDR), assocID: "vpc-cidr-assoc-0sim00000001"}}
+	for _, c := range cfg.SecondaryVPCCIDRs {
+		p, err := netip.ParsePrefix(c)
+		if err == nil {
+			err = s.addVPCBlockLocked(p)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ec2sim: secondary VPC CIDR %q: %v", c, err)
+		}
+	}
 	for _, sg := range cfg.SecurityGroupIDs {
 		s.sgs[sg] = true
 	}
 	for _, sc := range cfg.Subnets {
-		cidr := netip.MustParsePrefix(sc.CIDR) // validated in applyDefaults
-		s.subnets[sc.ID] = &subnet{id: sc.ID, cidr: cidr, az: sc.AZ, tags: copyTags(sc.Tags), pool: newAddrPool(cidr)}
-		s.subnetOrder = append(s.subnetOrder, sc.ID)
+		if err := s.addSubnetLocked(sc); err != nil {
+			return nil, fmt.Errorf("ec2sim: %v", err)
+		}
 	}
 
 	now := time.Now()
@@ -223,6 +232,10 @@ func (s *Sim) AZ() string { return s.cfg.AZ }
 // VPCID is the simulated VPC's ID.
 func (s *Sim) VPCID() string { return s.cfg.VPCID }
 
-// SubnetIDs lists the subnets in configuration order; the first holds the
-// primary ENI.
-func (s *Sim) SubnetIDs() []string { return append([]string(nil), s.subnetOrder...) }
+// SubnetIDs lists the subnets in configuration order, then those added
+// with AddSubnet; the first holds the primary ENI.
+func (s *Sim) SubnetIDs() []string {
+	s.mu.Lock() // AddSubnet may add to it
+	defer s.mu.Unlock()
+	return append([]string(nil), s.subnetOrder...)
+}

@@ -60,7 +60,7 @@ func (a *Agent) refreshVPCCIDRs(ctx context.Context) {
 	if a.host == nil {
 		return
 	}
-	if err := a.host.UpdateSNATRules(ctx, list); err != nil {
+	if err := a.host.UpdateSNATRules(ctx, a.vpcSet.get()); err != nil {
 		a.metrics.errors.WithLabelValues("updateSNATRulesFailed").Inc()
 		a.log.Error("could not update the SNAT rules for the VPC's new CIDR blocks", "error", err)
 	}

@@ -36,15 +36,16 @@ const (
 	cnHostSG    = "sg-0sim00000001"
 )
 
-// cnSim is a VPC whose pods live in their own subnet (as with a secondary
-// CIDR block), with a subnet of another availability zone and a security
-// group for pods.
+// cnSim is a VPC whose pods live in their own subnet of a secondary CIDR
+// block, with a subnet of another availability zone and a security group
+// for pods.
 func cnSim() ec2sim.Config {
 	return ec2sim.Config{InstanceType: "m5.large", Seed: 42, SecurityGroupIDs: []string{cnHostSG, cnPodSG},
+		SecondaryVPCCIDRs: []string{"100.64.0.0/16"},
 		Subnets: []ec2sim.SubnetConfig{
 			{ID: "subnet-0primary", CIDR: "10.0.0.0/24"},
-			{ID: cnPodSubnet, CIDR: "10.0.128.0/20"},
-			{ID: "subnet-0otheraz", CIDR: "10.0.160.0/20", AZ: "us-west-2b"},
+			{ID: cnPodSubnet, CIDR: "100.64.0.0/20"},
+			{ID: "subnet-0otheraz", CIDR: "100.64.32.0/20", AZ: "us-west-2b"},
 		}}
 }
 
@@ -157,14 +158,14 @@ func TestCustomNetworkingENIsFromENIConfig(t *testing.T) {
 	n.settle(t, 40)
 	pods := n.assign(t, 12, "pod")
 	for _, a := range pods {
-		inSubnet(t, "10.0.128.0/20", a.IP)
+		inSubnet(t, "100.64.0.0/20", a.IP)
 	}
 	enis := n.secondaryENIs()
 	require.Len(t, enis, 2, "12 pods and 3 warm need both secondary ENIs")
 	for _, e := range enis {
 		assert.Equal(t, cnPodSubnet, e.SubnetID)
 		assert.Equal(t, []string{cnPodSG}, e.SecurityGroupIDs, "the ENIConfig's groups, not the primary ENI's")
-		inSubnet(t, "10.0.128.0/20", e.PrimaryIP)
+		inSubnet(t, "100.64.0.0/20", e.PrimaryIP)
 	}
 	prim := mustENI(t, n.sim, n.aws.InstanceIdentity().PrimaryENIID)
 	assert.Empty(t, prim.SecondaryIPs, "the primary ENI gets no addresses for pods")
@@ -219,14 +220,14 @@ func TestCustomNetworkingUnusableENIConfigRecovers(t *testing.T) {
 	n.settle(t, 40)
 	require.Len(t, n.secondaryENIs(), 1, "the fixed ENIConfig is used at the next pool step")
 	a := n.assign(t, 1, "pod")
-	inSubnet(t, "10.0.128.0/20", a[0].IP)
+	inSubnet(t, "100.64.0.0/20", a[0].IP)
 }
 
 // A label change while pods run: the next ENI uses the newly selected
 // ENIConfig; the ENIs already attached stay, with their pods.
 func TestCustomNetworkingLabelChangeAppliesToNewENIs(t *testing.T) {
 	simCfg := cnSim()
-	simCfg.Subnets = append(simCfg.Subnets, ec2sim.SubnetConfig{ID: "subnet-0cnpods2", CIDR: "10.0.192.0/20"})
+	simCfg.Subnets = append(simCfg.Subnets, ec2sim.SubnetConfig{ID: "subnet-0cnpods2", CIDR: "100.64.64.0/20"})
 	k := newCNKube(map[string]string{cnZoneLabel: "us-west-2a"}, nil,
 		eniConfigObject("us-west-2a", cnPodSubnet), eniConfigObject("pods-two", "subnet-0cnpods2"))
 	n := startCNNode(t, simCfg, k, map[string]string{"WARM_ENI_TARGET": "0", "WARM_IP_TARGET": "1"})
@@ -240,8 +241,8 @@ func TestCustomNetworkingLabelChangeAppliesToNewENIs(t *testing.T) {
 	require.Len(t, enis, 2)
 	assert.Equal(t, cnPodSubnet, enis[0].SubnetID, "the ENI already attached stays")
 	assert.Equal(t, "subnet-0cnpods2", enis[1].SubnetID, "the new ENI follows the new label")
-	inSubnet(t, "10.0.128.0/20", first[0].IP)
-	inSubnet(t, "10.0.192.0/20", second[len(second)-1].IP)
+	inSubnet(t, "100.64.0.0/20", first[0].IP)
+	inSubnet(t, "100.64.64.0/20", second[len(second)-1].IP)
 }
 
 // Prefix delegation on top of custom networking: /28 prefixes from the
@@ -252,12 +253,12 @@ func TestCustomNetworkingWithPrefixDelegation(t *testing.T) {
 	n.settle(t, 40)
 	pods := n.assign(t, 20, "pod")
 	for _, a := range pods {
-		inSubnet(t, "10.0.128.0/20", a.IP)
+		inSubnet(t, "100.64.0.0/20", a.IP)
 	}
 	for _, e := range n.secondaryENIs() {
 		assert.NotEmpty(t, e.Prefixes)
 		for _, p := range e.Prefixes {
-			inSubnet(t, "10.0.128.0/20", p.Addr())
+			inSubnet(t, "100.64.0.0/20", p.Addr())
 		}
 	}
 	assert.Empty(t, mustENI(t, n.sim, n.aws.InstanceIdentity().PrimaryENIID).Prefixes)
@@ -293,7 +294,7 @@ func TestCustomNetworkingTurnedOnKeepsPodsOnPrimaryENI(t *testing.T) {
 	prim := mustENI(t, n.sim, primary)
 	assert.Len(t, prim.SecondaryIPs, 2, "only the addresses pods hold stay on the primary ENI")
 	a := n.assign(t, 1, "new")
-	inSubnet(t, "10.0.128.0/20", a[0].IP)
+	inSubnet(t, "100.64.0.0/20", a[0].IP)
 }
 
 // Custom networking cannot run without the API server or without knowing

@@ -76,8 +76,8 @@ func (r *Reader) Selected(ctx context.Context) (Spec, error) {
 		return Spec{}, fmt.Errorf("ENIConfig %q for node %s (%s): %w: the API server does not serve %s/%s; install the ENIConfig CRD (charts/aws-vpc-cni/crds): %w",
 			c.name, r.node, c.source(), ErrNotFound, GVR.Resource+"."+GVR.Group, GVR.Version, err)
 	case apierrors.IsNotFound(err):
-		return Spec{}, fmt.Errorf("ENIConfig %q for node %s (%s) %w: create ENIConfig %q, or point the node at an existing one",
-			c.name, r.node, c.source(), ErrNotFound, c.name)
+		return Spec{}, quietCause{fmt.Errorf("ENIConfig %q for node %s (%s) %w: create ENIConfig %q, or point the node at an existing one",
+			c.name, r.node, c.source(), ErrNotFound, c.name), err}
 	case apierrors.IsForbidden(err):
 		return Spec{}, fmt.Errorf("read ENIConfig %q for node %s: %w: RBAC must allow get on eniconfigs.crd.k8s.amazonaws.com for the agent's service account: %w",
 			c.name, r.node, ErrForbidden, err)
@@ -122,3 +122,10 @@ func notServed(err error) bool {
 	d := se.Status().Details
 	return d == nil || d.Name == ""
 }
+
+// quietCause is msg, still unwrapping to cause (for apierrors' helpers)
+// where printing cause would only repeat msg.
+type quietCause struct{ msg, cause error }
+
+func (e quietCause) Error() string   { return e.msg.Error() }
+func (e quietCause) Unwrap() []error { return []error{e.msg, e.cause} }

@@ -121,6 +121,8 @@ func TestSelectedMissingThenCreated(t *testing.T) {
 	_, err = r.Selected(ctx)
 	require.ErrorIs(t, err, ErrNotFound)
 	assert.NotErrorIs(t, err, ErrInvalid)
+	assert.True(t, apierrors.IsNotFound(err), "the API error stays reachable")
+	assert.NotContains(t, err.Error(), "install the ENIConfig CRD")
 	for _, want := range []string{`ENIConfig "blue"`, nodeName, `create ENIConfig "blue"`, `label "k8s.amazonaws.com/eniConfig"`} {
 		assert.Contains(t, err.Error(), want)
 	}

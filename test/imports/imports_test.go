@@ -44,7 +44,7 @@ type rule struct {
 }
 
 // The clients ipamd uses to reach the world; they know nothing of ipamd.
-var clients = []string{"./pkg/awsutils/...", "./pkg/cri/...", "./pkg/k8sapi/...", "./pkg/networkutils/...", "./pkg/delqueue/..."}
+var clients = []string{"./pkg/awsutils/...", "./pkg/cri/...", "./pkg/k8sapi/...", "./pkg/networkutils/...", "./pkg/delqueue/...", "./pkg/eniconfig/..."}
 
 // The agent and its jobs, without the leaves (datastore, warmpool).
 var agentAndJobs = []string{"./pkg/ipamd", "./pkg/ipamd/pool/...", "./pkg/ipamd/podip/...", "./pkg/ipamd/rpcserver/...", "./pkg/ipamd/enisweep/..."}

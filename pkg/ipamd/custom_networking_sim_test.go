@@ -23,6 +23,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/eniconfig"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
@@ -345,4 +346,24 @@ func TestCustomNetworkingFailureIsANodeEvent(t *testing.T) {
 	h := &introspectionHandler{eniConfigName: n.agent.eniConfigs.SelectedName}
 	_, code := h.eniConfig()
 	assert.Equal(t, 404, code)
+}
+
+// The leak signal counts without the primary ENI: a custom-networking
+// m5.large whose two secondary ENIs are full (18 addresses, below the 20
+// max pods) is at its address capacity and asks the reconciler to run,
+// though the primary ENI still has room in EC2.
+func TestCustomNetworkingLeakSignalAtCapacity(t *testing.T) {
+	k := newCNKube(nil, nil, eniConfigObject("default", cnPodSubnet))
+	var hooks []warmpool.Decision
+	n := startCNNode(t, cnSim(), k, nil, func(o *Options) {
+		o.OnLeak = func(d warmpool.Decision, _ datastore.Stats) { hooks = append(hooks, d) }
+	})
+	n.settle(t, 40)
+	n.assign(t, 18, "pod")
+	d := n.agent.pool.Step(context.Background())
+	assert.True(t, d.AtCapacity, "18 addresses on the two secondary ENIs are the capacity")
+	assert.False(t, d.AtMaxPods, "max pods (20) is not reached")
+	assert.True(t, d.LeakSuspected)
+	require.NotEmpty(t, hooks, "the reconciler is asked to run")
+	assert.Len(t, n.secondaryENIs(), 2, "no third ENI: the instance has no room")
 }

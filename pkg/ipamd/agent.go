@@ -96,6 +96,9 @@ type Agent struct {
 	apiServer bool
 	podIPs    *k8sapi.PodIPs // ANNOTATE_POD_IP; nil when off
 	vpcSet    vpcCIDRSet     // the VPC's CIDR blocks, refreshed while running
+	// appliedSGs are the primary ENI's security groups as last given to
+	// every secondary ENI (refreshSecurityGroups; one goroutine at a time).
+	appliedSGs []string
 	// eniConfigs reads the node's ENIConfig; nil without an API client.
 	eniConfigs eniConfigSource
 	// leftOut are managed ENIs whose setup failed at start: their
@@ -206,7 +209,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.aws != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); a.watchVPCCIDRs(httpCtx, a.opts.Timings.vpcCIDRInterval()) }()
+		go func() { defer wg.Done(); a.watchIMDS(httpCtx, a.opts.Timings.imdsInterval()) }()
 	}
 	if a.sweep != nil {
 		wg.Add(1)

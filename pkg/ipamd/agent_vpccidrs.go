@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
-	"time"
 )
 
 // vpcCIDRSet is the VPC's IPv4 CIDR blocks as ipamd last read them from
@@ -39,9 +38,6 @@ func (s *vpcCIDRSet) set(list []netip.Prefix) bool {
 	return true
 }
 
-// vpcCIDRsRefreshInterval is upstream's period for re-reading them.
-const vpcCIDRsRefreshInterval = 30 * time.Second
-
 // refreshVPCCIDRs re-reads the VPC's CIDR blocks and, when they changed,
 // reprograms the host's SNAT rules. Failures are logged and counted; the
 // last known set stays in use.
@@ -63,20 +59,5 @@ func (a *Agent) refreshVPCCIDRs(ctx context.Context) {
 	if err := a.host.UpdateSNATRules(ctx, a.vpcSet.get()); err != nil {
 		a.metrics.errors.WithLabelValues("updateSNATRulesFailed").Inc()
 		a.log.Error("could not update the SNAT rules for the VPC's new CIDR blocks", "error", err)
-	}
-}
-
-// watchVPCCIDRs refreshes the VPC's CIDR blocks every interval until ctx
-// ends.
-func (a *Agent) watchVPCCIDRs(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			a.refreshVPCCIDRs(ctx)
-		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 // awsAPI is what the agent needs from AWS: what the pool manager and the
 // leaked-ENI sweep need, plus the instance's limits, subnet CIDRs and ENI
-// tagging for node init, and the VPC's CIDR blocks.
+// tagging for node init, and what the IMDS refresh reads and applies
+// (the VPC's CIDR blocks, the primary ENI's security groups).
 // *awsutils.Client satisfies it; tests run it against the in-repo EC2/IMDS
 // simulator.
 type awsAPI interface {
@@ -21,6 +22,8 @@ type awsAPI interface {
 	DescribeInstanceTypeLimits(ctx context.Context, instanceType string) (awsutils.TypeLimits, error)
 	SubnetCIDR(ctx context.Context, subnetID string) (netip.Prefix, error)
 	VPCIPv4CIDRs(ctx context.Context) ([]netip.Prefix, error)
+	PrimarySecurityGroups(ctx context.Context) ([]string, error)
+	SetENISecurityGroups(ctx context.Context, eniID string, groups []string) error
 }
 
 var _ awsAPI = (*awsutils.Client)(nil)

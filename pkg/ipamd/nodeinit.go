@@ -173,6 +173,7 @@ func (a *Agent) afterRestore(ctx context.Context) {
 	if !a.pool.Config().Provisioning {
 		return
 	}
+	a.refreshSecurityGroups(ctx) // as upstream's node init: before the pool grows
 	other := !a.store.PrefixDelegation()
 	if stale := a.store.FreeCIDRs(other, math.MaxInt); len(stale) > 0 {
 		a.log.Info("returning idle addresses of the other IPAM mode", "count", len(stale), "prefixes", other)
@@ -194,14 +195,14 @@ type Timings struct {
 	// (negative: no delay).
 	LeakedENISweepPeriod   time.Duration
 	LeakedENISweepMaxDelay time.Duration
-	// VPCCIDRInterval is how often the VPC's CIDR blocks are re-read from
-	// IMDS (30 s).
-	VPCCIDRInterval time.Duration
+	// IMDSInterval is how often the VPC's CIDR blocks and the primary
+	// ENI's security groups are re-read from IMDS (30 s).
+	IMDSInterval time.Duration
 }
 
-func (t Timings) vpcCIDRInterval() time.Duration {
-	if t.VPCCIDRInterval > 0 {
-		return t.VPCCIDRInterval
+func (t Timings) imdsInterval() time.Duration {
+	if t.IMDSInterval > 0 {
+		return t.IMDSInterval
 	}
-	return vpcCIDRsRefreshInterval
+	return imdsRefreshInterval
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -77,7 +76,7 @@ func (inv *invocation) add() error {
 	}
 	log.Info("ipamd assigned", "allocations", reply.IPAllocationMetadata, "networkPolicyMode", reply.NetworkPolicyMode)
 
-	a, rawTable, err := singleIPv4(reply)
+	a, rawTable, err := singleAddress(reply)
 	if err != nil {
 		inv.giveBack(client)
 		return err
@@ -108,8 +107,9 @@ func (inv *invocation) add() error {
 	return types.PrintResult(res, conf.CNIVersion)
 }
 
-// singleIPv4 extracts the one IPv4 allocation this plugin can wire.
-func singleIPv4(reply *rpc.AddNetworkReply) (attachment, int, error) {
+// singleAddress extracts the one allocation this plugin can wire: an IPv4
+// address, or an IPv6 one in IPv6 mode.
+func singleAddress(reply *rpc.AddNetworkReply) (attachment, int, error) {
 	if reply.PodVlanId != 0 {
 		return attachment{}, 0, errors.New("ipamd assigned a branch ENI (security groups for pods); not supported by this plugin")
 	}
@@ -117,12 +117,9 @@ func singleIPv4(reply *rpc.AddNetworkReply) (attachment, int, error) {
 		return attachment{}, 0, fmt.Errorf("ipamd returned %d addresses; this plugin wires exactly one", len(reply.IPAllocationMetadata))
 	}
 	md := reply.IPAllocationMetadata[0]
-	if md.IPv4Addr == "" && md.IPv6Addr != "" {
-		return attachment{}, 0, fmt.Errorf("ipamd assigned IPv6 address %s; IPv6 pods are not supported by this plugin", md.IPv6Addr)
-	}
-	ip := net.ParseIP(md.IPv4Addr).To4()
+	ip := replyAddress(md)
 	if ip == nil {
-		return attachment{}, 0, fmt.Errorf("ipamd returned an invalid IPv4 address %q", md.IPv4Addr)
+		return attachment{}, 0, fmt.Errorf("ipamd returned no valid address (IPv4 %q, IPv6 %q)", md.IPv4Addr, md.IPv6Addr)
 	}
 	a := attachment{IP: ip, RouteTable: normalizeTable(int(md.RouteTableId)), DeviceNumber: int(md.DeviceNumber)}
 	return a, int(md.RouteTableId), nil

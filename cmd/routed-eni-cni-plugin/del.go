@@ -66,7 +66,7 @@ func (inv *invocation) del() error {
 		if reply.PodVlanId != 0 {
 			var as []attachment
 			for _, md := range reply.IPAllocationMetadata {
-				if ip := net.ParseIP(md.IPv4Addr).To4(); ip != nil {
+				if ip := replyAddress(md); ip != nil {
 					as = append(as, attachment{IP: ip})
 				}
 			}
@@ -76,7 +76,7 @@ func (inv *invocation) del() error {
 		var errs []error
 		found := false
 		for _, md := range reply.IPAllocationMetadata {
-			ip := net.ParseIP(md.IPv4Addr).To4()
+			ip := replyAddress(md)
 			if ip == nil {
 				continue
 			}
@@ -86,7 +86,7 @@ func (inv *invocation) del() error {
 			}
 		}
 		if !found {
-			log.Warn("ipamd's reply carries no IPv4 address; nothing to remove on the node")
+			log.Warn("ipamd's reply carries no address; nothing to remove on the node")
 		}
 		return errors.Join(errs...)
 	case isUnknownPod(err):

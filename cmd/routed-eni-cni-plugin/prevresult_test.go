@@ -104,11 +104,18 @@ func TestParsePrevInfo(t *testing.T) {
 			wantErr: errNoDummy.Error(),
 		},
 		{
-			name:    "no IPv4 address",
+			name:    "IPv6 pod (IPv6 mode)",
 			version: "1.0.0",
 			result: `{"cniVersion":"1.0.0","interfaces":[{"name":"eni1"},{"name":"eth0","sandbox":"/x","mac":"254"},
 				{"name":"` + dummy + `","mac":"0","sandbox":"0"}],"ips":[{"interface":1,"address":"2001:db8::5/128"}]}`,
-			wantErr: "no IPv4",
+			want: prevInfo{Attachments: []attachment{{IP: net.ParseIP("2001:db8::5"), RouteTable: 254}}},
+		},
+		{
+			name:    "no address",
+			version: "1.0.0",
+			result: `{"cniVersion":"1.0.0","interfaces":[{"name":"eni1"},{"name":"eth0","sandbox":"/x","mac":"254"},
+				{"name":"` + dummy + `","mac":"0","sandbox":"0"}],"ips":[]}`,
+			wantErr: "no address",
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -36,7 +36,7 @@ func normalizeTable(t int) int {
 
 // attachment is what the plugin set up for one pod address.
 type attachment struct {
-	IP           net.IP // IPv4
+	IP           net.IP // IPv4, or IPv6 in IPv6 mode
 	RouteTable   int    // normalised; main for the primary ENI
 	DeviceNumber int
 }
@@ -47,7 +47,7 @@ type attachment struct {
 //	interfaces[0] = {name: <host veth>}
 //	interfaces[1] = {name: CNI_IFNAME, sandbox: <netns>, mac: "<route table>"}
 //	interfaces[2] = {name: "dummy<hash>", mac: "0", sandbox: "<device number>"}
-//	ips[0]        = {interface: 1, address: <pod IP>/32}
+//	ips[0]        = {interface: 1, address: <pod IP>/32 (or /128)}
 //
 // Storing the route table in mac and the device number in sandbox is
 // deliberate (upstream's contract), not a bug.
@@ -61,7 +61,7 @@ func buildResult(hostVeth, contIf, netns, dummy string, a attachment, rawTable i
 		},
 		IPs: []*current.IPConfig{{
 			Interface: current.Int(1),
-			Address:   net.IPNet{IP: a.IP.To4(), Mask: net.CIDRMask(32, 32)},
+			Address:   hostNet(a.IP),
 		}},
 	}
 }
@@ -117,11 +117,12 @@ func parsePrevInfo(res *current.Result, dummyName, ifName string) (prevInfo, err
 		device = d
 	}
 
-	// Every IPv4 address bound to a container interface (sandbox set).
+	// Every address bound to a container interface (sandbox set).
 	for _, ipc := range res.IPs {
-		if ipc == nil || ipc.Address.IP.To4() == nil {
+		if ipc == nil || canonicalIP(ipc.Address.IP) == nil {
 			continue
 		}
+		ip := canonicalIP(ipc.Address.IP)
 		idx := -1
 		if ipc.Interface != nil {
 			idx = *ipc.Interface
@@ -129,7 +130,7 @@ func parsePrevInfo(res *current.Result, dummyName, ifName string) (prevInfo, err
 		if idx < 0 || idx >= len(res.Interfaces) || idx == dummyIdx || res.Interfaces[idx] == nil {
 			// No usable interface index: take the address for CNI_IFNAME
 			// with the device's table.
-			info.Attachments = append(info.Attachments, attachment{IP: ipc.Address.IP.To4(), RouteTable: tableForDevice(device), DeviceNumber: device})
+			info.Attachments = append(info.Attachments, attachment{IP: ip, RouteTable: tableForDevice(device), DeviceNumber: device})
 			continue
 		}
 		itf := res.Interfaces[idx]
@@ -148,10 +149,10 @@ func parsePrevInfo(res *current.Result, dummyName, ifName string) (prevInfo, err
 		if info.VlanID != 0 {
 			table = info.VlanID + 100
 		}
-		info.Attachments = append(info.Attachments, attachment{IP: ipc.Address.IP.To4(), RouteTable: table, DeviceNumber: device})
+		info.Attachments = append(info.Attachments, attachment{IP: ip, RouteTable: table, DeviceNumber: device})
 	}
 	if len(info.Attachments) == 0 {
-		return info, errors.New("prevResult has no IPv4 address for the pod")
+		return info, errors.New("prevResult has no address for the pod")
 	}
 	return info, nil
 }

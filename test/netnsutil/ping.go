@@ -10,13 +10,18 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 )
 
-// Ping sends one ICMP echo request from namespace from to dst and waits up
-// to timeout for the matching reply. It uses a raw socket (root), so the
-// ping binary is not needed.
+// Ping sends one ICMP (or ICMPv6) echo request from namespace from to dst
+// and waits up to timeout for the matching reply. It uses a raw socket
+// (root), so the ping binary is not needed.
 func Ping(from ns.NetNS, dst net.IP, timeout time.Duration) error {
+	network, laddr, request, reply := "ip4:icmp", "0.0.0.0", byte(8), byte(0)
+	if dst.To4() == nil {
+		// The kernel fills in ICMPv6 checksums on raw sockets.
+		network, laddr, request, reply = "ip6:ipv6-icmp", "::", 128, 129
+	}
 	var conn net.PacketConn
 	err := from.Do(func(ns.NetNS) error {
-		c, err := net.ListenPacket("ip4:icmp", "0.0.0.0")
+		c, err := net.ListenPacket(network, laddr)
 		conn = c
 		return err
 	})
@@ -32,11 +37,13 @@ func Ping(from ns.NetNS, dst net.IP, timeout time.Duration) error {
 	id := binary.BigEndian.Uint16(idb[:])
 	const seq = 1
 	msg := make([]byte, 8+16)
-	msg[0] = 8 // echo request
+	msg[0] = request
 	binary.BigEndian.PutUint16(msg[4:], id)
 	binary.BigEndian.PutUint16(msg[6:], seq)
 	copy(msg[8:], "netnsutil-ping!!")
-	binary.BigEndian.PutUint16(msg[2:], checksum(msg))
+	if request == 8 {
+		binary.BigEndian.PutUint16(msg[2:], checksum(msg))
+	}
 
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return err
@@ -54,7 +61,7 @@ func Ping(from ns.NetNS, dst net.IP, timeout time.Duration) error {
 		if !ok || !ipa.IP.Equal(dst) || n < 8 {
 			continue
 		}
-		if buf[0] == 0 && binary.BigEndian.Uint16(buf[4:]) == id && binary.BigEndian.Uint16(buf[6:]) == seq {
+		if buf[0] == reply && binary.BigEndian.Uint16(buf[4:]) == id && binary.BigEndian.Uint16(buf[6:]) == seq {
 			return nil
 		}
 	}

@@ -24,7 +24,8 @@ func Check(p PodNetwork) error {
 	if err != nil {
 		return fmt.Errorf("pod interface %s: %w", p.ContainerIf, err)
 	}
-	addrs, err := pod.AddrList(link, netlink.FAMILY_V4)
+	family := familyOf(p.IP)
+	addrs, err := pod.AddrList(link, family)
 	if err != nil {
 		return fmt.Errorf("addresses of %s: %w", p.ContainerIf, err)
 	}
@@ -37,18 +38,18 @@ func Check(p PodNetwork) error {
 	if !found {
 		return fmt.Errorf("pod interface %s does not have %s", p.ContainerIf, p.IP)
 	}
-	routes, err := pod.RouteList(link, netlink.FAMILY_V4)
+	routes, err := pod.RouteList(link, family)
 	if err != nil {
 		return fmt.Errorf("routes of %s: %w", p.ContainerIf, err)
 	}
 	found = false
 	for _, r := range routes {
-		if (r.Dst == nil || isDefault(r.Dst)) && r.Gw.Equal(GatewayIPv4) {
+		if (r.Dst == nil || isDefault(r.Dst)) && r.Gw.Equal(gatewayFor(p.IP)) {
 			found = true
 		}
 	}
 	if !found {
-		return fmt.Errorf("pod has no default route via %s on %s", GatewayIPv4, p.ContainerIf)
+		return fmt.Errorf("pod has no default route via %s on %s", gatewayFor(p.IP), p.ContainerIf)
 	}
 
 	host, err := hostHandle()
@@ -60,14 +61,14 @@ func Check(p PodNetwork) error {
 	if err != nil {
 		return fmt.Errorf("host veth %s: %w", p.HostVeth, err)
 	}
-	hr, err := host.RouteListFiltered(netlink.FAMILY_V4,
+	hr, err := host.RouteListFiltered(family,
 		&netlink.Route{Dst: hostPrefix(p.IP), Table: MainTable, LinkIndex: hostLink.Attrs().Index},
 		netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE|netlink.RT_FILTER_OIF)
 	if err != nil {
 		return fmt.Errorf("node routes: %w", err)
 	}
 	if len(hr) == 0 {
-		return fmt.Errorf("node has no route %s/32 dev %s", p.IP, p.HostVeth)
+		return fmt.Errorf("node has no route %s dev %s", hostPrefix(p.IP), p.HostVeth)
 	}
 	if err := expectRule(host, ruleTo(p.IP), netlink.RT_FILTER_DST); err != nil {
 		return err
@@ -83,7 +84,7 @@ func Check(p PodNetwork) error {
 func expectRule(host interface {
 	RuleListFiltered(int, *netlink.Rule, uint64) ([]netlink.Rule, error)
 }, want *netlink.Rule, selector uint64) error {
-	rules, err := host.RuleListFiltered(netlink.FAMILY_V4, want, selector|netlink.RT_FILTER_PRIORITY|netlink.RT_FILTER_TABLE)
+	rules, err := host.RuleListFiltered(want.Family, want, selector|netlink.RT_FILTER_PRIORITY|netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return fmt.Errorf("node rules: %w", err)
 	}

@@ -1,11 +1,13 @@
 // Package driver does the aws-cni plugin's netlink work for regular
-// (non-branch-ENI) IPv4 pods: the veth pair between the pod and the node,
+// (non-branch-ENI) pods, IPv4 or IPv6: the veth pair between the pod and the node,
 // the pod's addressing and routes, and the node's per-pod route and policy
 // rules. It runs in the node's network namespace (the plugin's own) and
 // reaches into the pod's namespace through a netlink handle opened there,
-// so no goroutine ever switches namespaces.
+// so no goroutine switches namespaces (except, for an IPv6 pod, to turn
+// IPv6 on inside it: enablePodIPv6).
 //
-// Node-side state per pod address X on an ENI with route table T:
+// Node-side state per pod address X on an ENI with route table T (/128
+// and IPv6 rules for an IPv6 pod):
 //
 //	route  X/32 dev <host veth> scope link            (main table)
 //	rule   512:  to X lookup main
@@ -16,7 +18,9 @@
 //
 // Pod-side state: address X/32 on the container interface, a scope-link
 // route to the gateway 169.254.1.1, a default route through it and a
-// permanent neighbour entry gateway -> host veth MAC.
+// permanent neighbour entry gateway -> host veth MAC. An IPv6 pod gets the
+// same with X/128 and the gateway fe80::1, with IPv6 enabled on the
+// container interface and lo.
 //
 // Like the rest of the plugin, it never imports pkg/ipamd/..., the
 // simulators or ipamd's clients.
@@ -53,16 +57,20 @@ const (
 // MainTable is the kernel's main routing table.
 const MainTable = unix.RT_TABLE_MAIN
 
-// GatewayIPv4 is the pod's next hop: answered by the host veth through a
-// permanent neighbour entry, never configured on any interface.
-var GatewayIPv4 = net.IPv4(169, 254, 1, 1).To4()
+// GatewayIPv4 and GatewayIPv6 are the pod's next hop: answered by the host
+// veth through a permanent neighbour entry, never configured on any
+// interface.
+var (
+	GatewayIPv4 = net.IPv4(169, 254, 1, 1).To4()
+	GatewayIPv6 = net.ParseIP("fe80::1")
+)
 
 // PodNetwork describes one pod attachment.
 type PodNetwork struct {
 	HostVeth    string // node-side veth name
 	ContainerIf string // CNI_IFNAME
 	NetnsPath   string // CNI_NETNS
-	IP          net.IP // the pod's IPv4 address
+	IP          net.IP // the pod's address, IPv4 or IPv6
 	// RouteTable is the ENI's table as ipamd reports it; values <= 1 and
 	// 254 mean main.
 	RouteTable int
@@ -83,8 +91,8 @@ func NormalizeTable(t int) int {
 
 func (p PodNetwork) validate() error {
 	switch {
-	case p.IP.To4() == nil:
-		return fmt.Errorf("pod address %v is not IPv4", p.IP)
+	case p.IP.To4() == nil && p.IP.To16() == nil, p.IP.IsUnspecified(), p.IP.IsLinkLocalUnicast():
+		return fmt.Errorf("pod address %v is not a usable IPv4 or IPv6 address", p.IP)
 	case p.HostVeth == "" || len(p.HostVeth) > unix.IFNAMSIZ-1:
 		return fmt.Errorf("host veth name %q is empty or longer than %d", p.HostVeth, unix.IFNAMSIZ-1)
 	case p.ContainerIf == "" || len(p.ContainerIf) > unix.IFNAMSIZ-1:
@@ -95,8 +103,36 @@ func (p PodNetwork) validate() error {
 	return nil
 }
 
+// hostPrefix is ip as a single-address network: /32 or /128.
 func hostPrefix(ip net.IP) *net.IPNet {
-	return &net.IPNet{IP: ip.To4(), Mask: net.CIDRMask(32, 32)}
+	if v4 := ip.To4(); v4 != nil {
+		return &net.IPNet{IP: v4, Mask: net.CIDRMask(32, 32)}
+	}
+	return &net.IPNet{IP: ip.To16(), Mask: net.CIDRMask(128, 128)}
+}
+
+// familyOf is ip's netlink address family.
+func familyOf(ip net.IP) int {
+	if ip.To4() != nil {
+		return netlink.FAMILY_V4
+	}
+	return netlink.FAMILY_V6
+}
+
+// gatewayFor is the pod's next hop for an address of ip's family.
+func gatewayFor(ip net.IP) net.IP {
+	if ip.To4() != nil {
+		return GatewayIPv4
+	}
+	return GatewayIPv6
+}
+
+// defaultDst is 0.0.0.0/0 or ::/0.
+func defaultDst(ip net.IP) *net.IPNet {
+	if ip.To4() != nil {
+		return &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
+	}
+	return &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
 }
 
 // podHandle opens a netlink handle inside the namespace at path.

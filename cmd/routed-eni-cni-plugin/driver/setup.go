@@ -7,6 +7,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Setup builds the pod's network for p. On failure everything it created
@@ -113,29 +114,42 @@ func setupPodSide(pod handle, p PodNetwork, hostMAC net.HardwareAddr) error {
 		return fmt.Errorf("find %s in the pod: %w", p.ContainerIf, err)
 	}
 	idx := link.Attrs().Index
+	v6 := p.IP.To4() == nil
+	if v6 {
+		// A runtime may create the namespace with IPv6 off.
+		if err := enablePodIPv6(p.NetnsPath, p.ContainerIf); err != nil {
+			return err
+		}
+	}
 	if err := pod.LinkSetUp(link); err != nil {
 		return fmt.Errorf("set %s up in the pod: %w", p.ContainerIf, err)
 	}
-	gw := &net.IPNet{IP: GatewayIPv4, Mask: net.CIDRMask(32, 32)}
+	gwIP := gatewayFor(p.IP)
+	gw := hostPrefix(gwIP)
 	if err := pod.RouteReplace(&netlink.Route{LinkIndex: idx, Dst: gw, Scope: netlink.SCOPE_LINK}); err != nil {
-		return fmt.Errorf("pod route to the gateway %s: %w", GatewayIPv4, err)
+		return fmt.Errorf("pod route to the gateway %s: %w", gwIP, err)
 	}
-	def := &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
-	if err := pod.RouteReplace(&netlink.Route{LinkIndex: idx, Dst: def, Gw: GatewayIPv4, Scope: netlink.SCOPE_UNIVERSE}); err != nil {
-		return fmt.Errorf("pod default route via %s: %w", GatewayIPv4, err)
+	if err := pod.RouteReplace(&netlink.Route{LinkIndex: idx, Dst: defaultDst(p.IP), Gw: gwIP, Scope: netlink.SCOPE_UNIVERSE}); err != nil {
+		return fmt.Errorf("pod default route via %s: %w", gwIP, err)
 	}
-	if err := pod.AddrReplace(link, &netlink.Addr{IPNet: hostPrefix(p.IP)}); err != nil {
-		return fmt.Errorf("pod address %s/32: %w", p.IP, err)
+	addr := &netlink.Addr{IPNet: hostPrefix(p.IP)}
+	if v6 {
+		// Nothing else is on the veth: duplicate address detection could
+		// only delay the pod (upstream waits it out instead).
+		addr.Flags = unix.IFA_F_NODAD
+	}
+	if err := pod.AddrReplace(link, addr); err != nil {
+		return fmt.Errorf("pod address %s: %w", hostPrefix(p.IP), err)
 	}
 	neigh := &netlink.Neigh{
 		LinkIndex:    idx,
-		Family:       netlink.FAMILY_V4,
+		Family:       familyOf(p.IP),
 		State:        netlink.NUD_PERMANENT,
-		IP:           GatewayIPv4,
+		IP:           gwIP,
 		HardwareAddr: hostMAC,
 	}
 	if err := pod.NeighSet(neigh); err != nil {
-		return fmt.Errorf("pod neighbour %s -> %s: %w", GatewayIPv4, hostMAC, err)
+		return fmt.Errorf("pod neighbour %s -> %s: %w", gwIP, hostMAC, err)
 	}
 	return nil
 }
@@ -144,7 +158,7 @@ func setupPodSide(pod handle, p PodNetwork, hostMAC net.HardwareAddr) error {
 func setupHostRouting(host handle, p PodNetwork, hostIdx int, log *slog.Logger) error {
 	route := &netlink.Route{LinkIndex: hostIdx, Dst: hostPrefix(p.IP), Scope: netlink.SCOPE_LINK, Table: MainTable}
 	if err := host.RouteReplace(route); err != nil {
-		return fmt.Errorf("node route %s/32 dev %s: %w", p.IP, p.HostVeth, err)
+		return fmt.Errorf("node route %s dev %s: %w", hostPrefix(p.IP), p.HostVeth, err)
 	}
 	table := p.table()
 	// A "from X" rule left behind by an earlier pod with this address on
@@ -165,7 +179,7 @@ func setupHostRouting(host handle, p PodNetwork, hostIdx int, log *slog.Logger) 
 
 func ruleTo(ip net.IP) *netlink.Rule {
 	r := netlink.NewRule()
-	r.Family = netlink.FAMILY_V4
+	r.Family = familyOf(ip)
 	r.Priority = ToContainerRulePriority
 	r.Dst = hostPrefix(ip)
 	r.Table = MainTable
@@ -174,7 +188,7 @@ func ruleTo(ip net.IP) *netlink.Rule {
 
 func ruleFrom(ip net.IP, table int) *netlink.Rule {
 	r := netlink.NewRule()
-	r.Family = netlink.FAMILY_V4
+	r.Family = familyOf(ip)
 	r.Priority = FromPodRulePriority
 	r.Src = hostPrefix(ip)
 	r.Table = table

@@ -69,8 +69,8 @@ func RemoveContainerLink(netnsPath, ifName string, log *slog.Logger) error {
 // address either has not added its route yet (and adds its rules after
 // this removal) or has finished (and the check sees its route).
 func ReleaseHostRouting(ip net.IP, locks AddressLocker, log *slog.Logger) error {
-	if ip.To4() == nil {
-		return fmt.Errorf("pod address %v is not IPv4", ip)
+	if ip.To4() == nil && ip.To16() == nil {
+		return fmt.Errorf("pod address %v is not an IP address", ip)
 	}
 	host, err := hostHandle()
 	if err != nil {
@@ -82,7 +82,7 @@ func ReleaseHostRouting(ip net.IP, locks AddressLocker, log *slog.Logger) error 
 		return fmt.Errorf("lock node state of %s: %w", ip, err)
 	}
 	defer unlock()
-	routes, err := host.RouteListFiltered(netlink.FAMILY_V4,
+	routes, err := host.RouteListFiltered(familyOf(ip),
 		&netlink.Route{Dst: hostPrefix(ip), Table: MainTable}, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return fmt.Errorf("list routes to %s: %w", ip, err)
@@ -120,7 +120,7 @@ func deleteFromRules(host handle, ip net.IP, match func(table int) bool, log *sl
 	filter := netlink.NewRule()
 	filter.Src = hostPrefix(ip)
 	filter.Priority = FromPodRulePriority
-	rules, err := host.RuleListFiltered(netlink.FAMILY_V4, filter, netlink.RT_FILTER_SRC|netlink.RT_FILTER_PRIORITY)
+	rules, err := host.RuleListFiltered(familyOf(ip), filter, netlink.RT_FILTER_SRC|netlink.RT_FILTER_PRIORITY)
 	if err != nil {
 		return fmt.Errorf("list rules from %s: %w", ip, err)
 	}

@@ -42,6 +42,9 @@ type Options struct {
 	// only and refuses every EC2 call but the read-only ones other than
 	// DescribeNetworkInterfaces (see imdsOnlyGuard).
 	IMDSOnly bool
+	// IPv6 (ENABLE_IPv6) reads the node's IPv6 address and the VPC's IPv6
+	// CIDRs at start; an instance without an IPv6 address is an error.
+	IPv6 bool
 	// ClusterName (CLUSTER_NAME) adds cluster tags to ENIs it creates.
 	ClusterName string
 	// AdditionalTags (ADDITIONAL_ENI_TAGS) are added to ENIs it creates.

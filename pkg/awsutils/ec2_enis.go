@@ -38,6 +38,8 @@ type ENI struct {
 	PrimaryIP                                             netip.Addr
 	SecondaryIPs                                          []netip.Addr
 	Prefixes                                              []netip.Prefix
+	IPv6Addrs                                             []netip.Addr
+	IPv6Prefixes                                          []netip.Prefix
 	Groups                                                []string
 	Tags                                                  map[string]string
 }
@@ -73,6 +75,16 @@ func eniFromSDK(n types.NetworkInterface) ENI {
 	for _, p := range n.Ipv4Prefixes {
 		if pfx, err := netip.ParsePrefix(aws.ToString(p.Ipv4Prefix)); err == nil {
 			e.Prefixes = append(e.Prefixes, pfx)
+		}
+	}
+	for _, a := range n.Ipv6Addresses {
+		if ip, err := netip.ParseAddr(aws.ToString(a.Ipv6Address)); err == nil {
+			e.IPv6Addrs = append(e.IPv6Addrs, ip)
+		}
+	}
+	for _, p := range n.Ipv6Prefixes {
+		if pfx, err := netip.ParsePrefix(aws.ToString(p.Ipv6Prefix)); err == nil {
+			e.IPv6Prefixes = append(e.IPv6Prefixes, pfx)
 		}
 	}
 	for _, g := range n.Groups {

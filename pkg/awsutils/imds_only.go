@@ -52,7 +52,7 @@ func (c *Client) imdsENIs(ctx context.Context) ([]ENI, error) {
 		out = append(out, ENI{
 			ID: m.ENIID, MAC: m.MAC, SubnetID: m.SubnetID, Status: "in-use",
 			Attached: true, DeviceNumber: m.DeviceNumber, NetworkCard: m.NetworkCard,
-			PrimaryIP: m.PrimaryIP, SecondaryIPs: m.SecondaryIPs, Prefixes: m.Prefixes,
+			PrimaryIP: m.PrimaryIP, SecondaryIPs: m.SecondaryIPs, Prefixes: m.Prefixes, IPv6Prefixes: m.IPv6Prefixes,
 		})
 	}
 	return out, nil

@@ -20,6 +20,10 @@ type Identity struct {
 	PrimaryIP                            netip.Addr
 	SubnetID, VPCID                      string
 	VPCCIDRs                             []netip.Prefix
+	// IPv6 mode only (Options.IPv6): the node's IPv6 address and the
+	// VPC's IPv6 CIDR blocks.
+	PrimaryIPv6  netip.Addr
+	VPCIPv6CIDRs []netip.Prefix
 }
 
 // ENIMetadata is one attached ENI as IMDS shows it.
@@ -34,6 +38,7 @@ type ENIMetadata struct {
 	PrimaryIP    netip.Addr
 	SecondaryIPs []netip.Addr
 	Prefixes     []netip.Prefix
+	IPv6Prefixes []netip.Prefix // IPv6 mode only (ipv6-prefix)
 }
 
 var errIMDSNotFound = errors.New("imds: not found")
@@ -97,6 +102,11 @@ func (c *Client) readIdentity(ctx context.Context) (Identity, error) {
 	}
 	if id.VPCCIDRs, err = c.vpcCIDRs(ctx, id.PrimaryMAC); err != nil {
 		return id, err
+	}
+	if c.opts.IPv6 {
+		if err := c.readIPv6Identity(ctx, &id); err != nil {
+			return id, err
+		}
 	}
 	return id, nil
 }
@@ -194,6 +204,19 @@ func (c *Client) eniMetadata(ctx context.Context, mac string) (ENIMetadata, erro
 	default:
 		if e.Prefixes, err = parsePrefixes(prefixes); err != nil {
 			return e, fmt.Errorf("imds ipv4-prefix for %s: %w", mac, err)
+		}
+	}
+	if !c.opts.IPv6 {
+		return e, nil
+	}
+	v6, err := c.get(ctx, base+"ipv6-prefix")
+	switch {
+	case errors.Is(err, errIMDSNotFound):
+	case err != nil:
+		return e, err
+	default:
+		if e.IPv6Prefixes, err = parsePrefixes(v6); err != nil {
+			return e, fmt.Errorf("imds ipv6-prefix for %s: %w", mac, err)
 		}
 	}
 	return e, nil

@@ -99,8 +99,14 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 	h.Log.Debug("AddNetwork assigned", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "ip", alloc.IP.String(), "eni", alloc.ENIID)
 	reply.Success = true
 	reply.IPAllocationMetadata = []*rpc.IPAllocationMetadata{allocationMetadata(alloc)}
-	reply.UseExternalSNAT = h.ExternalSNAT
-	reply.VPCv4CIDRs = h.replyCIDRs()
+	if h.IPv6 {
+		if h.VPCv6CIDRs != nil {
+			reply.VPCv6CIDRs = h.VPCv6CIDRs()
+		}
+	} else {
+		reply.UseExternalSNAT = h.ExternalSNAT
+		reply.VPCv4CIDRs = h.replyCIDRs()
+	}
 	if h.Pods != nil && in.K8S_POD_NAME != "" {
 		h.Pods.Assigned(in.K8S_POD_NAMESPACE, in.K8S_POD_NAME, alloc.IP.String())
 	}
@@ -172,17 +178,23 @@ func (h *cniHandler) GetNetworkPolicyConfigs(context.Context, *emptypb.Empty) (*
 		NetworkPolicyMode: h.NetworkPolicyMode,
 		MultiNICEnabled:   h.EnableMultiNIC,
 		NodeIPv4:          h.NodeIPv4,
+		NodeIPv6:          h.NodeIPv6,
 		InstanceID:        h.InstanceID,
 		Region:            h.Region,
 	}, nil
 }
 
+// allocationMetadata is one allocation as replies carry it: the address in
+// IPv4Addr, or in IPv6Addr for an IPv6 pod (IPv4Addr then empty, as
+// upstream).
 func allocationMetadata(a datastore.Allocation) *rpc.IPAllocationMetadata {
-	return &rpc.IPAllocationMetadata{
-		IPv4Addr:     a.IP.String(),
-		DeviceNumber: int32(a.DeviceNumber),
-		RouteTableId: int32(a.RouteTableID),
+	md := &rpc.IPAllocationMetadata{DeviceNumber: int32(a.DeviceNumber), RouteTableId: int32(a.RouteTableID)}
+	if a.IP.Is6() && !a.IP.Is4In6() {
+		md.IPv6Addr = a.IP.String()
+	} else {
+		md.IPv4Addr = a.IP.String()
 	}
+	return md
 }
 
 // assignExhausted handles an ADD that found no address: the pool manager is

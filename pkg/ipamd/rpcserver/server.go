@@ -63,9 +63,13 @@ type Options struct {
 	ExcludeSNATCIDRs  []string
 	// VPCCIDRs returns the VPC IPv4 CIDRs for ADD replies.
 	VPCCIDRs func() []string
+	// IPv6 (ENABLE_IPv6): ADD replies carry VPCv6CIDRs instead of the IPv4
+	// CIDRs and external-SNAT flag.
+	IPv6       bool
+	VPCv6CIDRs func() []string
 	// The instance as the network-policy agent is told about it
 	// (GetNetworkPolicyConfigs); empty without EC2 (a development pool).
-	InstanceID, Region, NodeIPv4 string
+	InstanceID, Region, NodeIPv4, NodeIPv6 string
 	// Pods, when set, records each pod's address on the pod
 	// (ANNOTATE_POD_IP). Its calls must not block.
 	Pods PodAnnotator

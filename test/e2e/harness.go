@@ -60,6 +60,33 @@ type Options struct {
 	// node runs (the pod-IP reconciler treats an empty sandbox list as
 	// doubt and skips its pass).
 	NoAgentPod bool
+
+	// The VPC beyond the node's own subnet (custom networking): further
+	// IPv4 blocks (e.g. "100.64.0.0/16"), further subnets (after the
+	// node's, which stays first), and the VPC's security groups (the
+	// primary ENI carries all of them; empty: the simulator's default).
+	SecondaryVPCCIDRs []string
+	Subnets           []ec2sim.SubnetConfig
+	SecurityGroupIDs  []string
+
+	// APIServer serves the node from the fake API server even when
+	// MaxPods is 0 (the node then reports no pod capacity, and the agent
+	// falls back to its max-pods table). NodeLabels or ENIConfigs imply
+	// it; both are in place before the agent starts.
+	APIServer  bool
+	NodeLabels map[string]string
+	ENIConfigs []ENIConfig
+}
+
+// ENIConfig is one ENIConfig object the fake API server serves.
+type ENIConfig struct {
+	Name, Subnet   string
+	SecurityGroups []string
+}
+
+// apiServer reports whether the node needs the fake API server.
+func (o Options) apiServer() bool {
+	return o.MaxPods > 0 || o.APIServer || len(o.NodeLabels) > 0 || len(o.ENIConfigs) > 0
 }
 
 // Node is one simulated EC2 node with a real runtime and the real agent.
@@ -69,7 +96,7 @@ type Node struct {
 	Art   *Artifacts
 	Net   *NodeNet
 	Sim   *ec2sim.Sim
-	Kube  *FakeKube // nil unless Options.MaxPods > 0
+	Kube  *FakeKube // nil unless Options asks for an API server
 	CD    *Containerd
 	CRI   *CRI
 	IPAMD *IPAMD
@@ -124,7 +151,8 @@ func NewNode(t testing.TB, o Options) *Node {
 	})
 
 	n.Sim, err = ec2sim.New(ec2sim.Config{InstanceType: o.InstanceType, VPCCIDR: vpcCIDR,
-		Subnets: []ec2sim.SubnetConfig{{CIDR: nodeSubnet}}})
+		SecondaryVPCCIDRs: o.SecondaryVPCCIDRs, SecurityGroupIDs: o.SecurityGroupIDs,
+		Subnets: append([]ec2sim.SubnetConfig{{CIDR: nodeSubnet}}, o.Subnets...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +165,19 @@ func NewNode(t testing.TB, o Options) *Node {
 		t.Fatalf("ec2sim in the node namespace: %v", err)
 	}
 	env := n.defaultEnv()
-	if o.MaxPods > 0 {
+	if o.apiServer() {
 		l, err := ListenIn(n.Net.Node, "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		name := "ip-" + strings.ReplaceAll(primaryIP.String(), ".", "-") + ".us-west-2.compute.internal"
 		n.Kube = StartFakeKube(l, name, o.MaxPods)
+		if len(o.NodeLabels) > 0 {
+			n.Kube.SetNodeLabels(o.NodeLabels)
+		}
+		for _, c := range o.ENIConfigs {
+			n.Kube.PutENIConfig(c.Name, c.Subnet, c.SecurityGroups...)
+		}
 		kc := filepath.Join(dir, "kubeconfig")
 		if err := n.Kube.WriteKubeconfig(kc); err != nil {
 			t.Fatal(err)
@@ -412,13 +446,16 @@ func (n *Node) CheckPodNetwork(p *Pod) error {
 }
 
 // Ping sends an ICMP echo from one pod's namespace to another pod's IP.
-func (n *Node) Ping(from, to *Pod) error {
+func (n *Node) Ping(from, to *Pod) error { return n.PingAddr(from, to.IP) }
+
+// PingAddr sends an ICMP echo from the pod's namespace to ip.
+func (n *Node) PingAddr(from *Pod, ip netip.Addr) error {
 	nsh, err := ns.GetNS(from.Netns)
 	if err != nil {
 		return err
 	}
 	defer nsh.Close()
-	return netnsutil.Ping(nsh, to.IP.AsSlice(), 3*time.Second)
+	return netnsutil.Ping(nsh, ip.AsSlice(), 3*time.Second)
 }
 
 // EC2PodIPs are the secondary IPv4 addresses, and the addresses of the

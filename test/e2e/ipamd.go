@@ -236,6 +236,13 @@ func (p *IPAMD) ENIs() (datastore.ENIInfos, error) {
 	return m["0"], nil
 }
 
+// ENIConfigName reads /v1/eni-configs: the name of the ENIConfig the agent
+// selects for its node.
+func (p *IPAMD) ENIConfigName() (string, error) {
+	var name string
+	return name, p.get("/v1/eni-configs", &name)
+}
+
 // ReconcilerStatus is the part of /v1/reconciler the tests read.
 type ReconcilerStatus struct {
 	Mode     string
@@ -265,8 +272,9 @@ func (p *IPAMD) Reconciler() (ReconcilerStatus, error) {
 	return st, p.get("/v1/reconciler", &st)
 }
 
-// Metric reads one unlabelled sample (a gauge or counter) from the
-// agent's Prometheus endpoint.
+// Metric reads one sample (a gauge or counter) from the agent's
+// Prometheus endpoint: name is the metric's name, with its whole label set
+// as exported when it has labels (`m{fn="x"}`).
 func (p *IPAMD) Metric(name string) (float64, error) {
 	if p.http == nil {
 		return 0, errors.New("ipamd never started")

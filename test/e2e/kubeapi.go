@@ -17,7 +17,8 @@ import (
 	"time"
 )
 
-// FakeKube is the smallest kube-apiserver ipamd needs: it serves the node
+// FakeKube is the smallest kube-apiserver ipamd needs: it serves its
+// version (what a client's wait for the API server reads), the node
 // object (its pod capacity, i.e. max pods, and the labels and annotations
 // that pick its ENIConfig), answers a watch on that node, serves ENIConfig
 // objects (get and list), and accepts the events ipamd posts, recording
@@ -28,7 +29,7 @@ import (
 // is no in-cluster service account.
 type FakeKube struct {
 	NodeName string
-	MaxPods  int
+	MaxPods  int // the node's status.capacity.pods; 0 leaves the status out
 
 	srv  *http.Server
 	url  string
@@ -189,6 +190,11 @@ func (k *FakeKube) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	nodePath := "/api/v1/nodes/" + k.NodeName
 	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/version":
+		// What client-go's ServerVersion reads (the agent's wait for the
+		// API server at start).
+		_ = json.NewEncoder(w).Encode(map[string]string{"major": "1", "minor": "31", "gitVersion": "v1.31.0-e2e",
+			"platform": "linux/amd64"})
 	case r.Method == http.MethodGet && r.URL.Path == nodePath:
 		k.mu.Lock()
 		node := k.nodeLocked()
@@ -227,14 +233,14 @@ func (k *FakeKube) nodeLocked() map[string]any {
 	if len(k.annotations) > 0 {
 		meta["annotations"] = maps.Clone(k.annotations)
 	}
-	return map[string]any{
-		"apiVersion": "v1", "kind": "Node",
-		"metadata": meta,
-		"status": map[string]any{
+	node := map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": meta}
+	if k.MaxPods > 0 { // 0: no pod capacity reported
+		node["status"] = map[string]any{
 			"capacity":    map[string]string{"pods": strconv.Itoa(k.MaxPods)},
 			"allocatable": map[string]string{"pods": strconv.Itoa(k.MaxPods)},
-		},
+		}
 	}
+	return node
 }
 
 // selectsNode reports whether the request's field selector (if any)

@@ -167,3 +167,24 @@ func TestFakeKubeRecordsEvents(t *testing.T) {
 	require.Len(t, ev, 1)
 	assert.True(t, ev[0].Mentions("MissingIAMPermissions"))
 }
+
+// The agent's start-up wait for the API server reads /version; a node
+// served with MaxPods 0 reports no pod capacity (the agent then uses its
+// max-pods table).
+func TestFakeKubeVersionAndNoCapacity(t *testing.T) {
+	ctx := context.Background()
+	_, kube, _ := startFakeKube(t)
+	require.NoError(t, k8sapi.WaitForAPIServer(ctx, kube, time.Second, 5*time.Second, nil))
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	k0 := StartFakeKube(l, fakeNode, 0)
+	t.Cleanup(k0.Close)
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, k0.WriteKubeconfig(kc))
+	kube0, err := k8sapi.NewClient(k8sapi.ClientOptions{UserAgent: "e2e-test", Kubeconfig: kc})
+	require.NoError(t, err)
+	_, err = k8sapi.NodeMaxPods(ctx, kube0, fakeNode)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "reports no pod capacity")
+}

@@ -91,19 +91,28 @@ func TestLostDELReplayedFromQueue(t *testing.T) {
 // addresses. It must wait for the grace period and two passes that agree,
 // never free before, and leave a pod created meanwhile alone.
 func TestLostDELReclaimedByReconciler(t *testing.T) {
-	const grace = ReconcileGrace // POD_IP_RECONCILE_GRACE_PERIOD (harness default, the agent's floor)
 	n := NewNode(t, Options{})
 	pods := n.ParallelRun(t, "r", 8, 2)
 	lost, kept := pods[:3], pods[5:] // 3 leaks among 8 stay under the mass-release brake
 	kept = append(kept, pods[3:5]...)
+	reclaimLostDELs(t, n, lost, kept)
+}
 
+// reclaimLostDELs deletes the lost pods while ipamd is stopped and drops
+// their queued DELs, restarts ipamd and creates a pod meanwhile, then
+// checks that the reconciler frees exactly the lost pods' addresses, after
+// listing them as candidates and not before their grace period, and that
+// the kept pods and the new one keep theirs. It returns the new pod.
+func reclaimLostDELs(t *testing.T, n *Node, lost, kept []*Pod) *Pod {
+	t.Helper()
+	const grace = ReconcileGrace // POD_IP_RECONCILE_GRACE_PERIOD (harness default, the agent's floor)
 	require.NoError(t, n.IPAMD.Stop())
 	for _, p := range lost {
 		n.MustDeletePod(t, p)
 	}
 	dropped, err := n.IPAMD.DropQueue()
 	require.NoError(t, err)
-	require.Equal(t, 3, dropped, "queued DELs removed")
+	require.Equal(t, len(lost), dropped, "queued DELs removed")
 
 	restart := time.Now()
 	require.NoError(t, n.IPAMD.Start())
@@ -133,7 +142,7 @@ func TestLostDELReclaimedByReconciler(t *testing.T) {
 	}
 	st, err := n.IPAMD.Reconciler()
 	require.NoError(t, err)
-	assert.Equal(t, 3, st.Totals.Reclaimed, "reconciler totals")
+	assert.Equal(t, len(lost), st.Totals.Reclaimed, "reconciler totals")
 
 	s := requireConsistent(t, n)
 	assert.Equal(t, fresh.IP, s.Checkpoint[fresh.ID], "the pod created meanwhile keeps its address")
@@ -142,4 +151,5 @@ func TestLostDELReclaimedByReconciler(t *testing.T) {
 	for _, p := range kept {
 		assert.Equal(t, p.IP, s.Checkpoint[p.ID], "survivor %s keeps its address", p.Name)
 	}
+	return fresh
 }

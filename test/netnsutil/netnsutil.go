@@ -159,6 +159,20 @@ func DefaultRoute(t testing.TB, n ns.NetNS, gw string) {
 	})
 }
 
+// Route adds "dst via gw" in n (dst a CIDR such as "100.64.0.0/16").
+func Route(t testing.TB, n ns.NetNS, dst, gw string) {
+	t.Helper()
+	_, d, err := net.ParseCIDR(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with(t, n, func(h *netlink.Handle) {
+		if err := h.RouteAdd(&netlink.Route{Dst: d, Gw: net.ParseIP(gw)}); err != nil {
+			t.Fatalf("%s via %s: %v", dst, gw, err)
+		}
+	})
+}
+
 // Sysctl writes a sysctl ("net/ipv4/ip_forward") inside n.
 func Sysctl(t testing.TB, n ns.NetNS, key, value string) {
 	t.Helper()

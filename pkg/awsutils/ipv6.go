@@ -27,17 +27,8 @@ func (c *Client) readIPv6Identity(ctx context.Context, id *Identity) error {
 	if id.PrimaryIPv6, err = netip.ParseAddr(s); err != nil || !id.PrimaryIPv6.Is6() {
 		return fmt.Errorf("imds ipv6 %q is not an IPv6 address", s)
 	}
-	blocks, err := c.get(ctx, "network/interfaces/macs/"+id.PrimaryMAC+"/vpc-ipv6-cidr-blocks")
-	switch {
-	case errors.Is(err, errIMDSNotFound):
-	case err != nil:
-		return err
-	default:
-		if id.VPCIPv6CIDRs, err = parsePrefixes(blocks); err != nil {
-			return fmt.Errorf("imds vpc-ipv6-cidr-blocks: %w", err)
-		}
-	}
-	return nil
+	id.VPCIPv6CIDRs, err = c.optionalPrefixes(ctx, "network/interfaces/macs/"+id.PrimaryMAC+"/vpc-ipv6-cidr-blocks")
+	return err
 }
 
 // PrimaryIPv6Prefix returns the primary ENI's IPv6 prefix, assigning one

@@ -196,30 +196,31 @@ func (c *Client) eniMetadata(ctx context.Context, mac string) (ENIMetadata, erro
 			e.SecondaryIPs = append(e.SecondaryIPs, ip)
 		}
 	}
-	prefixes, err := c.get(ctx, base+"ipv4-prefix")
-	switch {
-	case errors.Is(err, errIMDSNotFound):
-	case err != nil:
+	if e.Prefixes, err = c.optionalPrefixes(ctx, base+"ipv4-prefix"); err != nil {
 		return e, err
-	default:
-		if e.Prefixes, err = parsePrefixes(prefixes); err != nil {
-			return e, fmt.Errorf("imds ipv4-prefix for %s: %w", mac, err)
-		}
 	}
-	if !c.opts.IPv6 {
-		return e, nil
-	}
-	v6, err := c.get(ctx, base+"ipv6-prefix")
-	switch {
-	case errors.Is(err, errIMDSNotFound):
-	case err != nil:
-		return e, err
-	default:
-		if e.IPv6Prefixes, err = parsePrefixes(v6); err != nil {
-			return e, fmt.Errorf("imds ipv6-prefix for %s: %w", mac, err)
+	if c.opts.IPv6 {
+		if e.IPv6Prefixes, err = c.optionalPrefixes(ctx, base+"ipv6-prefix"); err != nil {
+			return e, err
 		}
 	}
 	return e, nil
+}
+
+// optionalPrefixes reads a list of prefixes IMDS may not have (404: none).
+func (c *Client) optionalPrefixes(ctx context.Context, path string) ([]netip.Prefix, error) {
+	s, err := c.get(ctx, path)
+	switch {
+	case errors.Is(err, errIMDSNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	ps, err := parsePrefixes(s)
+	if err != nil {
+		return nil, fmt.Errorf("imds %s: %w", path, err)
+	}
+	return ps, nil
 }
 
 func parsePrefixes(s string) ([]netip.Prefix, error) {

@@ -122,6 +122,11 @@ func (st *startState) instance(ctx context.Context) error {
 		return err
 	}
 	if st.pd && !st.limits.pdSupported {
+		if cfg.EnableIPv6 {
+			// As upstream: IPv6 mode cannot fall back to secondary IPs.
+			return fmt.Errorf("ENABLE_IPv6=true needs prefix delegation, which instance type %s does not support (Nitro instances do)",
+				a.aws.InstanceIdentity().InstanceType)
+		}
 		a.log.Warn("ENABLE_PREFIX_DELEGATION=true but the instance type does not support prefixes; using secondary IPs",
 			"instanceType", a.aws.InstanceIdentity().InstanceType)
 		st.pd = false
@@ -146,8 +151,11 @@ func (st *startState) datastore(context.Context) error {
 }
 
 func (st *startState) addresses(ctx context.Context) error {
-	if st.a.opts.DevPool != nil {
+	switch {
+	case st.a.opts.DevPool != nil:
 		return st.a.fillDevPool()
+	case st.a.opts.Config.EnableIPv6:
+		return st.a.initIPv6(ctx)
 	}
 	return st.a.initFromAWS(ctx, st.limits)
 }
@@ -158,11 +166,14 @@ func (a *Agent) wireRPC() {
 	a.rpc = rpcserver.Options{Store: a.store, Stats: a.store, Version: version.RPCVersion,
 		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
 		ExternalSNAT: cfg.Network.ExternalSNAT, ExcludeSNATCIDRs: cfg.excludeSNATStrings(),
-		VPCCIDRs: a.vpcCIDRs, Errors: a.metrics.errors, Log: a.log}
+		VPCCIDRs: a.vpcCIDRs, IPv6: cfg.EnableIPv6, VPCv6CIDRs: a.vpcCIDRsV6, Errors: a.metrics.errors, Log: a.log}
 	if a.aws != nil {
 		id := a.aws.InstanceIdentity()
 		a.rpc.InstanceID, a.rpc.Region = id.InstanceID, id.Region
-		if id.PrimaryIP.IsValid() {
+		// As upstream: the node's address of the cluster's family.
+		if cfg.EnableIPv6 && id.PrimaryIPv6.IsValid() {
+			a.rpc.NodeIPv6 = id.PrimaryIPv6.String()
+		} else if !cfg.EnableIPv6 && id.PrimaryIP.IsValid() {
 			a.rpc.NodeIPv4 = id.PrimaryIP.String()
 		}
 	}

@@ -23,6 +23,7 @@ type awsAPI interface {
 	SubnetCIDR(ctx context.Context, subnetID string) (netip.Prefix, error)
 	VPCIPv4CIDRs(ctx context.Context) ([]netip.Prefix, error)
 	PrimarySecurityGroups(ctx context.Context) ([]string, error)
+	PrimaryIPv6Prefix(ctx context.Context) (netip.Prefix, error)
 	SetENISecurityGroups(ctx context.Context, eniID string, groups []string) error
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // awsOptions are the AWS client settings ipamd's environment gives:
-// HTTP_TIMEOUT, AWS_EC2_ENDPOINT, ENABLE_IMDS_ONLY_MODE, VPC_CNI_VERSION
+// HTTP_TIMEOUT, AWS_EC2_ENDPOINT, ENABLE_IMDS_ONLY_MODE, ENABLE_IPv6, VPC_CNI_VERSION
 // (user agent) and CLUSTER_NAME. Retries are the SDK's, as upstream's
 // (AWS_MAX_ATTEMPTS and AWS_RETRY_MODE are read by the SDK itself).
 func awsOptions(cfg Config, log *slog.Logger) awsutils.Options {
@@ -16,6 +16,7 @@ func awsOptions(cfg Config, log *slog.Logger) awsutils.Options {
 		HTTPTimeout: cfg.HTTPTimeout,
 		EC2Endpoint: cfg.EC2Endpoint,
 		IMDSOnly:    cfg.IMDSOnlyMode,
+		IPv6:        cfg.EnableIPv6,
 		Version:     cfg.VPCCNIVersion,
 		ClusterName: cfg.ClusterName,
 		Logger:      log,

@@ -1,0 +1,60 @@
+package ipamd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
+)
+
+// initIPv6 is node initialisation in IPv6 mode (ENABLE_IPv6=true with
+// prefix delegation), as upstream: the primary ENI carries one IPv6 /80
+// prefix (assigned through EC2 at start if it has none) and every pod gets
+// an address from it. A /80 holds 2^48 addresses, so there is no warm pool,
+// no pool manager and no secondary ENI on network card 0; the pod-IP
+// reconciler, the DEL queue and the checkpoint work as in IPv4 mode.
+func (a *Agent) initIPv6(ctx context.Context) error {
+	id := a.aws.InstanceIdentity()
+	a.vpcSet.set(id.VPCCIDRs)
+	if err := a.setupHostNetwork(ctx); err != nil {
+		return err
+	}
+	enis, err := a.aws.DescribeENIs(ctx, []string{id.PrimaryENIID})
+	if err != nil || len(enis) != 1 {
+		return fmt.Errorf("describe the primary ENI %s: %v", id.PrimaryENIID, err)
+	}
+	primary := enis[0]
+	if !a.opts.Config.DisableNetworkResourceProvisioning {
+		if err := a.aws.EnsureENITags(ctx, primary); err != nil {
+			return fmt.Errorf("tag ENI %s: %w", primary.ID, err)
+		}
+	}
+	prefix, err := a.aws.PrimaryIPv6Prefix(ctx)
+	if err != nil {
+		return fmt.Errorf("ENABLE_IPv6=true: IPv6 prefix of the primary ENI: %w", err)
+	}
+	info := datastore.ENIInfo{ID: primary.ID, Primary: true, RouteTableID: pool.RouteTableFor(0),
+		SubnetID: primary.SubnetID, PrimaryIP: primary.PrimaryIP}
+	if err := a.store.AddENI(info); err != nil {
+		return fmt.Errorf("add the primary ENI: %w", err)
+	}
+	if err := a.store.AddCIDR(primary.ID, prefix); err != nil {
+		return fmt.Errorf("add the primary ENI's IPv6 prefix %s: %w", prefix, err)
+	}
+	a.log.Info("node initialised in IPv6 mode", "instance", id.InstanceID, "type", id.InstanceType,
+		"eni", primary.ID, "prefix", prefix.String(), "nodeIPv6", id.PrimaryIPv6.String())
+	return nil
+}
+
+// vpcCIDRsV6 are the VPC's IPv6 CIDRs for AddNetwork replies in IPv6 mode.
+func (a *Agent) vpcCIDRsV6() []string {
+	if a.aws == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range a.aws.InstanceIdentity().VPCIPv6CIDRs {
+		out = append(out, p.String())
+	}
+	return out
+}

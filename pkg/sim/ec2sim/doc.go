@@ -30,9 +30,10 @@
 // rejected with the EC2 error codes (InvalidAction, UnknownParameter,
 // MissingParameter, InvalidParameterValue, ...); unknown IDs fail with the
 // matching *.NotFound code; limits are enforced (ENIs per instance and per
-// network card, addresses per ENI); subnets are finite (AWS reserves the
-// first four and the last address of each subnet) and no address or /28 is
-// ever handed out twice.
+// network card, IPv4 and IPv6 addresses per ENI); subnets are finite (AWS
+// reserves the first four and the last address of each subnet, in IPv4
+// and in IPv6) and no address, /28 or /80 is ever handed out twice, nor
+// an IPv6 address inside a delegated /80.
 //
 // Attachment changes take Config.AttachDelay / Config.DetachDelay to
 // complete, both in EC2 and in IMDS. Faults can be switched on at any time:
@@ -41,7 +42,8 @@
 // network state). Every EC2 call is logged for assertions.
 //
 // Operators' changes can be made behind the API's back (CreateAttachedENI,
-// AssociateVPCCIDR, AddSubnet, AddSecondaryIPs, ...).
+// AssociateVPCCIDR, AssociateVPCIPv6CIDR, AddSubnet,
+// AssociateSubnetIPv6CIDR, AddSecondaryIPs, AddIPv6Prefixes, ...).
 //
 // Simplifications: a single account, region, VPC and instance; at most one
 // IPv6 block per VPC and per subnet, none unless configured (IPv6 metadata

@@ -23,6 +23,16 @@ type Config struct {
 	// private, none); 198.19.0.0/16 is refused. Default: none.
 	SecondaryVPCCIDRs []string
 
+	// VPCIPv6CIDR is the VPC's IPv6 block, an Amazon-provided /56 such as
+	// "2600:1f14:abc:de00::/56" (global unicast). Default: none, and then
+	// no subnet has IPv6 and every IPv6 metadata path is 404.
+	VPCIPv6CIDR string
+
+	// PrimaryIPv6 gives the primary ENI one IPv6 address from the first
+	// subnet's IPv6 block at creation, as on an IPv6 node; IMDS serves it
+	// as "ipv6". It needs that subnet to have an IPv6CIDR.
+	PrimaryIPv6 bool
+
 	// Subnets of the VPC, each inside one of its blocks; the instance's
 	// primary ENI lives in the first. Default: one /20 at the start of
 	// the VPC CIDR in AZ.
@@ -61,6 +71,10 @@ type SubnetConfig struct {
 	CIDR string // required, inside one of the VPC's blocks, /16 to /28
 	AZ   string // default Config.AZ
 	Tags map[string]string
+
+	// IPv6CIDR is the subnet's IPv6 block: a /64 inside Config.VPCIPv6CIDR
+	// overlapping no other subnet's. Default: none (an IPv4-only subnet).
+	IPv6CIDR string
 }
 
 func applyDefaults(cfg *Config) error {
@@ -84,6 +98,15 @@ func applyDefaults(cfg *Config) error {
 		return fmt.Errorf("ec2sim: VPC CIDR %q: %v", cfg.VPCCIDR, err)
 	}
 	cfg.SecondaryVPCCIDRs = append([]string(nil), cfg.SecondaryVPCCIDRs...)
+	if cfg.VPCIPv6CIDR != "" {
+		p, err := netip.ParsePrefix(cfg.VPCIPv6CIDR)
+		if err == nil {
+			err = checkVPCIPv6Block(p)
+		}
+		if err != nil {
+			return fmt.Errorf("ec2sim: VPC IPv6 CIDR %q: %v", cfg.VPCIPv6CIDR, err)
+		}
+	}
 	if cfg.InstanceType == "" {
 		cfg.InstanceType = "m5.large"
 	}
@@ -117,6 +140,9 @@ func applyDefaults(cfg *Config) error {
 	}
 	if cfg.Subnets[0].AZ != cfg.AZ {
 		return fmt.Errorf("ec2sim: the first subnet (the instance's) must be in %s", cfg.AZ)
+	}
+	if cfg.PrimaryIPv6 && cfg.Subnets[0].IPv6CIDR == "" {
+		return fmt.Errorf("ec2sim: PrimaryIPv6 needs the first subnet (the instance's) to have an IPv6CIDR")
 	}
 	if cfg.EC2Addr == "" {
 		cfg.EC2Addr = "127.0.0.1:0"

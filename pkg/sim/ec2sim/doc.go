@@ -8,13 +8,17 @@
 // instance of a real (Nitro) instance type with its per-type ENI and IPv4
 // limits, and the ENIs in the VPC with their attachments, private IPv4
 // addresses, /28 IPv4 prefixes, security groups (VPC-wide, at most 5 per
-// ENI) and tags. The EC2 side speaks the EC2 Query protocol (API version
-// 2016-11-15) for the actions ipamd calls: DescribeInstances,
+// ENI) and tags; optionally an IPv6 /56 for the VPC and a /64 per subnet,
+// with IPv6 addresses and /80 IPv6 prefixes on ENIs (as many per ENI as
+// IPv4 addresses, each prefix counting one). The EC2 side speaks the EC2
+// Query protocol (API version 2016-11-15) for the actions ipamd calls:
+// DescribeInstances,
 // DescribeInstanceTypes, DescribeNetworkInterfaces, DescribeSubnets,
 // CreateNetworkInterface, AttachNetworkInterface,
 // ModifyNetworkInterfaceAttribute, DetachNetworkInterface,
 // DeleteNetworkInterface, AssignPrivateIpAddresses,
-// UnassignPrivateIpAddresses and CreateTags; and DescribeVpcs, which
+// UnassignPrivateIpAddresses, AssignIpv6Addresses, UnassignIpv6Addresses
+// and CreateTags; and DescribeVpcs, which
 // ipamd does not call, for tests. The IMDS side serves the metadata paths
 // ipamd reads, behind IMDSv2 session tokens, and shows only attached ENIs.
 // As in EC2, an ENI can be made in a subnet of any AZ but only attached
@@ -26,9 +30,10 @@
 // rejected with the EC2 error codes (InvalidAction, UnknownParameter,
 // MissingParameter, InvalidParameterValue, ...); unknown IDs fail with the
 // matching *.NotFound code; limits are enforced (ENIs per instance and per
-// network card, addresses per ENI); subnets are finite (AWS reserves the
-// first four and the last address of each subnet) and no address or /28 is
-// ever handed out twice.
+// network card, IPv4 and IPv6 addresses per ENI); subnets are finite (AWS
+// reserves the first four and the last address of each subnet, in IPv4
+// and in IPv6) and no address, /28 or /80 is ever handed out twice, nor
+// an IPv6 address inside a delegated /80.
 //
 // Attachment changes take Config.AttachDelay / Config.DetachDelay to
 // complete, both in EC2 and in IMDS. Faults can be switched on at any time:
@@ -37,13 +42,17 @@
 // network state). Every EC2 call is logged for assertions.
 //
 // Operators' changes can be made behind the API's back (CreateAttachedENI,
-// AssociateVPCCIDR, AddSubnet, AddSecondaryIPs, ...).
+// AssociateVPCCIDR, AssociateVPCIPv6CIDR, AddSubnet,
+// AssociateSubnetIPv6CIDR, AddSecondaryIPs, AddIPv6Prefixes, ...).
 //
-// Simplifications: a single account, region, VPC and instance; IPv4 only
-// (IPv6 metadata paths are 404); request signatures are not checked
-// (signed and unsigned requests are both accepted); single addresses are
-// handed out lowest-free-first and prefixes as the lowest free aligned /28,
-// so runs are reproducible; EC2 answers take at least 3 ms, because a
+// Simplifications: a single account, region, VPC and instance; at most one
+// IPv6 block per VPC and per subnet, none unless configured (IPv6 metadata
+// paths are then 404); request signatures are not checked (signed and
+// unsigned requests are both accepted); single IPv4 addresses are handed
+// out lowest-free-first and IPv4 prefixes as the lowest free aligned /28,
+// IPv6 addresses as random interface IDs and /80s as the first free one at
+// or after a random block, from the seeded generator, so runs are
+// reproducible; EC2 answers take at least 3 ms, because a
 // faster server trips a client-side race in the SDK that turns into
 // spurious retries (Call.Attempt tells retries from first tries).
 //

@@ -82,7 +82,7 @@ var eniFilters = map[string]bool{
 	"private-ip-address": true, "group-id": true, "owner-id": true, "tag-key": true,
 	"attachment.instance-id": true, "attachment.attachment-id": true, "attachment.status": true,
 	"attachment.device-index": true, "attachment.network-card-index": true,
-	"attachment.delete-on-termination": true,
+	"attachment.delete-on-termination": true, "ipv6-addresses.ipv6-address": true,
 }
 
 func (s *Sim) describeNetworkInterfaces(p params, _ time.Time) (response, error) {
@@ -159,6 +159,12 @@ func (s *Sim) eniFilterValues(e *eni, name string) []string {
 			out = append(out, ip.String())
 		}
 		return out
+	case "ipv6-addresses.ipv6-address":
+		var out []string
+		for _, a := range e.ipv6s {
+			out = append(out, a.String())
+		}
+		return out
 	}
 	if e.att == nil {
 		return nil
@@ -183,6 +189,8 @@ func (s *Sim) eniFilterValues(e *eni, name string) []string {
 var subnetFilters = map[string]bool{
 	"subnet-id": true, "vpc-id": true, "availability-zone": true, "cidr-block": true,
 	"state": true, "owner-id": true, "tag-key": true,
+	"ipv6-cidr-block-association.ipv6-cidr-block": true, "ipv6-cidr-block-association.association-id": true,
+	"ipv6-cidr-block-association.state": true,
 }
 
 func (s *Sim) describeSubnets(p params, _ time.Time) (response, error) {
@@ -221,7 +229,7 @@ func (s *Sim) describeSubnets(p params, _ time.Time) (response, error) {
 		if s.faults.isExhausted(sn.id) {
 			avail = 0
 		}
-		resp.Subnets.Items = append(resp.Subnets.Items, xmlSubnet{
+		x := xmlSubnet{
 			SubnetID:                sn.id,
 			SubnetArn:               "arn:aws:ec2:" + s.cfg.Region + ":" + accountID + ":subnet/" + sn.id,
 			State:                   "available",
@@ -231,7 +239,14 @@ func (s *Sim) describeSubnets(p params, _ time.Time) (response, error) {
 			AvailableIPAddressCount: avail,
 			AvailabilityZone:        sn.az,
 			Tags:                    tagSet(sn.tags),
-		})
+		}
+		if b := sn.ipv6; b != nil {
+			x.IPv6CidrBlocks.Items = []xmlIPv6Block{{
+				AssociationID: b.assocID, IPv6CidrBlock: b.prefix.String(),
+				State: xmlCidrBlockState{State: "associated"}, IPSource: "amazon", IPv6AddressAttribute: "public",
+			}}
+		}
+		resp.Subnets.Items = append(resp.Subnets.Items, x)
 	}
 	return resp, nil
 }
@@ -275,6 +290,17 @@ func (s *Sim) subnetFilterValues(sn *subnet, name string) []string {
 		return []string{"available"}
 	case "owner-id":
 		return []string{accountID}
+	}
+	if sn.ipv6 == nil {
+		return nil
+	}
+	switch name {
+	case "ipv6-cidr-block-association.ipv6-cidr-block":
+		return []string{sn.ipv6.prefix.String()}
+	case "ipv6-cidr-block-association.association-id":
+		return []string{sn.ipv6.assocID}
+	case "ipv6-cidr-block-association.state":
+		return []string{"associated"}
 	}
 	return nil
 }

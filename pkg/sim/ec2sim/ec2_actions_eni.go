@@ -54,6 +54,16 @@ func (s *Sim) createNetworkInterface(p params, now time.Time) (response, error) 
 	if 1+nIPs+nPfx > s.limits.ipv4PerENI {
 		return nil, errAddressLimit()
 	}
+	v6, err := parseIPv6Request(p, "Ipv6Address", "Ipv6Prefix")
+	if err != nil {
+		return nil, err
+	}
+	if !v6.empty() && sn.ipv6 == nil {
+		return nil, errNoIPv6(subnetID)
+	}
+	if v6.slots() > s.limits.ipv4PerENI {
+		return nil, errIPv6Limit("the new interface")
+	}
 	var want *netip.Addr
 	if v, ok := p.get("PrivateIpAddress"); ok {
 		a, err := netip.ParseAddr(v)
@@ -85,6 +95,9 @@ func (s *Sim) createNetworkInterface(p params, now time.Time) (response, error) 
 		_, err = s.assignIPsLocked(e, nIPs)
 	} else if nPfx > 0 {
 		_, err = s.assignPrefixesLocked(e, nPfx)
+	}
+	if err == nil {
+		_, _, err = s.applyIPv6Locked(e, v6)
 	}
 	if err != nil {
 		s.releaseENI(e)

@@ -6,13 +6,16 @@ var vpcFilters = map[string]bool{
 	"vpc-id": true, "cidr": true, "state": true, "owner-id": true, "is-default": true,
 	"dhcp-options-id": true, "cidr-block-association.cidr-block": true,
 	"cidr-block-association.association-id": true, "cidr-block-association.state": true,
+	"ipv6-cidr-block-association.ipv6-cidr-block": true, "ipv6-cidr-block-association.association-id": true,
+	"ipv6-cidr-block-association.state": true, "ipv6-cidr-block-association.ipv6-pool": true,
 }
 
 // dhcpOptionsID is the simulated VPC's DHCP option set.
 const dhcpOptionsID = "dopt-0sim00000001"
 
 // describeVpcs answers for the one simulated VPC, with every IPv4 block in
-// its CIDR block association set (primary first).
+// its CIDR block association set (primary first) and its IPv6 block, if
+// any, in the IPv6 one.
 func (s *Sim) describeVpcs(p params, _ time.Time) (response, error) {
 	fs, err := p.filters(vpcFilters, true)
 	if err != nil {
@@ -49,6 +52,13 @@ func (s *Sim) describeVpcs(p params, _ time.Time) (response, error) {
 				AssociationID: b.assocID, CidrBlock: b.cidr.String(), State: xmlCidrBlockState{State: "associated"},
 			})
 		}
+		if b := s.vpcIPv6; b.cidr.IsValid() {
+			v.IPv6CidrBlocks.Items = []xmlIPv6Block{{
+				AssociationID: b.assocID, IPv6CidrBlock: b.cidr.String(),
+				State:              xmlCidrBlockState{State: "associated"},
+				NetworkBorderGroup: s.cfg.Region, IPv6Pool: "Amazon", IPSource: "amazon", IPv6AddressAttribute: "public",
+			}}
+		}
 		resp.Vpcs.Items = append(resp.Vpcs.Items, v)
 	}
 	return resp, nil
@@ -73,6 +83,18 @@ func (s *Sim) vpcFilterValues(name string) []string {
 		return []string{dhcpOptionsID}
 	case "cidr-block-association.state":
 		return []string{"associated"}
+	}
+	if b := s.vpcIPv6; b.cidr.IsValid() {
+		switch name {
+		case "ipv6-cidr-block-association.ipv6-cidr-block":
+			return []string{b.cidr.String()}
+		case "ipv6-cidr-block-association.association-id":
+			return []string{b.assocID}
+		case "ipv6-cidr-block-association.state":
+			return []string{"associated"}
+		case "ipv6-cidr-block-association.ipv6-pool":
+			return []string{"Amazon"}
+		}
 	}
 	var out []string
 	for _, b := range s.vpcBlocks {

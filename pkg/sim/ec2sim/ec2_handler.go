@@ -59,6 +59,7 @@ var actions = map[string]actionDef{
 	"CreateNetworkInterface": {
 		params: []string{"SubnetId", "Description", "SecurityGroupId.#", "PrivateIpAddress",
 			"SecondaryPrivateIpAddressCount", "Ipv4PrefixCount", "ClientToken",
+			"Ipv6AddressCount", "Ipv6Addresses.#.Ipv6Address", "Ipv6PrefixCount", "Ipv6Prefix.#.Ipv6Prefix",
 			"TagSpecification.#.ResourceType", "TagSpecification.#.Tag.#.Key", "TagSpecification.#.Tag.#.Value"},
 		mutates: true,
 		run:     (*Sim).createNetworkInterface,
@@ -94,6 +95,16 @@ var actions = map[string]actionDef{
 		params:  []string{"NetworkInterfaceId", "PrivateIpAddress.#", "Ipv4Prefix.#"},
 		mutates: true,
 		run:     (*Sim).unassignPrivateIPAddresses,
+	},
+	"AssignIpv6Addresses": {
+		params:  []string{"NetworkInterfaceId", "Ipv6AddressCount", "Ipv6Addresses.#", "Ipv6PrefixCount", "Ipv6Prefix.#"},
+		mutates: true,
+		run:     (*Sim).assignIPv6Addresses,
+	},
+	"UnassignIpv6Addresses": {
+		params:  []string{"NetworkInterfaceId", "Ipv6Addresses.#", "Ipv6Prefix.#"},
+		mutates: true,
+		run:     (*Sim).unassignIPv6Addresses,
 	},
 	"CreateTags": {
 		params:  []string{"ResourceId.#", "Tag.#.Key", "Tag.#.Value"},

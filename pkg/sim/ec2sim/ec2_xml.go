@@ -57,6 +57,15 @@ type xmlPrefix struct {
 	IPv4Prefix string `xml:"ipv4Prefix"`
 }
 
+type xmlENIIPv6 struct {
+	IPv6Address   string `xml:"ipv6Address"`
+	IsPrimaryIPv6 bool   `xml:"isPrimaryIpv6"`
+}
+
+type xmlIPv6Prefix struct {
+	IPv6Prefix string `xml:"ipv6Prefix"`
+}
+
 type xmlAssignedIP struct {
 	PrivateIPAddress string `xml:"privateIpAddress"`
 }
@@ -76,24 +85,26 @@ type xmlENIAttachment struct {
 // CreateNetworkInterface) and InstanceNetworkInterface (DescribeInstances);
 // fields one shape lacks are simply skipped by the SDK.
 type xmlENI struct {
-	NetworkInterfaceID string            `xml:"networkInterfaceId"`
-	SubnetID           string            `xml:"subnetId"`
-	VpcID              string            `xml:"vpcId"`
-	AvailabilityZone   string            `xml:"availabilityZone,omitempty"`
-	Description        string            `xml:"description"`
-	OwnerID            string            `xml:"ownerId"`
-	RequesterManaged   bool              `xml:"requesterManaged"`
-	Status             string            `xml:"status"`
-	MacAddress         string            `xml:"macAddress"`
-	PrivateIPAddress   string            `xml:"privateIpAddress"`
-	PrivateDNSName     string            `xml:"privateDnsName"`
-	SourceDestCheck    bool              `xml:"sourceDestCheck"`
-	InterfaceType      string            `xml:"interfaceType"`
-	Groups             set[xmlGroup]     `xml:"groupSet"`
-	Attachment         *xmlENIAttachment `xml:"attachment,omitempty"`
-	PrivateIPs         set[xmlPrivateIP] `xml:"privateIpAddressesSet"`
-	IPv4Prefixes       set[xmlPrefix]    `xml:"ipv4PrefixSet"`
-	Tags               *set[xmlTag]      `xml:"tagSet,omitempty"`
+	NetworkInterfaceID string             `xml:"networkInterfaceId"`
+	SubnetID           string             `xml:"subnetId"`
+	VpcID              string             `xml:"vpcId"`
+	AvailabilityZone   string             `xml:"availabilityZone,omitempty"`
+	Description        string             `xml:"description"`
+	OwnerID            string             `xml:"ownerId"`
+	RequesterManaged   bool               `xml:"requesterManaged"`
+	Status             string             `xml:"status"`
+	MacAddress         string             `xml:"macAddress"`
+	PrivateIPAddress   string             `xml:"privateIpAddress"`
+	PrivateDNSName     string             `xml:"privateDnsName"`
+	SourceDestCheck    bool               `xml:"sourceDestCheck"`
+	InterfaceType      string             `xml:"interfaceType"`
+	Groups             set[xmlGroup]      `xml:"groupSet"`
+	Attachment         *xmlENIAttachment  `xml:"attachment,omitempty"`
+	PrivateIPs         set[xmlPrivateIP]  `xml:"privateIpAddressesSet"`
+	IPv4Prefixes       set[xmlPrefix]     `xml:"ipv4PrefixSet"`
+	IPv6Addresses      set[xmlENIIPv6]    `xml:"ipv6AddressesSet"`
+	IPv6Prefixes       set[xmlIPv6Prefix] `xml:"ipv6PrefixSet"`
+	Tags               *set[xmlTag]       `xml:"tagSet,omitempty"`
 }
 
 type xmlSubnet struct {
@@ -108,6 +119,22 @@ type xmlSubnet struct {
 	DefaultForAz            bool        `xml:"defaultForAz"`
 	MapPublicIPOnLaunch     bool        `xml:"mapPublicIpOnLaunch"`
 	Tags                    set[xmlTag] `xml:"tagSet"`
+
+	IPv6CidrBlocks              set[xmlIPv6Block] `xml:"ipv6CidrBlockAssociationSet"`
+	AssignIPv6AddressOnCreation bool              `xml:"assignIpv6AddressOnCreation"`
+	IPv6Native                  bool              `xml:"ipv6Native"`
+}
+
+// xmlIPv6Block is an IPv6 CIDR block association of a subnet or (with
+// the pool and border group) of the VPC.
+type xmlIPv6Block struct {
+	AssociationID        string            `xml:"associationId"`
+	IPv6CidrBlock        string            `xml:"ipv6CidrBlock"`
+	State                xmlCidrBlockState `xml:"ipv6CidrBlockState"`
+	NetworkBorderGroup   string            `xml:"networkBorderGroup,omitempty"`
+	IPv6Pool             string            `xml:"ipv6Pool,omitempty"`
+	IPSource             string            `xml:"ipSource"`
+	IPv6AddressAttribute string            `xml:"ipv6AddressAttribute"`
 }
 
 type xmlCidrBlockState struct {
@@ -126,6 +153,7 @@ type xmlVpc struct {
 	State           string               `xml:"state"`
 	CidrBlock       string               `xml:"cidrBlock"`
 	CidrBlocks      set[xmlVpcCidrBlock] `xml:"cidrBlockAssociationSet"`
+	IPv6CidrBlocks  set[xmlIPv6Block]    `xml:"ipv6CidrBlockAssociationSet"`
 	DhcpOptionsID   string               `xml:"dhcpOptionsId"`
 	InstanceTenancy string               `xml:"instanceTenancy"`
 	IsDefault       bool                 `xml:"isDefault"`
@@ -237,6 +265,20 @@ type assignPrivateIPAddressesResponse struct {
 	AssignedPrefixes   set[xmlPrefix]     `xml:"assignedIpv4PrefixSet"`
 }
 
+type assignIPv6AddressesResponse struct {
+	respHeader
+	NetworkInterfaceID string      `xml:"networkInterfaceId"`
+	Addresses          set[string] `xml:"assignedIpv6Addresses"`
+	Prefixes           set[string] `xml:"assignedIpv6PrefixSet"`
+}
+
+type unassignIPv6AddressesResponse struct {
+	respHeader
+	NetworkInterfaceID string      `xml:"networkInterfaceId"`
+	Addresses          set[string] `xml:"unassignedIpv6Addresses"`
+	Prefixes           set[string] `xml:"unassignedIpv6PrefixSet"`
+}
+
 // returnResponse answers actions whose result is just <return>true</return>.
 type returnResponse struct {
 	respHeader
@@ -292,6 +334,12 @@ func (s *Sim) xmlFromENI(e *eni, forInstance bool) xmlENI {
 	}
 	for _, p := range e.prefixes {
 		x.IPv4Prefixes.Items = append(x.IPv4Prefixes.Items, xmlPrefix{p.String()})
+	}
+	for _, a := range e.ipv6s {
+		x.IPv6Addresses.Items = append(x.IPv6Addresses.Items, xmlENIIPv6{IPv6Address: a.String()})
+	}
+	for _, p := range e.ipv6Pfxs {
+		x.IPv6Prefixes.Items = append(x.IPv6Prefixes.Items, xmlIPv6Prefix{p.String()})
 	}
 	if a := e.att; a != nil {
 		x.Attachment = &xmlENIAttachment{

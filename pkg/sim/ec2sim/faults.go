@@ -36,7 +36,7 @@ func (s *Sim) SetServerErrors(rate float64) {
 }
 
 // SetSubnetExhausted makes every allocation from the subnet (new ENIs,
-// secondary addresses, prefixes) fail with
+// secondary addresses, prefixes, IPv6 addresses and /80s) fail with
 // InsufficientFreeAddressesInSubnet, as if other actors had used it up.
 // DescribeSubnets then reports 0 available addresses.
 func (s *Sim) SetSubnetExhausted(subnetID string, exhausted bool) {

@@ -26,6 +26,9 @@ type imdsENI struct {
 	SecurityGroupIDs []string
 	IPv4s            []string // primary first
 	Prefixes         []string
+	IPv6s            []string // in assignment order
+	IPv6Prefixes     []string
+	SubnetIPv6CIDR   string // "" when the subnet has no IPv6 block
 }
 
 // recordLocked appends the current view to the history if it changed, and
@@ -48,6 +51,15 @@ func (s *Sim) recordLocked(at time.Time) {
 		}
 		for _, p := range e.prefixes {
 			ie.Prefixes = append(ie.Prefixes, p.String())
+		}
+		for _, a := range e.ipv6s {
+			ie.IPv6s = append(ie.IPv6s, a.String())
+		}
+		for _, p := range e.ipv6Pfxs {
+			ie.IPv6Prefixes = append(ie.IPv6Prefixes, p.String())
+		}
+		if b := s.subnets[e.subnetID].ipv6; b != nil {
+			ie.SubnetIPv6CIDR = b.prefix.String()
 		}
 		v.enis[e.mac] = ie
 	}

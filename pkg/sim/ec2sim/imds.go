@@ -107,11 +107,22 @@ func (s *Sim) imdsGet(path string) (string, bool) {
 	primary := s.enis[s.instance.primaryENI]
 	primaryIP, primaryMAC := primary.primary.String(), primary.mac
 	blocks := s.blockPrefixes() // VPC-wide, so never lagged
+	blocks6 := s.vpcIPv6Strings()
 	s.mu.Unlock()
+	var nodeIPv6 string // the primary ENI's first IPv6 address, as the view has it
+	if v6 := view.enis[primaryMAC].IPv6s; len(v6) > 0 {
+		nodeIPv6 = v6[0]
+	}
 
 	switch rest {
 	case "":
-		return lines("instance-id", "instance-type", "local-ipv4", "mac", "network/", "placement/"), true
+		top := []string{"instance-id", "instance-type"}
+		if nodeIPv6 != "" {
+			top = append(top, "ipv6")
+		}
+		return lines(append(top, "local-ipv4", "mac", "network/", "placement/")...), true
+	case "ipv6":
+		return nodeIPv6, nodeIPv6 != ""
 	case "instance-id":
 		return s.instance.id, true
 	case "instance-type":
@@ -147,21 +158,43 @@ func (s *Sim) imdsGet(path string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return s.imdsENIField(e, field, blocks)
+	return s.imdsENIField(e, field, blocks, blocks6)
 }
 
 // imdsENIField serves network/interfaces/macs/<mac>/<field>; blocks are
-// the VPC's IPv4 blocks, primary first.
-func (s *Sim) imdsENIField(e imdsENI, field string, blocks []netip.Prefix) (string, bool) {
+// the VPC's IPv4 blocks, primary first, and blocks6 its IPv6 ones. An
+// IPv6 field is listed, and served, only when it has a value, as in IMDS.
+func (s *Sim) imdsENIField(e imdsENI, field string, blocks []netip.Prefix, blocks6 []string) (string, bool) {
 	switch field {
 	case "":
 		fields := []string{"device-number", "interface-id"}
 		if len(e.Prefixes) > 0 {
 			fields = append(fields, "ipv4-prefix")
 		}
-		fields = append(fields, "local-ipv4s", "mac", "network-card", "owner-id", "security-group-ids",
-			"subnet-id", "subnet-ipv4-cidr-block", "vpc-id", "vpc-ipv4-cidr-block", "vpc-ipv4-cidr-blocks")
+		if len(e.IPv6Prefixes) > 0 {
+			fields = append(fields, "ipv6-prefix")
+		}
+		if len(e.IPv6s) > 0 {
+			fields = append(fields, "ipv6s")
+		}
+		fields = append(fields, "local-ipv4s", "mac", "network-card", "owner-id", "security-group-ids", "subnet-id")
+		fields = append(fields, "subnet-ipv4-cidr-block")
+		if e.SubnetIPv6CIDR != "" {
+			fields = append(fields, "subnet-ipv6-cidr-blocks")
+		}
+		fields = append(fields, "vpc-id", "vpc-ipv4-cidr-block", "vpc-ipv4-cidr-blocks")
+		if len(blocks6) > 0 {
+			fields = append(fields, "vpc-ipv6-cidr-blocks")
+		}
 		return lines(fields...), true
+	case "ipv6s":
+		return lines(e.IPv6s...), len(e.IPv6s) > 0
+	case "ipv6-prefix":
+		return lines(e.IPv6Prefixes...), len(e.IPv6Prefixes) > 0
+	case "subnet-ipv6-cidr-blocks":
+		return e.SubnetIPv6CIDR, e.SubnetIPv6CIDR != ""
+	case "vpc-ipv6-cidr-blocks":
+		return lines(blocks6...), len(blocks6) > 0
 	case "device-number":
 		return strconv.Itoa(e.Device), true
 	case "interface-id":
@@ -193,7 +226,7 @@ func (s *Sim) imdsENIField(e imdsENI, field string, blocks []netip.Prefix) (stri
 		}
 		return lines(out...), true
 	}
-	return "", false // includes every IPv6 field
+	return "", false
 }
 
 // identityDocument is /latest/dynamic/instance-identity/document.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -77,6 +78,7 @@ func (s *Sim) releaseENI(e *eni) {
 	for _, p := range e.prefixes {
 		pool.releasePrefix(p)
 	}
+	s.releaseIPv6Locked(e, slices.Clone(e.ipv6s), slices.Clone(e.ipv6Pfxs))
 	delete(s.enis, e.id)
 }
 

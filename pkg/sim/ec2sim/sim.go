@@ -23,18 +23,20 @@ type Sim struct {
 	logger *slog.Logger
 	limits typeLimits
 
-	mu          sync.Mutex // guards the model below
-	rng         *rand.Rand
-	vpcBlocks   []vpcBlock // primary first
-	subnets     map[string]*subnet
-	subnetOrder []string
-	sgs         map[string]bool
-	instance    instance
-	enis        map[string]*eni
-	attachments map[string]string // attachment ID -> ENI ID
-	clientToks  map[string]string // CreateNetworkInterface ClientToken -> ENI ID
-	usedIDs     map[string]bool   // every ID and MAC ever handed out
-	history     []imdsView
+	mu              sync.Mutex // guards the model below
+	rng             *rand.Rand
+	vpcBlocks       []vpcBlock // primary first
+	vpcIPv6         vpcBlock   // zero when the VPC has no IPv6 block
+	subnets         map[string]*subnet
+	subnetOrder     []string
+	sgs             map[string]bool
+	instance        instance
+	enis            map[string]*eni
+	attachments     map[string]string // attachment ID -> ENI ID
+	clientToks      map[string]string // CreateNetworkInterface ClientToken -> ENI ID
+	usedIDs         map[string]bool   // every ID and MAC ever handed out
+	nextSubnetAssoc int               // subnet IPv6 CIDR associations made
+	history         []imdsView
 
 	faults faults
 	log    callLog
@@ -55,6 +57,7 @@ type subnet struct {
 	az   string
 	tags map[string]string
 	pool *addrPool
+	ipv6 *subnetIPv6 // nil: an IPv4-only subnet
 }
 
 type instance struct {
@@ -73,6 +76,8 @@ type eni struct {
 	primary     netip.Addr
 	secondaries []netip.Addr
 	prefixes    []netip.Prefix
+	ipv6s       []netip.Addr   // in assignment order
+	ipv6Pfxs    []netip.Prefix // delegated /80s
 	att         *attachment
 }
 
@@ -124,6 +129,9 @@ func New(cfg Config) (*Sim, error) {
 			return nil, fmt.Errorf("ec2sim: secondary VPC CIDR %q: %v", c, err)
 		}
 	}
+	if cfg.VPCIPv6CIDR != "" {
+		s.vpcIPv6 = vpcBlock{cidr: netip.MustParsePrefix(cfg.VPCIPv6CIDR), assocID: "vpc-cidr-assoc-0sim60000001"}
+	}
 	for _, sg := range cfg.SecurityGroupIDs {
 		s.sgs[sg] = true
 	}
@@ -144,6 +152,11 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s.attachments[primary.att.id] = primary.id
 	s.instance.primaryENI = primary.id
+	if cfg.PrimaryIPv6 {
+		if _, err := s.assignIPv6AddrsLocked(primary, 1); err != nil {
+			return nil, fmt.Errorf("primary ENI IPv6 address: %w", err)
+		}
+	}
 	s.recordLocked(now)
 	return s, nil
 }

@@ -20,6 +20,8 @@ type ENIState struct {
 	PrimaryIP           netip.Addr
 	SecondaryIPs        []netip.Addr // in assignment order
 	Prefixes            []netip.Prefix
+	IPv6Addrs           []netip.Addr   // in assignment order
+	IPv6Prefixes        []netip.Prefix // delegated /80s
 	SubnetID            string
 	SecurityGroupIDs    []string
 	Tags                map[string]string
@@ -46,6 +48,8 @@ func (s *Sim) ENIs() []ENIState {
 			PrimaryIP:        e.primary,
 			SecondaryIPs:     slices.Clone(e.secondaries),
 			Prefixes:         slices.Clone(e.prefixes),
+			IPv6Addrs:        slices.Clone(e.ipv6s),
+			IPv6Prefixes:     slices.Clone(e.ipv6Pfxs),
 			SubnetID:         e.subnetID,
 			SecurityGroupIDs: slices.Clone(e.sgs),
 			Tags:             copyTags(e.tags),

@@ -125,7 +125,17 @@ func (s *Sim) addSubnetLocked(sc SubnetConfig) error {
 			return fmt.Errorf("subnet %s CIDR %s overlaps %s of %s", sc.ID, p, o.cidr, o.id)
 		}
 	}
-	s.subnets[sc.ID] = &subnet{id: sc.ID, cidr: p, az: sc.AZ, tags: copyTags(sc.Tags), pool: newAddrPool(p)}
+	sn := &subnet{id: sc.ID, cidr: p, az: sc.AZ, tags: copyTags(sc.Tags), pool: newAddrPool(p)}
+	if sc.IPv6CIDR != "" {
+		p6, err := netip.ParsePrefix(sc.IPv6CIDR)
+		if err == nil {
+			err = s.setSubnetIPv6Locked(sn, p6)
+		}
+		if err != nil {
+			return fmt.Errorf("subnet %s IPv6 CIDR %q: %v", sc.ID, sc.IPv6CIDR, err)
+		}
+	}
+	s.subnets[sc.ID] = sn
 	s.subnetOrder = append(s.subnetOrder, sc.ID)
 	s.usedIDs[sc.ID] = true
 	return nil

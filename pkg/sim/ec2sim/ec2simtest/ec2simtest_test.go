@@ -2,8 +2,11 @@ package ec2simtest_test
 
 import (
 	"context"
+	"io"
+	"net/netip"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -33,4 +36,40 @@ func TestStartAndPointSDK(t *testing.T) {
 
 	again := ec2simtest.Start(t, ec2sim.Config{InstanceType: "m5.large"})
 	require.Equal(t, sim.PrimaryENI(), again.PrimaryENI(), "the default seed replays IDs")
+}
+
+// An IPv6 node's IMDS serves the node IPv6 and the VPC block, and its
+// primary ENI takes a /80 from the node subnet's /64.
+func TestIPv6Node(t *testing.T) {
+	sim := ec2simtest.Start(t, ec2simtest.IPv6Node(ec2sim.Config{}))
+	ec2simtest.PointSDKAtSim(t, sim)
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(sim.Region()))
+	require.NoError(t, err)
+
+	out, err := imds.NewFromConfig(cfg).GetMetadata(ctx, &imds.GetMetadataInput{Path: "ipv6"})
+	require.NoError(t, err)
+	b, err := io.ReadAll(out.Content)
+	require.NoError(t, err)
+	_ = out.Content.Close()
+	node := netip.MustParseAddr(string(b))
+	require.True(t, netip.MustParsePrefix(ec2simtest.IPv6SubnetCIDR).Contains(node))
+	require.Equal(t, ec2simtest.IPv6VPCCIDR, sim.VPCIPv6CIDR())
+
+	as, err := ec2.NewFromConfig(cfg).AssignIpv6Addresses(ctx, &ec2.AssignIpv6AddressesInput{
+		NetworkInterfaceId: aws.String(sim.PrimaryENI()), Ipv6PrefixCount: aws.Int32(1),
+	})
+	require.NoError(t, err)
+	require.Len(t, as.AssignedIpv6Prefixes, 1)
+	for _, e := range sim.ENIs() {
+		require.Equal(t, []netip.Addr{node}, e.IPv6Addrs)
+		require.Equal(t, as.AssignedIpv6Prefixes[0], e.IPv6Prefixes[0].String())
+	}
+
+	// A non-default VPC block gets its default subnet, with the /64.
+	other := ec2simtest.IPv6Node(ec2sim.Config{VPCCIDR: "192.168.0.0/16"})
+	require.Equal(t, "192.168.0.0/20", other.Subnets[0].CIDR)
+	require.Equal(t, ec2simtest.IPv6SubnetCIDR, other.Subnets[0].IPv6CIDR)
+	_, err = ec2sim.New(other)
+	require.NoError(t, err)
 }

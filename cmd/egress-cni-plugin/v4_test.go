@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -99,6 +100,29 @@ func TestV4EgressAddAndDel(t *testing.T) {
 
 	// A second DEL (runtimes repeat them) succeeds.
 	n.del(p)
+
+	log, err := os.ReadFile(n.logFile)
+	require.NoError(t, err)
+	assert.Contains(t, string(log), `"msg":"egress interface ready"`)
+	assert.Contains(t, string(log), `"msg":"egress removed"`)
+}
+
+// A CNI 1.1.0 list (AWS_VPC_CNI_CONFLIST_CNI_VERSION) works the same.
+func TestV4EgressCNI110(t *testing.T) {
+	n := newEgressNode(t, false)
+	p := n.newPod("a")
+	p.prevResult["cniVersion"] = "1.1.0"
+	conf := n.netconf(p, map[string]any{"cniVersion": "1.1.0"})
+	r := n.exec("ADD", p, conf)
+	require.Equal(t, 0, r.code, "%s", r)
+	assert.Contains(t, string(r.stdout), `"cniVersion": "1.1.0"`)
+	assert.Contains(t, string(r.stdout), `"name": "v4if0"`)
+	peer, err := n.peerOf(p)
+	require.NoError(t, err)
+	assert.Equal(t, n.nodeIP, peer.String())
+	r = n.exec("DEL", p, conf)
+	require.Equal(t, 0, r.code, "%s", r)
+	assert.Empty(t, n.leases())
 }
 
 // Two pods get distinct addresses and chains; deleting one leaves the

@@ -3,9 +3,10 @@ GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/aws/amazon-vpc-cni-k8s/pkg/version.Version=$(VERSION)
 BUILD_DIR := build
-BINARIES  := aws-k8s-agent aws-cni aws-vpc-cni aws-vpc-cni-init grpc-health-probe sim-node ec2-simulator
+BINARIES  := aws-k8s-agent aws-cni egress-cni aws-vpc-cni aws-vpc-cni-init grpc-health-probe sim-node ec2-simulator
 PKG_aws-k8s-agent := ./cmd/aws-k8s-agent
 PKG_aws-cni           := ./cmd/routed-eni-cni-plugin
+PKG_egress-cni        := ./cmd/egress-cni-plugin
 PKG_ec2-simulator     := ./cmd/tools/ec2-simulator
 PKG_aws-vpc-cni       := ./cmd/aws-vpc-cni
 PKG_aws-vpc-cni-init  := ./cmd/aws-vpc-cni-init
@@ -122,7 +123,7 @@ INIT_IMAGE_OUT  ?= $(BUILD_DIR)/aws-node-init-image.tar
 IMAGE_ARCH      ?= amd64
 IMAGE_OPTIONAL  ?=
 PLUGINS_DIR     := $(BUILD_DIR)/core-plugins
-IMAGE_PKGS      := ./cmd/aws-vpc-cni/... ./cmd/aws-vpc-cni-init/... ./cmd/grpc-health-probe/... ./cmd/tools/build-image/... ./pkg/utils/cp/... ./scripts/support/...
+IMAGE_PKGS      := ./cmd/aws-vpc-cni/... ./cmd/egress-cni-plugin/... ./cmd/aws-vpc-cni-init/... ./cmd/grpc-health-probe/... ./cmd/tools/build-image/... ./pkg/utils/cp/... ./scripts/support/...
 BUILD_IMAGE     := GOOS= GOARCH= $(GO) run ./cmd/tools/build-image
 
 .PHONY: image image-test image-push plugins
@@ -148,8 +149,8 @@ plugins:
 	install -m 0644 "$$($(GO) list -m -f '{{.Dir}}' github.com/containernetworking/plugins)/LICENSE" $(PLUGINS_DIR)/LICENSE
 	install -m 0755 scripts/support/aws-cni-support.sh $(PLUGINS_DIR)/aws-cni-support.sh
 
-## image-test: the tests of the image's programs (entrypoint, init, health
-## probe, assembler, support script), then `make image` and -check of both
+## image-test: the tests of the image's programs (entrypoint, egress
+## plugin, init, health probe, assembler, support script), then `make image` and -check of both
 ## tarballs (layout, modes, entrypoint, working directory, platform; for
 ## aws-node working iptables/ip6tables, waived only for IMAGE_BASE=scratch).
 ## Offline: make image-test IMAGE_BASE=scratch INIT_IMAGE_BASE=scratch.

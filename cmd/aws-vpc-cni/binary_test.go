@@ -76,8 +76,10 @@ func TestBinaryWithRealIpamd(t *testing.T) {
 	assert.Equal(t, probe.Serving, res.Code, "ipamd serving once the conflist exists: %v", res.Err)
 	conf := parse(t, mustRead(t, n.confPath()))
 	assert.Equal(t, "1.1.0", conf.CNIVersion)
-	assert.Equal(t, []string{"aws-cni", "portmap", "bandwidth"}, pluginTypes(conf))
+	assert.Equal(t, []string{"aws-cni", "egress-cni", "portmap", "bandwidth"}, pluginTypes(conf))
+	assert.Equal(t, "false", conf.Plugins[1]["enabled"], "IPv4 cluster without ENABLE_V6_EGRESS")
 	assert.Equal(t, "#!fake aws-cni\n", string(mustRead(t, n.cniPath())))
+	assert.Equal(t, "#!fake egress-cni\n", string(mustRead(t, filepath.Join(filepath.Dir(n.cniPath()), "egress-cni"))))
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	select {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -18,15 +19,34 @@ const conflistName = "10-aws.conflist"
 // placeholderRE matches the template's __NAME__ placeholders.
 var placeholderRE = regexp.MustCompile(`__[A-Z][A-Z0-9]*__`)
 
+// The egress plugin's host-local IPAM, per kind of cluster (upstream's
+// values): IPv4 egress in an IPv6 cluster, IPv6 egress in an IPv4 one.
+type egressIPAM struct{ subnet, dst, dataDir string }
+
+var (
+	egressIPAMv4 = egressIPAM{subnet: "169.254.172.0/22", dst: "0.0.0.0/0", dataDir: "/run/cni/v6pd/egress-v4-ipam"}
+	egressIPAMv6 = egressIPAM{subnet: "fd00::ac:00/118", dst: "::/0", dataDir: "/run/cni/v4pd/egress-v6-ipam"}
+)
+
 // placeholders maps each placeholder this image fills to its value.
 func placeholders(s settings) map[string]string {
+	egress := egressIPAMv6
+	if s.IPv6 {
+		egress = egressIPAMv4
+	}
 	return map[string]string{
-		"__VETHPREFIX__":          s.VethPrefix,
-		"__MTU__":                 fmt.Sprint(s.MTU),
-		"__PODSGENFORCINGMODE__":  s.PodSGMode,
-		"__PLUGINLOGFILE__":       s.PluginLogFile,
-		"__PLUGINLOGLEVEL__":      s.PluginLogLevel,
-		"__EGRESSPLUGINLOGFILE__": s.EgressPluginLogFile,
+		"__VETHPREFIX__":              s.VethPrefix,
+		"__MTU__":                     fmt.Sprint(s.MTU),
+		"__PODSGENFORCINGMODE__":      s.PodSGMode,
+		"__PLUGINLOGFILE__":           s.PluginLogFile,
+		"__PLUGINLOGLEVEL__":          s.PluginLogLevel,
+		"__EGRESSPLUGINLOGFILE__":     s.EgressPluginLogFile,
+		"__EGRESSPLUGINENABLED__":     strconv.FormatBool(s.EgressEnabled),
+		"__EGRESSPLUGINIPAMSUBNET__":  egress.subnet,
+		"__EGRESSPLUGINIPAMDST__":     egress.dst,
+		"__EGRESSPLUGINIPAMDATADIR__": egress.dataDir,
+		"__RANDOMIZESNAT__":           s.RandomizeSNAT,
+		"__NODEIP__":                  s.NodeIP,
 	}
 }
 

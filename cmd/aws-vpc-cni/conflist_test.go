@@ -72,7 +72,7 @@ func TestRenderPlaceholders(t *testing.T) {
 			assert.Equal(t, "0.4.0", p.CNIVersion)
 			assert.Equal(t, "aws-cni", p.Name)
 			assert.True(t, p.DisableCheck)
-			assert.Equal(t, []string{"aws-cni", "portmap"}, pluginTypes(p))
+			assert.Equal(t, []string{"aws-cni", "egress-cni", "portmap"}, pluginTypes(p))
 			for k, v := range tc.want {
 				assert.Equal(t, v, p.Plugins[0][k], k)
 			}
@@ -110,7 +110,10 @@ func TestRenderWithoutEditsKeepsTemplateBytes(t *testing.T) {
 	out, err := renderConflist(tmpl, defaults(t, nil))
 	require.NoError(t, err)
 	want := strings.NewReplacer("__VETHPREFIX__", "eni", "__MTU__", "9001", "__PODSGENFORCINGMODE__", "strict",
-		"__PLUGINLOGFILE__", "/var/log/aws-routed-eni/plugin.log", "__PLUGINLOGLEVEL__", "Debug").Replace(string(tmpl))
+		"__PLUGINLOGFILE__", "/var/log/aws-routed-eni/plugin.log", "__PLUGINLOGLEVEL__", "Debug",
+		"__EGRESSPLUGINLOGFILE__", "/var/log/aws-routed-eni/egress-v6-plugin.log", "__EGRESSPLUGINENABLED__", "false",
+		"__EGRESSPLUGINIPAMSUBNET__", "fd00::ac:00/118", "__EGRESSPLUGINIPAMDST__", "::/0",
+		"__EGRESSPLUGINIPAMDATADIR__", "/run/cni/v4pd/egress-v6-ipam", "__RANDOMIZESNAT__", "prng", "__NODEIP__", "").Replace(string(tmpl))
 	assert.Equal(t, want, string(out))
 }
 
@@ -124,13 +127,13 @@ func TestRenderChaining(t *testing.T) {
 		types   []string
 		version string
 	}{
-		{"bandwidth", map[string]string{"ENABLE_BANDWIDTH_PLUGIN": "true"}, []string{"aws-cni", "portmap", "bandwidth"}, "0.4.0"},
-		{"tuning", map[string]string{"DISABLE_POD_V6": "true"}, []string{"aws-cni", "portmap", "tuning"}, "0.4.0"},
+		{"bandwidth", map[string]string{"ENABLE_BANDWIDTH_PLUGIN": "true"}, []string{"aws-cni", "egress-cni", "portmap", "bandwidth"}, "0.4.0"},
+		{"tuning", map[string]string{"DISABLE_POD_V6": "true"}, []string{"aws-cni", "egress-cni", "portmap", "tuning"}, "0.4.0"},
 		{"both", map[string]string{"ENABLE_BANDWIDTH_PLUGIN": "true", "DISABLE_POD_V6": "true"},
-			[]string{"aws-cni", "portmap", "bandwidth", "tuning"}, "0.4.0"},
-		{"version only", map[string]string{"AWS_VPC_CNI_CONFLIST_CNI_VERSION": "1.1.0"}, []string{"aws-cni", "portmap"}, "1.1.0"},
+			[]string{"aws-cni", "egress-cni", "portmap", "bandwidth", "tuning"}, "0.4.0"},
+		{"version only", map[string]string{"AWS_VPC_CNI_CONFLIST_CNI_VERSION": "1.1.0"}, []string{"aws-cni", "egress-cni", "portmap"}, "1.1.0"},
 		{"all", map[string]string{"ENABLE_BANDWIDTH_PLUGIN": "true", "DISABLE_POD_V6": "true", "AWS_VPC_CNI_CONFLIST_CNI_VERSION": "1.0.0"},
-			[]string{"aws-cni", "portmap", "bandwidth", "tuning"}, "1.0.0"},
+			[]string{"aws-cni", "egress-cni", "portmap", "bandwidth", "tuning"}, "1.0.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := renderConflist(fixture(t), defaults(t, tc.env))
@@ -141,7 +144,9 @@ func TestRenderChaining(t *testing.T) {
 			assert.Equal(t, "aws-cni", p.Name)
 			assert.True(t, p.DisableCheck)
 			// Unknown keys survive the edit (upstream drops portmap's snat).
-			assert.Equal(t, true, p.Plugins[1]["snat"], "portmap snat kept")
+			assert.Equal(t, true, p.Plugins[2]["snat"], "portmap snat kept")
+			assert.Equal(t, map[string]any{"type": "host-local", "ranges": []any{[]any{map[string]any{"subnet": "fd00::ac:00/118"}}},
+				"routes": []any{map[string]any{"dst": "::/0"}}, "dataDir": "/run/cni/v4pd/egress-v6-ipam"}, p.Plugins[1]["ipam"], "egress ipam kept")
 			assert.Equal(t, map[string]any{"io.kubernetes.cri.pod-annotations": true}, p.Plugins[0]["capabilities"])
 			for i, typ := range tc.types {
 				switch typ {
@@ -201,8 +206,8 @@ func TestRenderRejectsBadTemplates(t *testing.T) {
 		{"plugin without type", `{"cniVersion":"0.4.0","name":"a","plugins":[{"name":"x"}]}`, "no \"type\""},
 		{"plugin not an object", `{"cniVersion":"0.4.0","name":"a","plugins":["x"]}`, "plugin 0"},
 		{"no name", `{"cniVersion":"0.4.0","plugins":[{"type":"a"}]}`, `"name"`},
-		{"egress placeholders", `{"cniVersion":"0.4.0","name":"a","plugins":[{"type":"egress-cni","enabled":"__EGRESSPLUGINENABLED__","nodeIP":"__NODEIP__"}]}`,
-			"__EGRESSPLUGINENABLED__, __NODEIP__"},
+		{"unknown placeholders", `{"cniVersion":"0.4.0","name":"a","plugins":[{"type":"egress-cni","enabled":"__EGRESSPLUGINENABLED__","x":"__NOSUCH__","y":"__ALSO__"}]}`,
+			"__ALSO__, __NOSUCH__"},
 		{"placeholder breaking JSON", `{"cniVersion":"0.4.0","name":"a","plugins":[{"type":"a","mtu":__MTU__x}]}`, "not a valid conflist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,14 +220,12 @@ func TestRenderRejectsBadTemplates(t *testing.T) {
 	}
 }
 
-// TestRenderRepoTemplate renders the template the image ships, once the
-// CNI plugin's author has added it.
+// TestRenderRepoTemplate renders the template the image ships (the tests'
+// fixture is a copy of it).
 func TestRenderRepoTemplate(t *testing.T) {
 	tmpl, err := os.ReadFile(filepath.Join("..", "..", "misc", conflistName))
-	if os.IsNotExist(err) {
-		t.Skip("misc/10-aws.conflist not in the tree yet")
-	}
 	require.NoError(t, err)
+	assert.Equal(t, string(fixture(t)), string(tmpl), "testdata/10-aws.conflist is a copy of misc/10-aws.conflist")
 	for _, env := range []map[string]string{nil, {"ENABLE_BANDWIDTH_PLUGIN": "true", "DISABLE_POD_V6": "true", "AWS_VPC_CNI_CONFLIST_CNI_VERSION": "1.1.0"}} {
 		out, err := renderConflist(tmpl, defaults(t, env))
 		require.NoError(t, err)

@@ -16,8 +16,8 @@ import (
 )
 
 // cniBinaries are copied from the working directory into HOST_CNI_BIN_PATH
-// at every start. (This image ships no egress-cni.)
-var cniBinaries = []string{"aws-cni"}
+// at every start, as upstream's entrypoint does.
+var cniBinaries = []string{"aws-cni", "egress-cni"}
 
 // Defaults of the options.
 const (
@@ -32,13 +32,16 @@ const (
 // options are the entrypoint's inputs besides the environment. In the
 // image all are defaults; the others exist for tests and development.
 type options struct {
-	WorkDir        string   // holds aws-cni, aws-k8s-agent and 10-aws.conflist (image: /app, the working directory)
+	WorkDir        string   // holds aws-cni, egress-cni, aws-k8s-agent and 10-aws.conflist (image: /app, the working directory)
 	Agent          string   // ipamd binary, relative to WorkDir unless absolute
 	AgentArgs      []string // arguments for the agent
 	AgentEnv       []string // environment added for the agent (ours is inherited)
 	Socket         string   // ipamd's gRPC socket, probed for health
 	HealthInterval time.Duration
 	Stdout, Stderr io.Writer // the agent's output
+	// Metadata reads IMDS for the egress plugin's nodeIP (default: the
+	// SDK's IMDS client).
+	Metadata metadataFunc
 }
 
 func (o *options) setDefaults() {
@@ -60,11 +63,14 @@ func (o *options) setDefaults() {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
+	if o.Metadata == nil {
+		o.Metadata = imdsMetadata("")
+	}
 }
 
 // run is the entrypoint: validate the environment, render the conflist
 // (so a bad template fails before anything starts), install the CNI
-// binary, start ipamd, wait for its health, publish the conflist, and
+// binaries, start ipamd, wait for its health, publish the conflist, and
 // stay until ipamd exits, forwarding the signals received on sigs. It
 // returns the process exit code: 0 when ipamd exits cleanly, 1 otherwise.
 func run(o options, env envutil.Lookup, sigs <-chan os.Signal, log *slog.Logger) int {
@@ -72,6 +78,10 @@ func run(o options, env envutil.Lookup, sigs <-chan os.Signal, log *slog.Logger)
 	s, err := loadSettings(envutil.Env{Lookup: env, Warn: envutil.SlogWarn(log)})
 	if err != nil {
 		log.Error("invalid configuration", "error", err)
+		return 1
+	}
+	if err := resolveNodeIP(context.Background(), &s, o.Metadata, log); err != nil {
+		log.Error("cannot find the node IP for the egress plugin", "error", err)
 		return 1
 	}
 	tmplPath := filepath.Join(o.WorkDir, conflistName)
@@ -86,7 +96,7 @@ func run(o options, env envutil.Lookup, sigs <-chan os.Signal, log *slog.Logger)
 		return 1
 	}
 	if err := installBinaries(o.WorkDir, s.HostCNIBinPath, log); err != nil {
-		log.Error("cannot install the CNI plugin", "error", err)
+		log.Error("cannot install the CNI plugins", "error", err)
 		return 1
 	}
 

@@ -103,6 +103,9 @@ type node struct {
 	env     map[string]string
 	agentEv []string
 	logs    *syncBuffer
+	// metadata answers the entrypoint's IMDS reads (nil: the SDK client,
+	// never reached by tests that need no node IP).
+	metadata metadataFunc
 }
 
 type syncBuffer struct {
@@ -140,8 +143,10 @@ func newNode(t *testing.T) *node {
 	for _, d := range []string{n.host, n.app, n.ctl} {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 	}
-	require.NoError(t, os.WriteFile(filepath.Join(n.app, "aws-cni"), []byte("#!fake aws-cni\n"), 0o755))
-	require.NoError(t, os.Chmod(filepath.Join(n.app, "aws-cni"), 0o755))
+	for _, b := range cniBinaries {
+		require.NoError(t, os.WriteFile(filepath.Join(n.app, b), []byte("#!fake "+b+"\n"), 0o755))
+		require.NoError(t, os.Chmod(filepath.Join(n.app, b), 0o755))
+	}
 	tmpl, err := os.ReadFile(filepath.Join("testdata", conflistName))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(n.app, conflistName), tmpl, 0o644))
@@ -175,6 +180,7 @@ func (n *node) start(sigs chan os.Signal) <-chan int {
 	o := options{
 		WorkDir: n.app, Agent: self, AgentEnv: n.agentEv, Socket: n.socket,
 		HealthInterval: 10 * time.Millisecond, Stdout: n.logs, Stderr: n.logs,
+		Metadata: n.metadata,
 	}
 	log := slog.New(slog.NewTextHandler(n.logs, nil))
 	done := make(chan int, 1)
@@ -325,7 +331,12 @@ func TestNothingStartsOnBadInput(t *testing.T) {
 		{"invalid template", func(n *node) {
 			require.NoError(t, os.WriteFile(filepath.Join(n.app, conflistName), []byte(`{"plugins":`), 0o644))
 		}, "cannot render the conflist"},
-		{"missing aws-cni", func(n *node) { require.NoError(t, os.Remove(filepath.Join(n.app, "aws-cni"))) }, "cannot install the CNI plugin"},
+		{"missing aws-cni", func(n *node) { require.NoError(t, os.Remove(filepath.Join(n.app, "aws-cni"))) }, "cannot install the CNI plugins"},
+		{"missing egress-cni", func(n *node) { require.NoError(t, os.Remove(filepath.Join(n.app, "egress-cni"))) }, "cannot install the CNI plugins"},
+		{"IPv6 cluster without the node's IPv4 address", func(n *node) {
+			n.env["ENABLE_IPv6"] = "true"
+			n.metadata = fakeIMDS(t, map[string]string{}).metadata()
+		}, "ENABLE_V4_EGRESS"},
 		{"missing agent", func(n *node) { n.agentEv = nil }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,10 +4,14 @@
 //  1. validates the environment (exit 1 with every problem listed);
 //  2. renders the conflist from ./10-aws.conflist (placeholders
 //     __VETHPREFIX__, __MTU__, __PODSGENFORCINGMODE__, __PLUGINLOGFILE__,
-//     __PLUGINLOGLEVEL__, __EGRESSPLUGINLOGFILE__; optional bandwidth and
-//     tuning plugins;
+//     __PLUGINLOGLEVEL__ and the egress plugin's __EGRESSPLUGINLOGFILE__,
+//     __EGRESSPLUGINENABLED__, __EGRESSPLUGINIPAMSUBNET__,
+//     __EGRESSPLUGINIPAMDST__, __EGRESSPLUGINIPAMDATADIR__,
+//     __RANDOMIZESNAT__ and __NODEIP__, the node address read from IMDS
+//     when egress needs it; optional bandwidth and tuning plugins;
 //     AWS_VPC_CNI_CONFLIST_CNI_VERSION overrides cniVersion);
-//  3. copies ./aws-cni into HOST_CNI_BIN_PATH (default /host/opt/cni/bin);
+//  3. copies ./aws-cni and ./egress-cni into HOST_CNI_BIN_PATH (default
+//     /host/opt/cni/bin);
 //  4. starts ./aws-k8s-agent (ipamd) with its output inherited;
 //  5. polls ipamd's gRPC health service on /var/run/aws-node/ipamd.sock
 //     until it is SERVING, and only then writes
@@ -21,7 +25,7 @@
 //
 // Flags are for tests and development only (the image runs it without):
 //
-//	-workdir DIR            directory holding aws-cni, aws-k8s-agent and the template (default ".")
+//	-workdir DIR            directory holding aws-cni, egress-cni, aws-k8s-agent and the template (default ".")
 //	-agent PATH             ipamd binary, relative to -workdir unless absolute (default aws-k8s-agent)
 //	-socket PATH            ipamd socket to probe (default /var/run/aws-node/ipamd.sock)
 //	-health-interval DUR    pause between health checks (default 500ms)

@@ -21,6 +21,7 @@ const (
 	// IPv6 egress in an IPv4 cluster.
 	defaultEgressV4PluginLogFile = "/var/log/aws-routed-eni/egress-v4-plugin.log"
 	defaultEgressV6PluginLogFile = "/var/log/aws-routed-eni/egress-v6-plugin.log"
+	defaultRandomizeSNAT         = "prng"
 	defaultHostCNIBinPath        = "/host/opt/cni/bin"
 	defaultHostCNIConfDir        = "/host/etc/cni/net.d"
 	minMTUv4, minMTUv6, maxMTU   = 576, 1280, 9001
@@ -37,14 +38,30 @@ type settings struct {
 	PodSGMode      string
 	PluginLogFile  string
 	PluginLogLevel string
+	// IPv6 is ENABLE_IPv6: an IPv6 cluster, whose pods get IPv4 egress
+	// from egress-cni; an IPv4 cluster's pods may get IPv6 egress.
+	IPv6 bool
+	// EgressEnabled renders __EGRESSPLUGINENABLED__: ENABLE_V4_EGRESS
+	// (default true) in an IPv6 cluster, ENABLE_V6_EGRESS (default false)
+	// in an IPv4 one; cleared when an IPv4 cluster's node has no IPv6
+	// address (resolveNodeIP).
+	EgressEnabled bool
 	// EgressPluginLogFile is the egress plugin's pluginLogFile
 	// (__EGRESSPLUGINLOGFILE__); it logs at PluginLogLevel, as upstream's.
 	EgressPluginLogFile string
-	Bandwidth           bool   // ENABLE_BANDWIDTH_PLUGIN: chain "bandwidth"
-	DisablePodV6        bool   // DISABLE_POD_V6: chain "tuning" turning IPv6 off in pods
-	CNIVersion          string // "" keeps the template's
-	HostCNIBinPath      string
-	HostCNIConfDir      string
+	// RandomizeSNAT is AWS_VPC_K8S_CNI_RANDOMIZESNAT, rendered as is into
+	// __RANDOMIZESNAT__ (the plugin reads none, hashrandom, else
+	// --random-fully, as upstream).
+	RandomizeSNAT string
+	// NodeIP is __NODEIP__, the egress SNAT target, from IMDS
+	// (resolveNodeIP): local-ipv4 in an IPv6 cluster, ipv6 in an IPv4
+	// cluster with IPv6 egress, else empty.
+	NodeIP         string
+	Bandwidth      bool   // ENABLE_BANDWIDTH_PLUGIN: chain "bandwidth"
+	DisablePodV6   bool   // DISABLE_POD_V6: chain "tuning" turning IPv6 off in pods
+	CNIVersion     string // "" keeps the template's
+	HostCNIBinPath string
+	HostCNIConfDir string
 }
 
 var cniVersionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
@@ -70,11 +87,15 @@ func loadSettings(env envutil.Env) (settings, error) {
 		HostCNIConfDir: env.String("HOST_CNI_CONFDIR_PATH", defaultHostCNIConfDir),
 	}
 	ipv6 := env.StrictBool("ENABLE_IPv6", false)
+	s.IPv6 = ipv6
 	if ipv6 {
+		s.EgressEnabled = env.StrictBool("ENABLE_V4_EGRESS", true)
 		s.EgressPluginLogFile = env.String("AWS_VPC_K8S_EGRESS_V4_PLUGIN_LOG_FILE", defaultEgressV4PluginLogFile)
 	} else {
+		s.EgressEnabled = env.StrictBool("ENABLE_V6_EGRESS", false)
 		s.EgressPluginLogFile = env.String("AWS_VPC_K8S_EGRESS_V6_PLUGIN_LOG_FILE", defaultEgressV6PluginLogFile)
 	}
+	s.RandomizeSNAT = env.String("AWS_VPC_K8S_CNI_RANDOMIZESNAT", defaultRandomizeSNAT)
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 

@@ -26,8 +26,8 @@ func TestLoadSettingsDefaults(t *testing.T) {
 	assert.Equal(t, settings{
 		VethPrefix: "eni", MTU: 9001, PodSGMode: "strict",
 		PluginLogFile: "/var/log/aws-routed-eni/plugin.log", PluginLogLevel: "Debug",
-		EgressPluginLogFile: "/var/log/aws-routed-eni/egress-v6-plugin.log",
-		HostCNIBinPath:      "/host/opt/cni/bin", HostCNIConfDir: "/host/etc/cni/net.d",
+		EgressPluginLogFile: "/var/log/aws-routed-eni/egress-v6-plugin.log", RandomizeSNAT: "prng",
+		HostCNIBinPath: "/host/opt/cni/bin", HostCNIConfDir: "/host/etc/cni/net.d",
 	}, s)
 }
 
@@ -50,8 +50,8 @@ func TestLoadSettingsValues(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, settings{
 		VethPrefix: "abcd", MTU: 9001, PodSGMode: "standard", PluginLogFile: "/var/log/p.log", PluginLogLevel: "Info",
-		EgressPluginLogFile: "/var/log/aws-routed-eni/egress-v6-plugin.log",
-		Bandwidth:           true, DisablePodV6: true, CNIVersion: "1.1.0", HostCNIBinPath: "/b", HostCNIConfDir: "/c",
+		EgressPluginLogFile: "/var/log/aws-routed-eni/egress-v6-plugin.log", RandomizeSNAT: "prng",
+		Bandwidth: true, DisablePodV6: true, CNIVersion: "1.1.0", HostCNIBinPath: "/b", HostCNIConfDir: "/c",
 	}, s)
 }
 
@@ -194,4 +194,30 @@ func TestNewLoggerWarnsOnUnknownLevel(t *testing.T) {
 	buf.Reset()
 	newLogger(envOf(map[string]string{"AWS_VPC_K8S_CNI_LOGLEVEL": "info"}), &buf)
 	assert.Empty(t, buf.String())
+}
+
+// Whether egress-cni is enabled (__EGRESSPLUGINENABLED__): ENABLE_V4_EGRESS
+// (default true) in an IPv6 cluster, ENABLE_V6_EGRESS (default false) in an
+// IPv4 one; the other family's variable is not read.
+func TestEgressEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{nil, false},
+		{map[string]string{"ENABLE_V6_EGRESS": "true"}, true},
+		{map[string]string{"ENABLE_V4_EGRESS": "true"}, false},
+		{map[string]string{"ENABLE_IPv6": "true"}, true},
+		{map[string]string{"ENABLE_IPv6": "true", "ENABLE_V4_EGRESS": "false"}, false},
+		{map[string]string{"ENABLE_IPv6": "true", "ENABLE_V6_EGRESS": "false"}, true},
+		{map[string]string{"ENABLE_IPv6": "true", "ENABLE_V4_EGRESS": "maybe"}, true}, // unparsable: default, warned
+	} {
+		s, err := loadSettings(testEnv(tc.env))
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, s.EgressEnabled, "%v", tc.env)
+		assert.Equal(t, tc.env["ENABLE_IPv6"] == "true", s.IPv6)
+	}
+	s, err := loadSettings(testEnv(map[string]string{"AWS_VPC_K8S_CNI_RANDOMIZESNAT": "none"}))
+	require.NoError(t, err)
+	assert.Equal(t, "none", s.RandomizeSNAT)
 }

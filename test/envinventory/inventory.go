@@ -133,14 +133,14 @@ var All = []Var{
 	up("AWS_VPC_K8S_CNI_EXTERNALSNAT", Honoured, "true", IPAMD),
 	up("AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS", Honoured, "10.9.0.0/16", IPAMD),
 	up("AWS_EXTERNAL_SERVICE_CIDRS", Honoured, "10.8.0.0/16", IPAMD),
-	up("AWS_VPC_K8S_CNI_RANDOMIZESNAT", Honoured, "none", IPAMD),
+	up("AWS_VPC_K8S_CNI_RANDOMIZESNAT", Honoured, "none", IPAMD, Entrypoint),
 	up("AWS_VPC_CNI_NODE_PORT_SUPPORT", Honoured, "false", IPAMD),
 	up("AWS_VPC_K8S_CNI_CONNMARK", Honoured, "0x100", IPAMD),
 	up("AWS_VPC_ENI_MTU", Honoured, "1500", IPAMD, Entrypoint),
 	up("POD_MTU", Honoured, "1400", Entrypoint),
 	up("AWS_VPC_K8S_CNI_VETHPREFIX", Honoured, "cali", IPAMD, Entrypoint),
-	up("ENABLE_V6_EGRESS", Refused, "true", IPAMD, Init),
-	inert("ENABLE_V4_EGRESS", "ENABLE_IPv6"),
+	up("ENABLE_V6_EGRESS", Refused, "true", IPAMD, Entrypoint, Init),
+	inert("ENABLE_V4_EGRESS", "ENABLE_IPv6", Entrypoint),
 	up("DISABLE_TCP_EARLY_DEMUX", Honoured, "true", Init),
 
 	// §4.4 Features, Kubernetes, observability.

@@ -30,7 +30,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var releaseBinaries = []string{"aws-vpc-cni", "aws-k8s-agent", "aws-cni", "grpc-health-probe"}
+var releaseBinaries = []string{"aws-vpc-cni", "aws-k8s-agent", "aws-cni", "egress-cni", "grpc-health-probe"}
 
 // inputs writes fake build output and misc files; source modes are odd on
 // purpose, the image must normalise them.

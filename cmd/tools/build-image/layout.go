@@ -52,13 +52,13 @@ type sources struct {
 	Optional map[string]bool
 }
 
-// releaseFiles are the files of /app, as upstream's image has them minus
-// egress-cni, which this project does not ship.
+// releaseFiles are the files of /app, as upstream's image has them.
 func releaseFiles(s sources) []file {
 	return []file{
 		{"/app/aws-vpc-cni", filepath.Join(s.Binaries, "aws-vpc-cni"), modeBinary},
 		{"/app/aws-k8s-agent", filepath.Join(s.Binaries, "aws-k8s-agent"), modeBinary},
 		{"/app/aws-cni", filepath.Join(s.Binaries, "aws-cni"), modeBinary},
+		{"/app/egress-cni", filepath.Join(s.Binaries, "egress-cni"), modeBinary},
 		{"/app/grpc-health-probe", filepath.Join(s.Binaries, "grpc-health-probe"), modeBinary},
 		{"/app/10-aws.conflist", filepath.Join(s.Misc, "10-aws.conflist"), modeData},
 		{"/app/eni-max-pods.txt", filepath.Join(s.Misc, "eni-max-pods.txt"), modeData},

@@ -3,7 +3,7 @@
 // `ctr images import`) without a container engine, checks them, and
 // pushes them to a registry. The result matches
 // scripts/dockerfiles/Dockerfile.release (-kind release: /app/{aws-vpc-cni,
-// aws-k8s-agent, aws-cni, grpc-health-probe, 10-aws.conflist,
+// aws-k8s-agent, aws-cni, egress-cni, grpc-health-probe, 10-aws.conflist,
 // eni-max-pods.txt}, WORKDIR /app, ENTRYPOINT ["/app/aws-vpc-cni"]) or
 // Dockerfile.init (-kind init: /init/aws-vpc-cni-init plus every regular
 // file of -plugins: the core CNI plugins, their LICENSE and

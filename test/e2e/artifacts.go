@@ -16,7 +16,7 @@ import (
 type Artifacts struct {
 	Dir      string // removed by CleanupArtifacts
 	Agent    string // aws-k8s-agent
-	CNIBin   string // directory with aws-cni, loopback and (when it builds) portmap
+	CNIBin   string // directory with aws-cni, egress-cni, loopback, host-local and (when it builds) portmap
 	Portmap  bool   // portmap is in CNIBin
 	PauseTar string // docker-archive tarball of PauseImage
 	RepoRoot string
@@ -70,14 +70,17 @@ func buildArtifacts(t testing.TB) (*Artifacts, error) {
 		return a, err
 	}
 	if err := goBuild(root, out+string(filepath.Separator),
-		"./cmd/aws-k8s-agent", "./cmd/routed-eni-cni-plugin", "./test/e2e/pause",
-		"github.com/containernetworking/plugins/plugins/main/loopback"); err != nil {
+		"./cmd/aws-k8s-agent", "./cmd/routed-eni-cni-plugin", "./cmd/egress-cni-plugin", "./test/e2e/pause",
+		"github.com/containernetworking/plugins/plugins/main/loopback",
+		"github.com/containernetworking/plugins/plugins/ipam/host-local"); err != nil {
 		return a, err
 	}
 	for src, dst := range map[string]string{
 		"aws-k8s-agent":         a.Agent,
 		"routed-eni-cni-plugin": filepath.Join(a.CNIBin, "aws-cni"),
+		"egress-cni-plugin":     filepath.Join(a.CNIBin, "egress-cni"),
 		"loopback":              filepath.Join(a.CNIBin, "loopback"),
+		"host-local":            filepath.Join(a.CNIBin, "host-local"),
 	} {
 		if err := os.Rename(filepath.Join(out, src), dst); err != nil {
 			return a, err

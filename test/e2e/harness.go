@@ -201,8 +201,9 @@ func NewNode(t testing.TB, o Options) *Node {
 	if err := os.MkdirAll(confDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	conf, err := RenderConflist(filepath.Join(art.RepoRoot, "misc", "10-aws.conflist"), art.Portmap,
-		n.IPAMD.Sock, n.IPAMD.QueueDir(), filepath.Join(dir, "plugin.log"))
+	conf, err := RenderConflist(Conflist{Template: filepath.Join(art.RepoRoot, "misc", "10-aws.conflist"), Portmap: art.Portmap,
+		IPAMDSock: n.IPAMD.Sock, QueueDir: n.IPAMD.QueueDir(), PluginLog: filepath.Join(dir, "plugin.log"),
+		EgressLog: filepath.Join(dir, "egress-plugin.log"), EgressDir: filepath.Join(dir, "egress-ipam")})
 	if err != nil {
 		t.Fatal(err)
 	}

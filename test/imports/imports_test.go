@@ -97,6 +97,12 @@ var rules = []rule{
 			"and the DEL queue files (pkg/delqueue), and stays small and quick to start",
 	},
 	{
+		pkgs: []string{"./cmd/egress-cni-plugin/..."}, scope: transitive,
+		forbid: concat([]string{"./pkg/ipamd/...", "./pkg/sim/...", "./pkg/awsutils/...", "./pkg/cri/...", "./pkg/k8sapi/...", "./pkg/networkutils/...", "./rpc/..."},
+			[]string{"github.com/aws/aws-sdk-go-v2/...", "k8s.io/client-go/..."}),
+		reason: "egress-cni is chained after aws-cni and needs nothing of ipamd: host-local gives its address, iptables its SNAT",
+	},
+	{
 		pkgs: []string{"./cmd/aws-vpc-cni/...", "./cmd/aws-vpc-cni-init/...", "./cmd/grpc-health-probe/..."}, scope: transitive,
 		forbid: []string{"./pkg/ipamd/...", "./pkg/sim/..."},
 		reason: "the entrypoint, the init container and the health probe run beside ipamd (a child process, a gRPC health check), never link it",

@@ -91,6 +91,7 @@ func (d *DataStore) RemoveCIDR(eniID string, p netip.Prefix, force bool) ([]Allo
 		return nil, fmt.Errorf("remove %s from %s: %w", p, eniID, ErrUnknownCIDR)
 	}
 	if !force {
+		d.expireLocked(d.now()) // a rested address no longer blocks
 		if err := c.busyErr(); err != nil {
 			d.mu.Unlock()
 			return nil, fmt.Errorf("remove %s from %s: %w", p, eniID, err)

@@ -28,12 +28,11 @@ func (d *DataStore) Assign(key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 	}
 	now := d.now()
 	d.expireLocked(now)
-	c := d.free[d.mode].pick()
-	if c == nil {
+	a := d.pickLocked()
+	if a == nil {
 		d.mu.Unlock()
 		return Allocation{}, ErrNoAvailableIP
 	}
-	a := c.firstFree()
 	d.assignLocked(a, key, meta, now)
 	alloc := a.allocation()
 	b := d.commit.joinLocked()
@@ -50,6 +49,19 @@ func (d *DataStore) Assign(key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 		return Allocation{}, fmt.Errorf("assign %s: persist checkpoint: %w", key, err)
 	}
 	return alloc, nil
+}
+
+// pickLocked returns a free, assignable address of the datastore's mode,
+// or nil. Requires d.mu.
+func (d *DataStore) pickLocked() *addr {
+	if d.mode == kindIPv6 {
+		return d.takeV6Locked()
+	}
+	c := d.free[d.mode].pick()
+	if c == nil {
+		return nil
+	}
+	return c.firstFree()
 }
 
 // Release frees key's address (it then rests for the cooldown) and returns
@@ -144,7 +156,8 @@ func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Alloca
 		return Allocation{}, ErrClosed
 	}
 	a, ok := d.byIP[ip]
-	if !ok {
+	c := d.v6ContainingLocked(ip)
+	if !ok && c == nil {
 		d.mu.Unlock()
 		return Allocation{}, ErrNotInPool
 	}
@@ -155,8 +168,13 @@ func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Alloca
 		}
 		return Allocation{}, ErrKeyExists
 	}
+	if a == nil {
+		// An IPv6 address never handed out.
+		a = d.v6EntryLocked(c, ip)
+	}
 	now := d.now()
 	d.expireLocked(now)
+	// A free entry of a pending IPv6 prefix is pending: adoptable too.
 	if a.state != stateFree && a.state != statePending {
 		d.mu.Unlock()
 		return Allocation{}, ErrIPBusy
@@ -185,14 +203,18 @@ func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Alloca
 }
 
 // Holds reports whether ip is one of the store's addresses, and whether it
-// is free (neither assigned, cooling nor pending).
+// is free (neither assigned, cooling nor pending). Any address of an IPv6
+// prefix is in the pool; it is free unless handed out or the prefix is
+// pending.
 func (d *DataStore) Holds(ip netip.Addr) (inPool, free bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	a, ok := d.byIP[ip]
-	if !ok {
-		return false, false
-	}
 	d.expireLocked(d.now())
-	return true, a.state == stateFree
+	if a, ok := d.byIP[ip]; ok {
+		return true, a.state == stateFree && (a.cidr.v6 == nil || !a.cidr.v6.pending)
+	}
+	if c := d.v6ContainingLocked(ip); c != nil {
+		return true, !c.v6.pending
+	}
+	return false, false
 }

@@ -17,6 +17,11 @@ type Config struct {
 	// PrefixDelegation selects which CIDRs pods get addresses from: /28
 	// prefixes when true, secondary /32 addresses otherwise.
 	PrefixDelegation bool
+	// IPv6 makes an IPv6 datastore (upstream's ENABLE_IPv6): pods get
+	// addresses from IPv6 /80 prefixes, and only those may be added.
+	// Prefix delegation is implied (PrefixDelegation is then ignored and
+	// reported true), as upstream supports IPv6 only with it.
+	IPv6 bool
 	// Cooldown is how long a released address is withheld; 0 reuses at once.
 	Cooldown time.Duration
 	// Checkpointer persists allocations; nil keeps them in memory only.
@@ -43,6 +48,7 @@ type DataStore struct {
 	byIP    map[netip.Addr]*addr
 	byKey   map[IPAMKey]*addr
 	free    [numKinds]freeIndex
+	v6      []*cidr    // IPv6 prefixes in address order (IPv6 mode)
 	cooling *list.List // *addr in release order (= expiry order)
 	count   [numKinds]counters
 	prefix  struct{ total, free int }
@@ -67,7 +73,10 @@ func New(cfg Config) *DataStore {
 		cooling: list.New(),
 		verify:  cfg.VerifyNewAddresses,
 	}
-	if cfg.PrefixDelegation {
+	switch {
+	case cfg.IPv6:
+		d.mode = kindIPv6
+	case cfg.PrefixDelegation:
 		d.mode = kindPrefix
 	}
 	if d.now == nil {
@@ -82,8 +91,11 @@ func New(cfg Config) *DataStore {
 	return d
 }
 
-// PrefixDelegation reports the datastore's mode.
-func (d *DataStore) PrefixDelegation() bool { return d.mode == kindPrefix }
+// PrefixDelegation reports the datastore's mode (always true in IPv6 mode).
+func (d *DataStore) PrefixDelegation() bool { return d.mode != kindSecondary }
+
+// IPv6 reports whether this is an IPv6 datastore.
+func (d *DataStore) IPv6() bool { return d.mode == kindIPv6 }
 
 // Close flushes what is pending to the checkpoint and stops the store; later
 // mutations fail with ErrClosed.
@@ -103,21 +115,47 @@ func (d *DataStore) Close() error {
 
 // ---- state transitions; all require d.mu ----
 
+// reindex puts an IPv4 CIDR where it belongs in the free index. IPv6
+// prefixes are not indexed: takeV6Locked walks them.
 func (d *DataStore) reindex(c *cidr) {
+	if c.v6 != nil {
+		return
+	}
 	d.free[c.kind].update(c, !c.eni.excluded)
 }
 
 // addUsed changes how many addresses of c are busy and keeps the free-prefix
-// count and the free index in step.
+// count, the pending count of an IPv6 prefix and the free index in step.
 func (d *DataStore) addUsed(c *cidr, delta int) {
-	if c.kind == kindPrefix && c.used == 0 {
-		d.prefix.free--
-	}
+	wasIdle := c.idle()
 	c.used += delta
-	if c.kind == kindPrefix && c.used == 0 {
+	if c.v6 != nil && c.v6.pending {
+		// The rest of a pending prefix is what is pending.
+		d.count[kindIPv6].pending -= delta
+	}
+	d.noteIdleLocked(c, wasIdle)
+	d.reindex(c)
+}
+
+// noteIdleLocked keeps the free-prefix count in step after c may have
+// become idle or busy.
+func (d *DataStore) noteIdleLocked(c *cidr, wasIdle bool) {
+	if !c.isPrefix() || wasIdle == c.idle() {
+		return
+	}
+	if wasIdle {
+		d.prefix.free--
+	} else {
 		d.prefix.free++
 	}
-	d.reindex(c)
+}
+
+// markFreeLocked records that a has become free: an IPv6 address joins its
+// prefix's free list, to be reused before any unused one.
+func markFreeLocked(a *addr) {
+	if v6 := a.cidr.v6; v6 != nil {
+		v6.free.push(a)
+	}
 }
 
 func (d *DataStore) assignLocked(a *addr, key IPAMKey, meta IPAMMetadata, at time.Time) {
@@ -126,6 +164,10 @@ func (d *DataStore) assignLocked(a *addr, key IPAMKey, meta IPAMMetadata, at tim
 		d.endCooldownLocked(a)
 	case statePending:
 		d.settlePendingLocked(a)
+	case stateFree:
+		if v6 := a.cidr.v6; v6 != nil {
+			v6.free.remove(a)
+		}
 	}
 	a.state = stateAssigned
 	a.key = key
@@ -158,6 +200,7 @@ func (d *DataStore) releaseLocked(a *addr, now time.Time, cooldown bool) {
 	}
 	a.state = stateFree
 	d.addUsed(a.cidr, -1)
+	markFreeLocked(a)
 }
 
 // endCooldownLocked makes a cooling address free.
@@ -167,6 +210,7 @@ func (d *DataStore) endCooldownLocked(a *addr) {
 	a.state = stateFree
 	d.count[a.cidr.kind].cooling--
 	d.addUsed(a.cidr, -1)
+	markFreeLocked(a)
 }
 
 // expireLocked frees every address whose cooldown is over. Releases are

@@ -1,6 +1,7 @@
 // Package datastore owns ipamd's view of the node's addresses: the ENIs, the
-// secondary IPv4 addresses (/32) and /28 prefixes attached to them, and which
-// pod sandbox holds each address.
+// secondary IPv4 addresses (/32) and /28 prefixes attached to them (or, in
+// an IPv6 datastore, their IPv6 /80 prefixes), and which pod sandbox holds
+// each address.
 //
 // It guarantees that:
 //   - an address is held by at most one IPAMKey, and a repeated assign for the
@@ -11,7 +12,9 @@
 //   - an assign or release is reported done only once the checkpoint that
 //     records it is durable (concurrent callers share one write: group commit);
 //   - assign and release cost O(1) whatever the pool size: free addresses are
-//     indexed, never found by scanning ENIs.
+//     indexed, never found by scanning ENIs (IPv6: a walk over the node's
+//     few /80s); a /80's 2^48 addresses are never enumerated, its state
+//     grows only with the addresses handed out.
 //
 // It never talks to EC2, the kernel or Kubernetes; its only I/O goes through
 // the Checkpointer it is given. It never imports the agent (pkg/ipamd) or

@@ -16,10 +16,12 @@ func (d *DataStore) AddENI(info ENIInfo) error {
 	return nil
 }
 
-// AddCIDR adds a secondary IPv4 address (/32) or an IPv4 /28 prefix to an ENI.
+// AddCIDR adds a CIDR to an ENI: in an IPv4 datastore a secondary IPv4
+// address (/32) or an IPv4 /28 prefix, in an IPv6 datastore an IPv6 /80
+// prefix. A CIDR of the other family is refused (ErrWrongFamily).
 func (d *DataStore) AddCIDR(eniID string, p netip.Prefix) error {
-	if !p.Addr().Is4() || (p.Bits() != 32 && p.Bits() != 28) {
-		return fmt.Errorf("add %s to %s: %w", p, eniID, ErrUnsupportedCIDR)
+	if err := checkCIDR(d.mode == kindIPv6, p); err != nil {
+		return fmt.Errorf("add %s to %s: %w", p, eniID, err)
 	}
 	p = p.Masked()
 	d.mu.Lock()
@@ -27,6 +29,9 @@ func (d *DataStore) AddCIDR(eniID string, p netip.Prefix) error {
 	e, ok := d.enis[eniID]
 	if !ok {
 		return fmt.Errorf("add %s: %w %s", p, ErrUnknownENI, eniID)
+	}
+	if p.Addr().Is6() {
+		return d.addV6Locked(e, p)
 	}
 	c := newCIDR(p, e)
 	for i := range c.addrs {
@@ -50,6 +55,25 @@ func (d *DataStore) AddCIDR(eniID string, p netip.Prefix) error {
 	return nil
 }
 
+// addV6Locked adds an IPv6 prefix to e. Requires d.mu.
+func (d *DataStore) addV6Locked(e *eni, p netip.Prefix) error {
+	for _, o := range d.v6 {
+		if o.prefix.Overlaps(p) {
+			return fmt.Errorf("add %s to %s: %s on %s: %w", p, e.info.ID, o.prefix, o.eni.info.ID, ErrIPAlreadyInStore)
+		}
+	}
+	c := newV6CIDR(p, e)
+	e.cidrs[p] = c
+	d.insertV6Locked(c)
+	d.count[kindIPv6].total += c.size()
+	d.prefix.total++
+	d.prefix.free++
+	if d.verify {
+		d.setV6PendingLocked(c, true)
+	}
+	return nil
+}
+
 // RemoveCIDR takes a CIDR off an ENI. Without force it refuses a CIDR with an
 // assigned (ErrIPInUse) or cooling (ErrIPInCooldown) address; with force it
 // releases them first and returns what was released, once that is durable.
@@ -67,6 +91,7 @@ func (d *DataStore) RemoveCIDR(eniID string, p netip.Prefix, force bool) ([]Allo
 		return nil, fmt.Errorf("remove %s from %s: %w", p, eniID, ErrUnknownCIDR)
 	}
 	if !force {
+		d.expireLocked(d.now()) // a rested address no longer blocks
 		if err := c.busyErr(); err != nil {
 			d.mu.Unlock()
 			return nil, fmt.Errorf("remove %s from %s: %w", p, eniID, err)
@@ -119,8 +144,7 @@ func (c *cidr) busyErr() error {
 // dropCIDRLocked releases c's addresses and forgets c. Requires d.mu.
 func (d *DataStore) dropCIDRLocked(c *cidr) []Allocation {
 	var released []Allocation
-	for i := range c.addrs {
-		a := &c.addrs[i]
+	c.each(func(a *addr) {
 		switch a.state {
 		case stateAssigned:
 			released = append(released, a.allocation())
@@ -131,12 +155,16 @@ func (d *DataStore) dropCIDRLocked(c *cidr) []Allocation {
 			d.settlePendingLocked(a)
 		}
 		delete(d.byIP, a.ip)
+	})
+	if c.v6 != nil {
+		d.setV6PendingLocked(c, false)
+		d.removeV6Locked(c)
 	}
 	d.free[c.kind].remove(c)
-	d.count[c.kind].total -= len(c.addrs)
-	if c.kind == kindPrefix {
+	d.count[c.kind].total -= c.size()
+	if c.isPrefix() {
 		d.prefix.total--
-		if c.used == 0 {
+		if c.idle() {
 			d.prefix.free--
 		}
 	}

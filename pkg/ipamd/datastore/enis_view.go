@@ -11,17 +11,19 @@ import (
 type ENISummary struct {
 	Info      ENIInfo
 	CreatedAt time.Time
-	// SecondaryIPs and Prefixes are the ENI's CIDRs of each kind.
+	// SecondaryIPs and Prefixes are the ENI's IPv4 CIDRs of each kind,
+	// IPv6Prefixes its IPv6 /80s (IPv6 mode).
 	SecondaryIPs []netip.Prefix
 	Prefixes     []netip.Prefix
+	IPv6Prefixes []netip.Prefix
 	// Assigned and Cooling count addresses over all the ENI's CIDRs.
 	Assigned, Cooling int
 	// Excluded: the ENI is marked excluded for pod IPs (SetExcluded).
 	Excluded bool
 }
 
-// CIDRCount is the number of CIDR entries (either kind) on the ENI, which is
-// what EC2's per-ENI address limit counts.
+// CIDRCount is the number of IPv4 CIDR entries (either kind) on the ENI,
+// which is what EC2's per-ENI IPv4 address limit counts.
 func (s ENISummary) CIDRCount() int { return len(s.SecondaryIPs) + len(s.Prefixes) }
 
 // ENISummaries lists the ENIs ordered by device number.
@@ -33,9 +35,12 @@ func (d *DataStore) ENISummaries() []ENISummary {
 	for _, e := range d.enis {
 		s := ENISummary{Info: e.info, CreatedAt: e.createdAt, Excluded: e.excluded}
 		for p, c := range e.cidrs {
-			if c.kind == kindPrefix {
+			switch c.kind {
+			case kindPrefix:
 				s.Prefixes = append(s.Prefixes, p)
-			} else {
+			case kindIPv6:
+				s.IPv6Prefixes = append(s.IPv6Prefixes, p)
+			default:
 				s.SecondaryIPs = append(s.SecondaryIPs, p)
 			}
 			s.Assigned += c.assigned
@@ -43,6 +48,7 @@ func (d *DataStore) ENISummaries() []ENISummary {
 		}
 		sortPrefixes(s.SecondaryIPs)
 		sortPrefixes(s.Prefixes)
+		sortPrefixes(s.IPv6Prefixes)
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Info.DeviceNumber < out[j].Info.DeviceNumber })
@@ -55,8 +61,9 @@ type FreeCIDR struct {
 	CIDR  netip.Prefix
 }
 
-// FreeCIDRs returns up to max fully idle CIDRs of one kind (prefixes or
-// secondary IPs), preferring ENIs with the highest device number so that
+// FreeCIDRs returns up to max fully idle IPv4 CIDRs of one kind (prefixes
+// or secondary IPs; IPv6 prefixes are never listed, as upstream never gives
+// its /80 back), preferring ENIs with the highest device number so that
 // whole ENIs empty out first. ENIs excluded for pod IPs are left out: their
 // idle CIDRs are listed by ExcludedFreeCIDRs.
 func (d *DataStore) FreeCIDRs(prefixes bool, max int) []FreeCIDR {

@@ -50,7 +50,7 @@ func (d *DataStore) ExcludedFreeCIDRs() []FreeCIDR {
 	for _, e := range enis {
 		ps := make([]netip.Prefix, 0, len(e.cidrs))
 		for p, c := range e.cidrs {
-			if c.used == 0 {
+			if c.idle() {
 				ps = append(ps, p)
 			}
 		}
@@ -70,17 +70,24 @@ func (d *DataStore) subtractExcludedLocked(s *Stats) {
 			continue
 		}
 		for _, c := range e.cidrs {
-			if c.kind == kindPrefix {
+			if c.isPrefix() {
 				s.TotalPrefixes--
-				if c.used == 0 {
+				if c.idle() {
 					s.FreePrefixes--
 				}
 			}
 			if c.kind != d.mode {
 				continue
 			}
-			s.TotalIPs -= len(c.addrs)
+			s.TotalIPs -= c.size()
 			s.AssignedIPs -= c.assigned
+			if c.v6 != nil {
+				s.CooldownIPs -= c.used - c.assigned
+				if c.v6.pending {
+					s.PendingIPs -= c.size() - c.used
+				}
+				continue
+			}
 			for i := range c.addrs {
 				switch c.addrs[i].state {
 				case stateCooling:

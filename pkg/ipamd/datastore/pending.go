@@ -13,11 +13,19 @@ import (
 // lost checkpoint, an ENI whose setup failed at start, an address removed by
 // force and granted again). A pending address is never handed out: it is
 // either verified (free) or adopted by the sandbox that uses it.
+//
+// An IPv6 prefix (2^48 addresses) is pending as a whole: it is listed as one
+// Pending with Prefix set, Verify frees all its addresses at once, and until
+// then any of them may be adopted (Adopt) by a sandbox found using it.
 
-// Pending is one address waiting for that check.
+// Pending is one address waiting for that check, or a whole IPv6 prefix.
 type Pending struct {
-	IP    netip.Addr
-	ENIID string
+	// IP is the pending address; the zero Addr for a whole prefix.
+	IP netip.Addr
+	// Prefix is set (valid) when the whole IPv6 prefix is pending: every
+	// sandbox address it contains must be adopted before it is verified.
+	Prefix netip.Prefix
+	ENIID  string
 	// Seq identifies this pending period: Verify ignores an entry whose
 	// address left the pool and joined again since it was listed.
 	Seq   uint64
@@ -49,7 +57,13 @@ func (d *DataStore) PendingAddresses() []Pending {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []Pending
+	for _, c := range d.v6 {
+		if c.v6.pending {
+			out = append(out, Pending{Prefix: c.prefix, ENIID: c.eni.info.ID, Seq: c.v6.joinSeq, Since: c.v6.joinedAt})
+		}
+	}
 	if d.count[kindSecondary].pending+d.count[kindPrefix].pending == 0 {
+		sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 		return out
 	}
 	for _, a := range d.byIP {
@@ -70,6 +84,13 @@ func (d *DataStore) Verify(ps []Pending) int {
 	defer d.mu.Unlock()
 	n := 0
 	for _, p := range ps {
+		if p.Prefix.IsValid() {
+			if c := d.v6Prefix(p.Prefix); c != nil && c.v6.pending && c.v6.joinSeq == p.Seq {
+				d.setV6PendingLocked(c, false)
+				n++
+			}
+			continue
+		}
 		a, ok := d.byIP[p.IP]
 		if !ok || a.state != statePending || a.joinSeq != p.Seq {
 			continue
@@ -87,11 +108,16 @@ func (d *DataStore) VerifyingNewAddresses() bool {
 	return d.verify
 }
 
-// PendingCount is the number of pending addresses of both kinds.
+// PendingCount is the number of pending addresses of all kinds (a pending
+// IPv6 prefix counts its addresses not assigned or cooling).
 func (d *DataStore) PendingCount() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.count[kindSecondary].pending + d.count[kindPrefix].pending
+	n := 0
+	for k := range numKinds {
+		n += d.count[k].pending
+	}
+	return n
 }
 
 // SetVerifyNewAddresses turns the pending state on or off for addresses
@@ -108,5 +134,8 @@ func (d *DataStore) SetVerifyNewAddresses(on bool) {
 		if a.state == statePending {
 			d.settlePendingLocked(a)
 		}
+	}
+	for _, c := range d.v6 {
+		d.setV6PendingLocked(c, false)
 	}
 }

@@ -17,13 +17,14 @@ const (
 	statePending
 )
 
-// kind separates the two sorts of CIDR; a datastore hands out only the kind
+// kind separates the sorts of CIDR; a datastore hands out only the kind
 // of its mode, so leftovers of the other kind after a mode switch stay put.
 type kind uint8
 
 const (
-	kindSecondary kind = iota // one /32
-	kindPrefix                // one /28
+	kindSecondary kind = iota // one IPv4 /32
+	kindPrefix                // one IPv4 /28
+	kindIPv6                  // one IPv6 /80 (IPv6 mode only; see ipv6.go)
 	numKinds
 )
 
@@ -43,8 +44,12 @@ type cidr struct {
 	prefix netip.Prefix
 	kind   kind
 	eni    *eni
-	addrs  []addr // 1 or 16, never reallocated: addr pointers stay valid
-	// used counts addresses assigned or cooling: what keeps the CIDR busy.
+	addrs  []addr // IPv4: 1 or 16, never reallocated: addr pointers stay valid
+	// v6 is the sparse state of an IPv6 prefix (nil for IPv4), whose
+	// addresses are not in addrs.
+	v6 *v6State
+	// used counts addresses assigned or cooling (and, for IPv4, pending):
+	// what keeps the CIDR busy.
 	used int
 	// assigned counts addresses held by a key.
 	assigned int
@@ -70,9 +75,41 @@ type addr struct {
 	// free or when there is no checkpointer); a fresh slice per assignment
 	// because a checkpoint write may still be reading the previous one.
 	encoded []byte
+	// onFree, freePrev and freeNext link a free IPv6 address into its
+	// prefix's free list (ipv6.go).
+	onFree             bool
+	freePrev, freeNext *addr
 }
 
 func (c *cidr) ready() int { return len(c.addrs) - c.used }
+
+// size is the number of addresses in c.
+func (c *cidr) size() int {
+	if c.v6 != nil {
+		return ipv6PrefixSize
+	}
+	return len(c.addrs)
+}
+
+// idle: no address of c is assigned, cooling or pending.
+func (c *cidr) idle() bool { return c.used == 0 && (c.v6 == nil || !c.v6.pending) }
+
+// isPrefix: c is a delegated prefix (IPv4 /28 or IPv6 /80).
+func (c *cidr) isPrefix() bool { return c.kind != kindSecondary }
+
+// each calls f for every address of c that has state: all of an IPv4
+// CIDR's, only the entries of an IPv6 prefix. f may drop the address.
+func (c *cidr) each(f func(a *addr)) {
+	if c.v6 != nil {
+		for _, a := range c.v6.entries {
+			f(a)
+		}
+		return
+	}
+	for i := range c.addrs {
+		f(&c.addrs[i])
+	}
+}
 
 // firstFree returns an address of c that is neither assigned nor cooling.
 func (c *cidr) firstFree() *addr {
@@ -107,7 +144,7 @@ func (a *addr) allocation() Allocation {
 		Metadata:     a.meta,
 		IP:           a.ip,
 		CIDR:         c.prefix,
-		IsPrefix:     c.kind == kindPrefix,
+		IsPrefix:     c.isPrefix(),
 		ENIID:        c.eni.info.ID,
 		DeviceNumber: c.eni.info.DeviceNumber,
 		RouteTableID: c.eni.info.RouteTableID,

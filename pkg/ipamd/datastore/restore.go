@@ -14,7 +14,8 @@ type RestoreReport struct {
 }
 
 // Restore reads the checkpoint and re-assigns each entry's address to its
-// key, keeping the original assignment time. Call it after the node's ENIs
+// key, keeping the original assignment time. An IPv6 entry goes to the
+// IPv6 prefix that contains its address. Call it after the node's ENIs
 // and CIDRs are in the store and before serving any ADD. The checkpoint is
 // then rewritten to match what was kept. Checkpoint errors (missing file is
 // not one) are returned as is: see FileCheckpointer.Read.
@@ -30,13 +31,19 @@ func (d *DataStore) Restore() (RestoreReport, error) {
 	d.mu.Lock()
 	for _, e := range entries {
 		a, ok := d.byIP[e.IP]
-		if !ok {
+		c := d.v6ContainingLocked(e.IP)
+		if !ok && c == nil {
 			rep.NotInPool = append(rep.NotInPool, e)
 			continue
 		}
-		if _, taken := d.byKey[e.Key]; taken || a.state == stateAssigned {
+		if _, taken := d.byKey[e.Key]; taken || ok && a.state == stateAssigned {
 			rep.Conflicts = append(rep.Conflicts, e)
 			continue
+		}
+		if !ok {
+			// An IPv6 entry (upstream writes "ipv6"): its address in the
+			// prefix that contains it.
+			a = d.v6EntryLocked(c, e.IP)
 		}
 		d.assignLocked(a, e.Key, e.Metadata, e.AssignedAt)
 		rep.Restored++

@@ -60,7 +60,9 @@ type Allocation struct {
 
 // Stats are the pool counters the warm-pool logic works from. TotalIPs,
 // AssignedIPs and CooldownIPs count only CIDRs of the datastore's mode
-// (prefixes in prefix-delegation mode, secondary IPs otherwise), as upstream.
+// (prefixes in prefix-delegation mode, secondary IPs otherwise, IPv6 /80s
+// in IPv6 mode), as upstream. In IPv6 mode TotalIPs counts 2^48 per /80, as
+// upstream does (int is 64-bit on every platform the agent ships for).
 // Addresses and prefixes of ENIs excluded for pod IPs are left out of every
 // figure but ENIs, as upstream's GetIPStats skips those ENIs.
 type Stats struct {
@@ -92,16 +94,21 @@ func (s Stats) AssignableIPs() int {
 // Errors callers branch on. The texts of ErrUnknownPod and ErrNoAvailableIP
 // are part of the wire contract with the CNI plugin: do not change them.
 var (
-	ErrUnknownPod        = errors.New("datastore: unknown pod")
-	ErrNoAvailableIP     = errors.New("AssignPodIPAddress: no available IP/Prefix addresses")
-	ErrDuplicateENI      = errors.New("data store: duplicate ENI")
-	ErrUnknownENI        = errors.New("datastore: unknown ENI")
-	ErrENIInUse          = errors.New("datastore: ENI is used and can not be deleted")
-	ErrIPAlreadyInStore  = errors.New("datastore: IP already in data store")
-	ErrUnknownCIDR       = errors.New("datastore: unknown IP")
-	ErrIPInUse           = errors.New("datastore: IP is used and can not be deleted")
-	ErrIPInCooldown      = errors.New("datastore: IP is in cooldown and can not be deleted")
-	ErrUnsupportedCIDR   = errors.New("datastore: only IPv4 /32 and /28 CIDRs are supported")
+	ErrUnknownPod       = errors.New("datastore: unknown pod")
+	ErrNoAvailableIP    = errors.New("AssignPodIPAddress: no available IP/Prefix addresses")
+	ErrDuplicateENI     = errors.New("data store: duplicate ENI")
+	ErrUnknownENI       = errors.New("datastore: unknown ENI")
+	ErrENIInUse         = errors.New("datastore: ENI is used and can not be deleted")
+	ErrIPAlreadyInStore = errors.New("datastore: IP already in data store")
+	ErrUnknownCIDR      = errors.New("datastore: unknown IP")
+	ErrIPInUse          = errors.New("datastore: IP is used and can not be deleted")
+	ErrIPInCooldown     = errors.New("datastore: IP is in cooldown and can not be deleted")
+	ErrUnsupportedCIDR  = errors.New("datastore: only IPv4 /32 and /28 CIDRs are supported")
+	// ErrUnsupportedIPv6CIDR: an IPv6 datastore takes IPv6 /80 prefixes only.
+	ErrUnsupportedIPv6CIDR = errors.New("datastore: only IPv6 /80 prefixes are supported in IPv6 mode")
+	// ErrWrongFamily comes with ErrUnsupportedCIDR or ErrUnsupportedIPv6CIDR
+	// when the CIDR is of the other address family than the datastore.
+	ErrWrongFamily       = errors.New("datastore: CIDR of the wrong address family")
 	ErrCheckpointCorrupt = errors.New("datastore: checkpoint is corrupt")
 	ErrCheckpointVersion = errors.New("datastore: checkpoint has an unknown schema version")
 	ErrClosed            = errors.New("datastore: closed")

@@ -25,7 +25,7 @@ func (d *DataStore) Stats() Stats {
 	return s
 }
 
-// Allocations lists every assigned address, of both kinds.
+// Allocations lists every assigned address, of every kind.
 func (d *DataStore) Allocations() []Allocation {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -89,7 +89,8 @@ type ENIView struct {
 	SubnetID            string
 }
 
-// CidrView is one /32 or /28 with the addresses in use or resting.
+// CidrView is one /32, /28 or IPv6 /80 with the addresses in use or
+// resting. AddressFamily is always empty, as upstream's copy leaves it.
 type CidrView struct {
 	Cidr          net.IPNet
 	IPAddresses   map[string]*AddressView
@@ -106,7 +107,8 @@ type AddressView struct {
 	UnassignedTime time.Time
 }
 
-// ENIInfos returns a deep copy of the store for introspection.
+// ENIInfos returns a deep copy of the store for introspection. IPv4 CIDRs
+// go to AvailableIPv4Cidrs, IPv6 prefixes to IPv6Cidrs (keyed "<addr>/80").
 func (d *DataStore) ENIInfos() ENIInfos {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -128,14 +130,13 @@ func (d *DataStore) ENIInfos() ENIInfos {
 		}
 		for p, c := range e.cidrs {
 			cv := &CidrView{
-				Cidr:        net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), 32)},
+				Cidr:        net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())},
 				IPAddresses: map[string]*AddressView{},
-				IsPrefix:    c.kind == kindPrefix,
+				IsPrefix:    c.isPrefix(),
 			}
-			for i := range c.addrs {
-				a := &c.addrs[i]
+			c.each(func(a *addr) {
 				if a.state == stateFree || a.state == statePending {
-					continue
+					return
 				}
 				cv.IPAddresses[a.ip.String()] = &AddressView{
 					Address:        a.ip.String(),
@@ -144,8 +145,12 @@ func (d *DataStore) ENIInfos() ENIInfos {
 					AssignedTime:   a.assignedAt,
 					UnassignedTime: a.unassignedAt,
 				}
+			})
+			if c.v6 != nil {
+				v.IPv6Cidrs[p.String()] = cv
+			} else {
+				v.AvailableIPv4Cidrs[p.String()] = cv
 			}
-			v.AvailableIPv4Cidrs[p.String()] = cv
 		}
 		out.ENIs[id] = v
 	}

@@ -142,6 +142,7 @@ func (st *startState) datastore(context.Context) error {
 	}
 	a.store = datastore.New(datastore.Config{
 		PrefixDelegation:   st.pd,
+		IPv6:               cfg.EnableIPv6,
 		Cooldown:           cfg.IPCooldown,
 		Checkpointer:       timedCheckpointer{cp, a.metrics},
 		Logger:             a.log,

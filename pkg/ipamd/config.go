@@ -22,7 +22,7 @@ import (
 type Config struct {
 	// Pool sizing and IPAM mode.
 	EnableIPv4       bool          // ENABLE_IPv4, default false (the chart sets true)
-	EnableIPv6       bool          // ENABLE_IPv6: refused
+	EnableIPv6       bool          // ENABLE_IPv6: pods from the primary ENI's IPv6 /80 (with prefix delegation)
 	EnableMultiNIC   bool          // ENABLE_MULTI_NIC: refused
 	IPCooldown       time.Duration // IP_COOLDOWN_PERIOD, whole seconds, default 30
 	MaxENI           int           // MAX_ENI, -1 = instance limit
@@ -184,10 +184,12 @@ var ErrUnsupported = errors.New("not supported by this build")
 
 func (c Config) validate() error {
 	switch {
-	case c.EnableIPv6:
-		return fmt.Errorf("ENABLE_IPv6=true: IPv6 mode is %w", ErrUnsupported)
-	case !c.EnableIPv4:
-		return errors.New("exactly one of ENABLE_IPv4 and ENABLE_IPv6 must be true")
+	case c.EnableIPv4 == c.EnableIPv6:
+		return fmt.Errorf("exactly one of ENABLE_IPv4 and ENABLE_IPv6 must be true (ENABLE_IPv4=%t, ENABLE_IPv6=%t)", c.EnableIPv4, c.EnableIPv6)
+	case c.EnableIPv6 && !c.PrefixDelegation:
+		return errors.New("ENABLE_IPv6=true needs ENABLE_PREFIX_DELEGATION=true: pods take addresses from an IPv6 /80 prefix, as upstream requires")
+	case c.EnableIPv6 && c.CustomNetworking:
+		return errors.New("ENABLE_IPv6=true cannot be combined with AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true, as upstream")
 	case c.EnablePodENI:
 		return fmt.Errorf("ENABLE_POD_ENI=true: security groups for pods are %w", ErrUnsupported)
 	case c.EnableMultiNIC:

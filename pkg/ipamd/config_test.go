@@ -93,8 +93,10 @@ func TestLoadConfigRefusals(t *testing.T) {
 		want string
 	}{
 		{"no family (ENABLE_IPv4 defaults to false, as upstream)", map[string]string{}, "exactly one of ENABLE_IPv4"},
-		{"both families: IPv6 is refused first", map[string]string{"ENABLE_IPv4": "true", "ENABLE_IPv6": "true"}, "IPv6 mode is not supported"},
-		{"ipv6", map[string]string{"ENABLE_IPv6": "true"}, "IPv6 mode is not supported"},
+		{"both families", map[string]string{"ENABLE_IPv4": "true", "ENABLE_IPv6": "true", "ENABLE_PREFIX_DELEGATION": "true"}, "exactly one of ENABLE_IPv4"},
+		{"ipv6 without prefix delegation", map[string]string{"ENABLE_IPv6": "true"}, "ENABLE_PREFIX_DELEGATION=true"},
+		{"ipv6 with custom networking", map[string]string{"ENABLE_IPv6": "true", "ENABLE_PREFIX_DELEGATION": "true",
+			"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true"}, "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"},
 		{"pod ENI", map[string]string{"ENABLE_IPv4": "true", "ENABLE_POD_ENI": "true"}, "security groups for pods"},
 		{"multi NIC", map[string]string{"ENABLE_IPv4": "true", "ENABLE_MULTI_NIC": "true"}, "multi-NIC"},
 		{"bad policy mode", map[string]string{"ENABLE_IPv4": "true", "NETWORK_POLICY_ENFORCING_MODE": "lenient"}, "NETWORK_POLICY_ENFORCING_MODE"},

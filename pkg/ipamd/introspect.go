@@ -86,10 +86,12 @@ func (h *introspectionHandler) ServeHTTP(w http.ResponseWriter, req *http.Reques
 // blankKeys hides container IDs and interface names, as upstream does.
 func blankKeys(infos datastore.ENIInfos) {
 	for _, e := range infos.ENIs {
-		for _, c := range e.AvailableIPv4Cidrs {
-			for _, a := range c.IPAddresses {
-				a.IPAMKey.ContainerID = ""
-				a.IPAMKey.IfName = ""
+		for _, cidrs := range []map[string]*datastore.CidrView{e.AvailableIPv4Cidrs, e.IPv6Cidrs} {
+			for _, c := range cidrs {
+				for _, a := range c.IPAddresses {
+					a.IPAMKey.ContainerID = ""
+					a.IPAMKey.IfName = ""
+				}
 			}
 		}
 	}

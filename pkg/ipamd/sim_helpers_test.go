@@ -63,9 +63,6 @@ func nodeOnSim(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Opt
 	t.Helper()
 	ec2simtest.PointSDKAtSim(t, sim)
 	ctx := context.Background()
-	client, err := awsutils.New(ctx, awsutils.Options{MaxAttempts: 4, MaxBackoff: 20 * time.Millisecond})
-	require.NoError(t, err)
-
 	dir := t.TempDir()
 	full := map[string]string{
 		"ENABLE_IPv4":                   "true",
@@ -77,6 +74,12 @@ func nodeOnSim(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Opt
 		full[k] = v
 	}
 	cfg, err := LoadConfig(envOf(full))
+	require.NoError(t, err)
+	// The client ipamd would build from this configuration, with quick
+	// retries.
+	ao := awsOptions(cfg, nil)
+	ao.MaxAttempts, ao.MaxBackoff = 4, 20*time.Millisecond
+	client, err := awsutils.New(ctx, ao)
 	require.NoError(t, err)
 	opts := Options{
 		Config: cfg, AWS: client, Timings: fastTimings,

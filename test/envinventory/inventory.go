@@ -109,7 +109,9 @@ var All = []Var{
 	// No sample: false is upstream's default, and ipamd then refuses to
 	// start because neither family is on (as upstream does).
 	up("ENABLE_IPv4", Honoured, "", IPAMD),
-	up("ENABLE_IPv6", Refused, "true", IPAMD, Entrypoint, Init),
+	// No sample: true alone is refused (it needs ENABLE_IPv4=false and
+	// prefix delegation, as upstream); pkg/ipamd's tests cover IPv6 mode.
+	up("ENABLE_IPv6", Honoured, "", IPAMD, Entrypoint, Init),
 	up("IP_COOLDOWN_PERIOD", Honoured, "5", IPAMD, Entrypoint),
 	up("ENABLE_MULTI_NIC", Refused, "true", IPAMD),
 
@@ -140,7 +142,8 @@ var All = []Var{
 	up("POD_MTU", Honoured, "1400", Entrypoint),
 	up("AWS_VPC_K8S_CNI_VETHPREFIX", Honoured, "cali", IPAMD, Entrypoint),
 	up("ENABLE_V6_EGRESS", Refused, "true", IPAMD, Entrypoint, Init),
-	inert("ENABLE_V4_EGRESS", "ENABLE_IPv6", Entrypoint),
+	// Only an IPv6 cluster's conflist uses it (cmd/aws-vpc-cni's tests).
+	up("ENABLE_V4_EGRESS", Honoured, "", Entrypoint),
 	up("DISABLE_TCP_EARLY_DEMUX", Honoured, "true", Init),
 
 	// §4.4 Features, Kubernetes, observability.
@@ -158,7 +161,7 @@ var All = []Var{
 	up("AWS_VPC_K8S_CNI_LOG_FILE", Honoured, "stdout", IPAMD),
 	up("AWS_VPC_K8S_PLUGIN_LOG_FILE", Honoured, "/var/log/aws-routed-eni/other.log", Entrypoint),
 	up("AWS_VPC_K8S_PLUGIN_LOG_LEVEL", Honoured, "Info", Entrypoint),
-	inert("AWS_VPC_K8S_EGRESS_V4_PLUGIN_LOG_FILE", "ENABLE_IPv6", Entrypoint),
+	up("AWS_VPC_K8S_EGRESS_V4_PLUGIN_LOG_FILE", Honoured, "", Entrypoint),
 	inert("AWS_VPC_K8S_EGRESS_V6_PLUGIN_LOG_FILE", "ENABLE_V6_EGRESS", Entrypoint),
 	up("DISABLE_METRICS", Honoured, "true", IPAMD),
 	up("DISABLE_INTROSPECTION", Honoured, "true", IPAMD),

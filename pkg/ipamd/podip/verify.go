@@ -136,7 +136,18 @@ func (r *Reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 		}
 	}
 	var free []datastore.Pending
+	singles := 0 // pending entries settled by adopting their one address
 	for _, p := range pending {
+		if !p.IP.IsValid() && p.Prefix.IsValid() {
+			adopted, ok := r.settlePrefix(ctx, p, users, evs)
+			res.Adopted += adopted
+			if ok {
+				free = append(free, p)
+			} else {
+				res.Reason = WaitInUse
+			}
+			continue
+		}
 		s, used := users[p.IP]
 		if !used {
 			free = append(free, p)
@@ -144,6 +155,7 @@ func (r *Reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 		}
 		if s.Ready && r.cfg.Mode == Enforce && r.adopt(ctx, s, p.IP, evs) {
 			res.Adopted++
+			singles++
 			continue
 		}
 		r.log.Warn("address joining the pool is in use by a sandbox; kept out of the pool", "ip", p.IP.String(),
@@ -151,7 +163,7 @@ func (r *Reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 		res.Reason = WaitInUse
 	}
 	res.Verified = r.store.Verify(free)
-	res.Waiting = len(pending) - res.Verified - res.Adopted
+	res.Waiting = len(pending) - res.Verified - singles
 	if res.Verified+res.Adopted > 0 {
 		r.log.Info("verified addresses that joined the pool against the runtime's sandboxes",
 			"verified", res.Verified, "adopted", res.Adopted, "waiting", res.Waiting, "sandboxes", len(sandboxes))
@@ -239,4 +251,49 @@ func (r *Reconciler) adopt(ctx context.Context, s cri.Sandbox, ip netip.Addr, ev
 	evs.warning("PodIPReadopted", "AdoptPodIP", fmt.Sprintf(
 		"%s is used by running pod %s (sandbox %s) but was not assigned in ipamd's datastore; assigned to it", ip, podRef(meta), s.ID))
 	return true
+}
+
+// settlePrefix settles a whole pending IPv6 prefix: every address in it a
+// sandbox uses must be held before the prefix may hand addresses out, or an
+// ADD could be given a running pod's address. A ready sandbox's address is
+// adopted; one already assigned (a restored allocation, or another key's)
+// is held already. A sandbox that is not ready keeps the prefix pending
+// until it is gone or ready. Report mode adopts too: a /80 cannot be
+// withheld address by address, and withholding all of it would refuse
+// every pod on the node.
+func (r *Reconciler) settlePrefix(ctx context.Context, p datastore.Pending, users map[netip.Addr]cri.Sandbox, evs *eventBatch) (adopted int, ok bool) {
+	ok = true
+	for ip, s := range users {
+		if !p.Prefix.Contains(ip) {
+			continue
+		}
+		key := datastore.IPAMKey{NetworkName: r.cfg.NetworkName, ContainerID: s.ID, IfName: r.cfg.IfName}
+		if a, held := r.store.Find(key); held && a.IP == ip {
+			continue
+		}
+		if !s.Ready {
+			r.log.Warn("an address of the IPv6 prefix joining the pool is used by a sandbox that is not ready; the prefix waits",
+				"ip", ip.String(), "prefix", p.Prefix.String(), "sandbox", s.ID, "pod", s.Namespace+"/"+s.Name)
+			ok = false
+			continue
+		}
+		meta := datastore.IPAMMetadata{K8SPodNamespace: s.Namespace, K8SPodName: s.Name}
+		_, err := r.store.Adopt(ip, key, meta)
+		switch {
+		case err == nil:
+			adopted++
+			r.m.reconcileReadopted.Inc()
+			r.log.Warn("adopted the IP of a running sandbox that the datastore did not hold", "ip", ip.String(),
+				"pod", podRef(meta), "sandbox", s.ID, "mode", r.cfg.Mode)
+			evs.warning("PodIPReadopted", "AdoptPodIP", fmt.Sprintf(
+				"%s is used by running pod %s (sandbox %s) but was not assigned in ipamd's datastore; assigned to it", ip, podRef(meta), s.ID))
+		case errors.Is(err, datastore.ErrIPBusy):
+			r.log.Error("an address of the IPv6 prefix joining the pool is used by a sandbox but assigned to another key; it stays assigned",
+				"ip", ip.String(), "sandbox", s.ID, "pod", s.Namespace+"/"+s.Name)
+		default:
+			r.log.Error("could not adopt the IP of a running sandbox; the prefix waits", "ip", ip.String(), "sandbox", s.ID, "error", err)
+			ok = false
+		}
+	}
+	return adopted, ok
 }

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -133,6 +135,22 @@ func (p *IPAMD) Start() error {
 			return fmt.Errorf("ipamd not serving after 45s; see %s", p.LogFile)
 		}
 	}
+}
+
+// Refusal is the line of the agent's output that refuses a setting as
+// "not supported by this build" (the agent then exits before serving), or
+// "" if there is none.
+func (p *IPAMD) Refusal() string {
+	b, err := os.ReadFile(p.Output)
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "not supported by this build") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }
 
 func (p *IPAMD) exited() bool {
@@ -325,7 +343,7 @@ func (p *IPAMD) Assigned() (map[netip.Addr]AssignedIP, int, error) {
 	}
 	out := map[netip.Addr]AssignedIP{}
 	for id, e := range infos.ENIs {
-		for _, c := range e.AvailableIPv4Cidrs {
+		for _, c := range viewCIDRs(e) {
 			for _, a := range c.IPAddresses {
 				if a.IPAMKey.IsZero() {
 					continue // cooling (a released address has no key)
@@ -346,6 +364,12 @@ func (p *IPAMD) Assigned() (map[netip.Addr]AssignedIP, int, error) {
 		return out, infos.TotalIPs, fmt.Errorf("introspection: %d addresses carry a key but AssignedIPs=%d", len(out), infos.AssignedIPs)
 	}
 	return out, infos.TotalIPs, nil
+}
+
+// viewCIDRs are the ENI's IPv4 CIDRs and IPv6 prefixes (one of the two
+// is empty: the agent runs one family).
+func viewCIDRs(e datastore.ENIView) []*datastore.CidrView {
+	return append(slices.Collect(maps.Values(e.AvailableIPv4Cidrs)), slices.Collect(maps.Values(e.IPv6Cidrs))...)
 }
 
 // Checkpoint reads the agent's checkpoint file: container ID -> address.

@@ -15,6 +15,9 @@ import (
 // route as a real one does.
 type NodeNet struct {
 	Node, Upstream ns.NetNS
+	// On an IPv6 node (AddIPv6): the node's eth0 address and the
+	// upstream's, its IPv6 default gateway.
+	IPv6, IPv6Gateway netip.Addr
 }
 
 // NewNodeNet creates both namespaces (removed when t ends): eth0 in the node
@@ -32,6 +35,19 @@ func NewNodeNet(t testing.TB, nodeIP netip.Addr, subnet netip.Prefix) *NodeNet {
 	netnsutil.DefaultRoute(t, n.Node, gw.String())
 	netnsutil.Sysctl(t, n.Node, "net/ipv4/ip_forward", "1")
 	return n
+}
+
+// AddIPv6 gives the node's eth0 nodeIP in subnet (a /64) and the upstream
+// end the subnet's first address, which becomes the node's IPv6 default
+// gateway; the node forwards IPv6 (as the agent's init container sets it).
+func (n *NodeNet) AddIPv6(t testing.TB, nodeIP netip.Addr, subnet netip.Prefix) {
+	t.Helper()
+	gw := subnet.Masked().Addr().Next()
+	netnsutil.Sysctl(t, n.Node, "net/ipv6/conf/all/forwarding", "1")
+	netnsutil.AddAddr(t, n.Node, "eth0", netip.PrefixFrom(nodeIP, subnet.Bits()).String())
+	netnsutil.AddAddr(t, n.Upstream, "up0", netip.PrefixFrom(gw, subnet.Bits()).String())
+	netnsutil.DefaultRoute(t, n.Node, gw.String())
+	n.IPv6, n.IPv6Gateway = nodeIP, gw
 }
 
 // ListenIn opens a TCP listener inside the namespace: the socket belongs to

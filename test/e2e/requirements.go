@@ -27,3 +27,14 @@ func RequireEnvironment(t testing.TB) {
 		t.Skipf("e2e: %s not on PATH (apt-get install -y containerd runc; .ci/run does it on CI)", strings.Join(missing, ", "))
 	}
 }
+
+// RequireTools skips t unless every tool is on PATH (tools only some nodes
+// need, such as iptables for egress-cni's SNAT rule).
+func RequireTools(t testing.TB, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("e2e: %s not on PATH (apt-get install -y %s)", tool, tool)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // RequireRoot skips t unless the process runs as root.
@@ -117,7 +118,9 @@ func Veth(t testing.TB, a ns.NetNS, aName string, b ns.NetNS, bName string) {
 	SetUp(t, b, bName)
 }
 
-// AddAddr puts cidr (e.g. "192.168.99.2/24") on link in n.
+// AddAddr puts cidr (e.g. "192.168.99.2/24") on link in n. An IPv6
+// address skips duplicate address detection, so it is usable at once
+// rather than tentative for a second or two.
 func AddAddr(t testing.TB, n ns.NetNS, link, cidr string) {
 	t.Helper()
 	with(t, n, func(h *netlink.Handle) {
@@ -128,6 +131,9 @@ func AddAddr(t testing.TB, n ns.NetNS, link, cidr string) {
 		a, err := netlink.ParseAddr(cidr)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if a.IP.To4() == nil {
+			a.Flags |= unix.IFA_F_NODAD
 		}
 		if err := h.AddrAdd(l, a); err != nil {
 			t.Fatalf("address %s on %s: %v", cidr, link, err)
@@ -149,7 +155,8 @@ func SetUp(t testing.TB, n ns.NetNS, link string) {
 	})
 }
 
-// DefaultRoute adds "default via gw" in n.
+// DefaultRoute adds "default via gw" in n (the IPv6 default when gw is an
+// IPv6 address).
 func DefaultRoute(t testing.TB, n ns.NetNS, gw string) {
 	t.Helper()
 	with(t, n, func(h *netlink.Handle) {

@@ -1,16 +1,16 @@
 // Package e2e runs the node agent end to end on a real container runtime:
 // containerd and runc inside a network namespace that plays the node, the
-// aws-cni plugin (and the loopback plugin) as containerd's CNI, the real
-// aws-k8s-agent (ipamd) binary as a subprocess, and the EC2/IMDS simulator
-// (pkg/sim/ec2sim) standing in for AWS. Pods are created and deleted through the
-// CRI exactly as a kubelet would.
+// aws-cni plugin (and the loopback and egress-cni plugins) as containerd's
+// CNI, the real aws-k8s-agent (ipamd) binary as a subprocess, and the
+// EC2/IMDS simulator (pkg/sim/ec2sim) standing in for AWS. Pods are created
+// and deleted through the CRI exactly as a kubelet would.
 //
 // The tests need root and containerd, ctr, containerd-shim-runc-v2 and runc
-// on PATH (CI installs them through .ci/run); without them every test skips
-// with the reason. Nothing touches the host's network: the node, its
-// upstream and every pod live in namespaces the tests create, and all
-// processes, sockets, mounts and cgroups the tests cause are removed at the
-// end.
+// on PATH (CI installs them through .ci/run), an IPv6 node iptables too;
+// without them the tests skip with the reason. Nothing touches the host's
+// network: the node, its upstream and every pod live in namespaces the
+// tests create, and all processes, sockets, mounts and cgroups the tests
+// cause are removed at the end.
 //
 // Layout of one node (Node, harness.go):
 //
@@ -23,6 +23,11 @@
 //	                            EC2 + IMDS simulator and a fake kube-apiserver
 //	                              (in this process, listening inside the node netns)
 //	                            pod netns ... (veths made by aws-cni)
+//
+// An IPv6 node (Options.IPv6, TestIPv6) adds the primary ENI's IPv6 address
+// on eth0, the upstream as its IPv6 default gateway with a route back to
+// each delegated /80, and egress-cni (with host-local and iptables) giving
+// pods IPv4 egress SNATed to the node's IPv4 address.
 //
 // The scenarios are in the *_test.go files; TestSoak runs only when
 // E2E_SOAK_DURATION is set (make soak DURATION=10m). E2E_KEEP=1 keeps each

@@ -236,7 +236,7 @@ func NewNode(t testing.TB, o Options) *Node {
 	}
 	conf, err := RenderConflist(Conflist{Template: filepath.Join(art.RepoRoot, "misc", "10-aws.conflist"), Portmap: art.Portmap,
 		IPAMDSock: n.IPAMD.Sock, QueueDir: n.IPAMD.QueueDir(), PluginLog: filepath.Join(dir, "plugin.log"),
-		EgressLog: filepath.Join(dir, "egress-plugin.log"), EgressDir: filepath.Join(dir, "egress-ipam"),
+		EgressLog: filepath.Join(dir, "egress-plugin.log"), EgressDir: n.egressIPAMDir(),
 		IPv6: o.IPv6, NodeIP: primaryIP.String()})
 	if err != nil {
 		t.Fatal(err)

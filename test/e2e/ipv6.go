@@ -1,7 +1,15 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,4 +76,53 @@ func (n *Node) RouteIPv6Prefixes(t testing.TB) {
 			netnsutil.Route(t, n.Net.Upstream, p.String(), n.Net.IPv6.String())
 		}
 	}
+}
+
+// egressIPAMDir is host-local's data directory for egress-cni.
+func (n *Node) egressIPAMDir() string { return filepath.Join(n.Dir, "egress-ipam") }
+
+// EgressState is what egress-cni leaves on the node for IPv4 egress in an
+// IPv6 cluster: the sources its POSTROUTING jumps match (one per pod, into
+// the pod's SNAT chain), and the v4if0 addresses host-local holds.
+type EgressState struct {
+	Jumps, Reserved map[netip.Addr]bool
+}
+
+// Egress reads the node's nat table (iptables -t nat -S POSTROUTING) and
+// host-local's reservations (one file per address under the network's
+// directory).
+func (n *Node) Egress() (EgressState, error) {
+	st := EgressState{Jumps: map[netip.Addr]bool{}, Reserved: map[netip.Addr]bool{}}
+	out, err := netnsutil.Command(n.Net.Node, "iptables", "-t", "nat", "-S", "POSTROUTING").CombinedOutput()
+	if err != nil {
+		return st, fmt.Errorf("iptables -t nat -S POSTROUTING: %w: %s", err, out)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] != "-s" {
+				continue
+			}
+			p, err := netip.ParsePrefix(f[i+1])
+			if err != nil || !p.IsSingleIP() {
+				return st, fmt.Errorf("nat POSTROUTING: unexpected source in %q", sc.Text())
+			}
+			st.Jumps[p.Addr()] = true
+		}
+	}
+	// host-local keeps <dataDir>/<network name>/<address>.
+	ents, err := os.ReadDir(filepath.Join(n.egressIPAMDir(), "aws-cni"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	for _, e := range ents {
+		if ip, err := netip.ParseAddr(e.Name()); err == nil {
+			st.Reserved[ip] = true
+		}
+	}
+	return st, nil
 }

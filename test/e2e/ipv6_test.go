@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -107,6 +108,7 @@ func TestIPv6(t *testing.T) {
 	t.Logf("FIGURE 10-pod create-to-IP latency, IPv6: %s", n.CreateLatency.Summary())
 	seen := map[netip.Addr]string{}
 	v4 := map[netip.Addr]string{}
+	egressOf := map[string]netip.Addr{} // pod ID -> v4if0 address
 	for _, p := range pods {
 		require.Truef(t, p.IP.Is6(), "pod %s got %s, not an IPv6 address", p.Name, p.IP)
 		assert.Truef(t, pfx.Contains(p.IP), "pod %s: %s is not in the primary ENI's %s", p.Name, p.IP, pfx)
@@ -121,8 +123,10 @@ func TestIPv6(t *testing.T) {
 				t.Errorf("pods %s and %s both got egress address %s", other, p.Name, e)
 			}
 			v4[e] = p.Name
+			egressOf[p.ID] = e
 		}
 	}
+	requireEgress(t, n, egressOf)
 
 	st := requireConsistent(t, n)
 	assert.Len(t, st.Assigned, len(pods), "introspection: assigned addresses")
@@ -153,6 +157,8 @@ func TestIPv6(t *testing.T) {
 	for _, p := range pods[:3] {
 		assert.NoErrorf(t, n.PingAddr(p, gw4), "ping %s over IPv4 egress -> %s", p.Name, gw4)
 	}
+	// Echo requests the watcher has not read yet die with its socket.
+	WaitFor(2*time.Second, func() bool { return len(w.Sources()) >= 3 })
 	require.NoError(t, w.Close())
 	srcs := w.Sources()
 	assert.Len(t, srcs, 3, "echo requests the VPC router saw")
@@ -164,11 +170,50 @@ func TestIPv6(t *testing.T) {
 	// the mass-release brake.
 	lost, kept := pods[:3], pods[3:]
 	fresh := reclaimLostDELs(t, n, lost, kept)
+	for _, p := range lost {
+		delete(egressOf, p.ID) // egress-cni's DEL ran: it needs no agent
+	}
+	e, err := v4Egress(fresh)
+	require.NoError(t, err)
+	egressOf[fresh.ID] = e
 	assert.Truef(t, pfx.Contains(fresh.IP), "the pod created after the restart has %s, not in %s", fresh.IP, pfx)
 	assert.NoError(t, n.PingAddr(fresh, n.Net.IPv6Gateway), "the pod created after the restart reaches the VPC router")
 	assert.Equal(t, []netip.Prefix{pfx}, n.Sim.ENIs()[0].IPv6Prefixes, "the primary ENI keeps its one /80 across the restart")
 	again := n.MustRunPod(t, n.NextName("reuse"))
 	assert.Truef(t, pfx.Contains(again.IP), "a pod after the reclaim has %s, not in %s", again.IP, pfx)
 	assert.NoError(t, n.Ping(again, fresh))
+	e, err = v4Egress(again)
+	require.NoError(t, err)
+	egressOf[again.ID] = e
+	requireEgress(t, n, egressOf)
 	requireConsistent(t, n)
+
+	// Every pod gone: the agent's pool, its checkpoint and egress-cni's
+	// rules and reservations are empty.
+	n.ParallelDelete(t, append(kept, fresh, again), 3)
+	var assigned int
+	took, ok := WaitFor(10*time.Second, func() bool {
+		infos, err := n.IPAMD.ENIs()
+		assigned = infos.AssignedIPs
+		return err == nil && assigned == 0
+	})
+	require.Truef(t, ok, "%d addresses still assigned %v after deleting every pod", assigned, took)
+	st = requireConsistent(t, n)
+	assert.Empty(t, st.Checkpoint)
+	requireEgress(t, n, nil)
+}
+
+// requireEgress fails t unless egress-cni's POSTROUTING jumps and
+// host-local's reservations are exactly the v4if0 addresses of the live
+// pods (by pod ID).
+func requireEgress(t testing.TB, n *Node, live map[string]netip.Addr) {
+	t.Helper()
+	want := map[netip.Addr]bool{}
+	for _, a := range live {
+		want[a] = true
+	}
+	st, err := n.Egress()
+	require.NoError(t, err)
+	assert.Equal(t, want, st.Jumps, "nat POSTROUTING: one SNAT jump per live pod's v4if0 address")
+	assert.Equal(t, want, st.Reserved, "host-local: one reservation per live pod's v4if0 address")
 }

@@ -145,26 +145,23 @@ func TestIPv6(t *testing.T) {
 		q := pods[(i+1)%len(pods)]
 		assert.NoErrorf(t, n.Ping(p, q), "ping %s (%s) -> %s (%s)", p.Name, p.IP, q.Name, q.IP)
 	}
+	w6, err := netnsutil.WatchEchoes(n.Net.Upstream, true)
+	require.NoError(t, err)
 	for _, p := range pods[:3] {
 		assert.NoErrorf(t, n.PingAddr(p, n.Net.IPv6Gateway), "ping %s (%s) -> VPC router %s", p.Name, p.IP, n.Net.IPv6Gateway)
 	}
+	assert.Equal(t, podIPs(pods[:3]), watched(t, w6, 3), "IPv6 echo sources the VPC router saw: the pods' own addresses")
 
 	// IPv4 through egress-cni: the router sees the node's address, never
 	// the pod's 169.254.172.x (it has no route back to that range).
 	gw4 := netip.MustParsePrefix(nodeSubnet).Addr().Next()
-	w, err := netnsutil.WatchEchoes(n.Net.Upstream)
+	w4, err := netnsutil.WatchEchoes(n.Net.Upstream, false)
 	require.NoError(t, err)
 	for _, p := range pods[:3] {
 		assert.NoErrorf(t, n.PingAddr(p, gw4), "ping %s over IPv4 egress -> %s", p.Name, gw4)
 	}
-	// Echo requests the watcher has not read yet die with its socket.
-	WaitFor(2*time.Second, func() bool { return len(w.Sources()) >= 3 })
-	require.NoError(t, w.Close())
-	srcs := w.Sources()
-	assert.Len(t, srcs, 3, "echo requests the VPC router saw")
-	for _, s := range srcs {
-		assert.Equal(t, primary.PrimaryIP, s, "IPv4 egress SNATed to the node's address")
-	}
+	node := primary.PrimaryIP
+	assert.Equal(t, []netip.Addr{node, node, node}, watched(t, w4, 3), "IPv4 echo sources the VPC router saw: SNATed to the node's address")
 
 	// A lost DEL, reclaimed by the reconciler only: 3 of 10 stay under
 	// the mass-release brake.
@@ -201,6 +198,15 @@ func TestIPv6(t *testing.T) {
 	st = requireConsistent(t, n)
 	assert.Empty(t, st.Checkpoint)
 	requireEgress(t, n, nil)
+}
+
+// watched stops w once it has seen want echo requests (or after 2 s: the
+// ones it has not read yet die with its socket) and returns their sources.
+func watched(t testing.TB, w *netnsutil.EchoWatch, want int) []netip.Addr {
+	t.Helper()
+	WaitFor(2*time.Second, func() bool { return len(w.Sources()) >= want })
+	require.NoError(t, w.Close())
+	return w.Sources()
 }
 
 // requireEgress fails t unless egress-cni's POSTROUTING jumps and

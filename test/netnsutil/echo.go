@@ -14,27 +14,32 @@ import (
 // reaches a namespace (the kernel still answers them): it tells what a
 // router saw, e.g. whether a pod's packet arrived SNATed to its node.
 type EchoWatch struct {
-	conn net.PacketConn
-	done chan struct{}
+	conn    net.PacketConn
+	request byte // the echo request's ICMP type
+	done    chan struct{}
 
 	mu      sync.Mutex
 	sources []netip.Addr
 	err     error
 }
 
-// WatchEchoes starts recording ICMP (IPv4) echo requests arriving in n.
-// Close stops it.
-func WatchEchoes(n ns.NetNS) (*EchoWatch, error) {
+// WatchEchoes starts recording ICMP echo requests arriving in n, ICMPv6
+// ones if v6. Close stops it.
+func WatchEchoes(n ns.NetNS, v6 bool) (*EchoWatch, error) {
+	network, laddr, request := "ip4:icmp", "0.0.0.0", byte(8)
+	if v6 {
+		network, laddr, request = "ip6:ipv6-icmp", "::", 128
+	}
 	var conn net.PacketConn
 	err := n.Do(func(ns.NetNS) error {
-		c, err := net.ListenPacket("ip4:icmp", "0.0.0.0")
+		c, err := net.ListenPacket(network, laddr)
 		conn = c
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("icmp socket in %s: %w", n.Path(), err)
 	}
-	w := &EchoWatch{conn: conn, done: make(chan struct{})}
+	w := &EchoWatch{conn: conn, request: request, done: make(chan struct{})}
 	go w.read()
 	return w, nil
 }
@@ -53,10 +58,11 @@ func (w *EchoWatch) read() {
 			return
 		}
 		ipa, ok := addr.(*net.IPAddr)
-		if !ok || n < 8 || buf[0] != 8 { // type 8: echo request
+		if !ok || n < 8 || buf[0] != w.request {
 			continue
 		}
-		if a, ok := netip.AddrFromSlice(ipa.IP.To4()); ok {
+		if a, ok := netip.AddrFromSlice(ipa.IP); ok {
+			a = a.Unmap()
 			w.mu.Lock()
 			w.sources = append(w.sources, a)
 			w.mu.Unlock()

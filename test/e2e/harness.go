@@ -258,8 +258,8 @@ func NewNode(t testing.TB, o Options) *Node {
 		t.Fatal(err)
 	}
 	if err := n.IPAMD.Start(); err != nil {
-		if line := n.IPAMD.Refusal(); o.IPv6 && strings.Contains(line, "IPv6") {
-			t.Skipf("e2e: the agent refuses IPv6 mode at start (%q); this test runs for real once it accepts ENABLE_IPv6", line)
+		if line := n.IPAMD.Refusal(); line != "" {
+			t.Fatalf("%v: the agent refused a setting: %s", err, line)
 		}
 		t.Fatal(err)
 	}

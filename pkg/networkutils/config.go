@@ -31,15 +31,27 @@ const (
 	envMTU                  = "AWS_VPC_ENI_MTU"
 	envVethPrefix           = "AWS_VPC_K8S_CNI_VETHPREFIX"
 	envExternalServiceCIDRs = "AWS_EXTERNAL_SERVICE_CIDRS"
+	envV6Egress             = "ENABLE_V6_EGRESS"
 )
 
 // Config is what the host network setup needs. PrimaryMAC, PrimaryIP and
-// VPCCIDRs come from instance metadata; the rest from the environment
-// (LoadEnv).
+// VPCCIDRs come from instance metadata, IPv6 from ipamd (which reads
+// ENABLE_IPv6, as upstream hands the cluster family to its networkutils);
+// the rest from the environment (LoadEnv).
 type Config struct {
 	PrimaryMAC string         // MAC of the primary ENI; its link is found by it
-	PrimaryIP  netip.Addr     // primary IPv4 of the node; the SNAT source
-	VPCCIDRs   []netip.Prefix // IPv4 CIDRs of the VPC, never SNATed
+	PrimaryIP  netip.Addr     // primary IPv4 of the node, the SNAT source (its IPv6 address in IPv6 mode: unused there)
+	VPCCIDRs   []netip.Prefix // IPv4 CIDRs of the VPC, never SNATed (IPv6 entries ignored)
+
+	// IPv6 is the cluster's family (ENABLE_IPv6=true): the fwmark rule is
+	// an IPv6 rule, no SNAT or connmark rule is programmed (the egress
+	// plugin SNATs pods' IPv4 egress itself), and NEW forwarded connections
+	// to the pods' IPv4 egress range 169.254.172.0/22 are rejected.
+	IPv6 bool
+	// V6Egress is ENABLE_V6_EGRESS in an IPv4 cluster: NEW forwarded
+	// connections to the pods' IPv6 egress range fd00::ac:0/118 are
+	// rejected (ip6tables). Ignored in IPv6 mode.
+	V6Egress bool
 
 	ExternalSNAT         bool           // AWS_VPC_K8S_CNI_EXTERNALSNAT
 	ExcludeSNATCIDRs     []netip.Prefix // AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS
@@ -56,8 +68,9 @@ type Config struct {
 // unusable value the default with a warning (env.Warn). AWS_VPC_ENI_MTU
 // must be within [576, 9001] (the entrypoint refuses others; ipamd alone
 // falls back to 9001). CIDR lists are comma-separated; entries that do not
-// parse, and IPv6 entries, are warned about and skipped. PrimaryMAC,
-// PrimaryIP and VPCCIDRs are left empty.
+// parse, and IPv6 entries, are warned about and skipped. ENABLE_V6_EGRESS
+// is read as upstream's networkutils does (blank is unset). PrimaryMAC,
+// PrimaryIP, VPCCIDRs and IPv6 are left empty.
 func LoadEnv(env envutil.Env) Config {
 	return Config{
 		ExternalSNAT:     env.Bool(envExternalSNAT, false),
@@ -70,6 +83,7 @@ func LoadEnv(env envutil.Env) Config {
 		MTU:                  env.IntIn(envMTU, DefaultMTU, MinMTU, DefaultMTU),
 		VethPrefix:           env.String(envVethPrefix, DefaultVethPrefix),
 		ExternalServiceCIDRs: ipv4Only(env, envExternalServiceCIDRs),
+		V6Egress:             env.Bool(envV6Egress, false),
 	}
 }
 

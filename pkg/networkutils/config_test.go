@@ -41,6 +41,8 @@ func TestLoadEnv(t *testing.T) {
 			"AWS_VPC_ENI_MTU":                    "1500",
 			"AWS_VPC_K8S_CNI_VETHPREFIX":         "cali",
 			"AWS_EXTERNAL_SERVICE_CIDRS":         "198.51.100.0/24",
+			"ENABLE_V6_EGRESS":                   "true",
+			"ENABLE_IPv6":                        "true", // ipamd's to read, not LoadEnv's
 		}, want: Config{
 			ExternalSNAT:         true,
 			ExcludeSNATCIDRs:     prefixes("10.1.0.0/16", "192.168.5.0/24"),
@@ -50,6 +52,7 @@ func TestLoadEnv(t *testing.T) {
 			MTU:                  1500,
 			VethPrefix:           "cali",
 			ExternalServiceCIDRs: prefixes("198.51.100.0/24"),
+			V6Egress:             true,
 		}},
 		{name: "bool empty keeps default", env: map[string]string{"AWS_VPC_CNI_NODE_PORT_SUPPORT": "", "AWS_VPC_K8S_CNI_EXTERNALSNAT": ""}, want: defaults},
 		{name: "bool unparsable keeps default", env: map[string]string{"AWS_VPC_CNI_NODE_PORT_SUPPORT": "nope", "AWS_VPC_K8S_CNI_EXTERNALSNAT": "yes"}, want: defaults, warn: "value=yes using=false"},
@@ -96,6 +99,8 @@ func TestLoadEnv(t *testing.T) {
 			})},
 		{name: "bool warning names the value used", env: map[string]string{"AWS_VPC_CNI_NODE_PORT_SUPPORT": "nope"},
 			want: defaults, warn: "env=AWS_VPC_CNI_NODE_PORT_SUPPORT value=nope using=true"},
+		{name: "v6 egress empty is unset", env: map[string]string{"ENABLE_V6_EGRESS": ""}, want: defaults},
+		{name: "v6 egress garbage", env: map[string]string{"ENABLE_V6_EGRESS": "on"}, want: defaults, warn: "env=ENABLE_V6_EGRESS value=on using=false"},
 		{name: "veth prefix empty", env: map[string]string{"AWS_VPC_K8S_CNI_VETHPREFIX": ""}, want: defaults},
 	}
 	for _, tc := range tests {

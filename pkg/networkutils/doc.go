@@ -2,8 +2,10 @@
 // manages: the primary ENI's MTU, the policy-routing rules at priorities
 // 1024 (connmark → main), 1535 (external service CIDRs → main) and 32765
 // (from an ENI's primary IP → that ENI's table), the per-ENI route tables
-// and addresses, and the IPv4 iptables rules for SNAT and connmark in the
-// nat and mangle tables. It never touches pod-side state (pod veths, the
+// and addresses, the IPv4 iptables rules for SNAT and connmark in the
+// nat and mangle tables, and the filter FORWARD rule (iptables or
+// ip6tables) that rejects new connections into the egress plugin's pod
+// range. It never touches pod-side state (pod veths, the
 // per-pod rules at 512/1536, anything inside a pod's namespace): that
 // belongs to the CNI plugin. It never imports pkg/ipamd/... (ipamd drives
 // it) nor the plugin's packages under cmd/.
@@ -14,6 +16,18 @@
 // wanted. Ownership is narrow: a rule is ours by its priority and table
 // (ip rules), by its chain (AWS-SNAT-CHAIN-0, AWS-CONNMARK-CHAIN-0), or by
 // one of our comments in a shared built-in chain; nothing else is removed.
+
+// # IPv6 mode
+//
+// With Config.IPv6 (ENABLE_IPv6, handed over by ipamd) the package does
+// what upstream does for an IPv6 cluster: the fwmark rule is an IPv6
+// rule, no SNAT or connmark rule is programmed (pods' IPv6 addresses are
+// routable; the egress plugin SNATs their IPv4 egress itself), IPv4 SNAT
+// rules already on the node are left alone, and forwarded NEW connections
+// to 169.254.172.0/22 are rejected. In an IPv4 cluster with
+// Config.V6Egress (ENABLE_V6_EGRESS) the same is done for fd00::ac:0/118
+// with ip6tables. SetupENINetwork and TeardownENINetwork follow the ENI's
+// primary IP family (IPv6 gateway fe80:ec2::1).
 //
 // # Connmark backend
 //

@@ -16,9 +16,13 @@ import (
 type ENI struct {
 	MAC          string
 	DeviceNumber int          // attachment device index, > 0
-	PrimaryIP    netip.Addr   // IPv4
-	SubnetCIDR   netip.Prefix // the ENI's subnet
+	PrimaryIP    netip.Addr   // IPv4, or IPv6 for an ENI of an IPv6 node
+	SubnetCIDR   netip.Prefix // the ENI's subnet, of PrimaryIP's family
 }
+
+// ENIIPv6Gateway is the VPC router's address on every ENI for IPv6 (EC2's
+// fixed link-local gateway).
+var ENIIPv6Gateway = netip.MustParseAddr("fe80:ec2::1")
 
 // RouteTableForDevice is the route table of the ENI at deviceNumber on
 // network card 0: main (254) for the primary ENI (device 0), else
@@ -31,10 +35,12 @@ func RouteTableForDevice(deviceNumber int) int {
 }
 
 // SetupENINetwork configures a secondary ENI: MTU, link up, its primary
-// IP as the only global IPv4 address, table DeviceNumber+1 with
+// IP as the only global address of its family, table DeviceNumber+1 with
 // `<gw>/32 dev ethX scope link` and `default via <gw> dev ethX` (gw =
-// subnet network address + 1), no subnet route for it in main, and the
-// rule `from <primary IP> lookup <table>` at priority 32765.
+// subnet network address + 1; for IPv6 `fe80:ec2::1/128 dev ethX` and
+// `default via fe80:ec2::1 dev ethX`), no subnet route for it in main, and
+// the rule `from <primary IP> lookup <table>` at priority 32765 in the
+// primary IP's family.
 func (h *Host) SetupENINetwork(ctx context.Context, eni ENI) error {
 	if err := eni.validate(); err != nil {
 		return fmt.Errorf("setup ENI %s: %w", eni.MAC, err)
@@ -47,6 +53,9 @@ func (h *Host) SetupENINetwork(ctx context.Context, eni ENI) error {
 	table := RouteTableForDevice(eni.DeviceNumber)
 	subnet := eni.SubnetCIDR.Masked()
 	gw := subnet.Addr().Next()
+	if subnet.Addr().Is6() {
+		gw = ENIIPv6Gateway
+	}
 
 	steps := []struct {
 		what string
@@ -70,35 +79,45 @@ func (h *Host) SetupENINetwork(ctx context.Context, eni ENI) error {
 	return nil
 }
 
-// TeardownENINetwork deletes every IPv4 rule whose source is the ENI's
-// primary IP (called when the ENI is freed).
+// TeardownENINetwork deletes every rule whose source is exactly the ENI's
+// primary IP, in that IP's family (called when the ENI is freed).
 func (h *Host) TeardownENINetwork(ctx context.Context, primaryIP netip.Addr) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !primaryIP.Is4() {
-		return fmt.Errorf("teardown ENI: %v is not an IPv4 address", primaryIP)
+	if !primaryIP.IsValid() || primaryIP.Is4In6() || primaryIP.Zone() != "" {
+		return fmt.Errorf("teardown ENI: %v is not an ENI's primary IP", primaryIP)
 	}
 	return h.deleteRulesFrom(primaryIP)
 }
 
 func (e ENI) validate() error {
-	switch {
-	case e.DeviceNumber < 1:
+	if e.DeviceNumber < 1 {
 		return fmt.Errorf("device number %d: secondary ENIs start at 1", e.DeviceNumber)
-	case !e.PrimaryIP.Is4():
-		return fmt.Errorf("primary IP %v is not IPv4", e.PrimaryIP)
-	case !e.SubnetCIDR.IsValid() || !e.SubnetCIDR.Addr().Is4() || e.SubnetCIDR.Bits() > 30:
-		return fmt.Errorf("subnet %v is not an IPv4 subnet with room for a gateway", e.SubnetCIDR)
-	case !e.SubnetCIDR.Contains(e.PrimaryIP):
-		return fmt.Errorf("primary IP %v is outside subnet %v", e.PrimaryIP, e.SubnetCIDR)
+	}
+	ip, subnet := e.PrimaryIP, e.SubnetCIDR
+	switch {
+	case ip.Is4():
+		if !subnet.IsValid() || !subnet.Addr().Is4() || subnet.Bits() > 30 {
+			return fmt.Errorf("subnet %v is not an IPv4 subnet with room for a gateway", subnet)
+		}
+	case ip.Is6() && !ip.Is4In6() && ip.Zone() == "" && ip.IsGlobalUnicast():
+		if !subnet.IsValid() || !subnet.Addr().Is6() {
+			return fmt.Errorf("subnet %v is not an IPv6 subnet", subnet)
+		}
+	default:
+		return fmt.Errorf("primary IP %v is neither IPv4 nor a global IPv6 unicast address", ip)
+	}
+	if !subnet.Contains(ip) {
+		return fmt.Errorf("primary IP %v is outside subnet %v", ip, subnet)
 	}
 	return nil
 }
 
-// syncENIAddress leaves want as the link's only global IPv4 address.
+// syncENIAddress leaves want as the link's only global address of its
+// family (link-local IPv6 addresses are not global and stay).
 func (h *Host) syncENIAddress(link netlink.Link, want netip.Prefix) error {
-	addrs, err := h.nl.AddrList(link, netlink.FAMILY_V4)
+	addrs, err := h.nl.AddrList(link, netlinkFamily(want.Addr()))
 	if err != nil {
 		return fmt.Errorf("list addresses: %w", err)
 	}
@@ -125,14 +144,20 @@ func (h *Host) syncENIAddress(link netlink.Link, want netip.Prefix) error {
 }
 
 // syncENIRoutes leaves table holding exactly the gateway's link route and
-// the default route via it, both on link.
+// the default route via it, both on link, in gw's family.
 func (h *Host) syncENIRoutes(link netlink.Link, table int, gw netip.Addr) error {
 	idx := link.Attrs().Index
-	gwRoute := &netlink.Route{LinkIndex: idx, Dst: ipNet(netip.PrefixFrom(gw, 32)), Scope: netlink.SCOPE_LINK, Table: table}
-	defRoute := &netlink.Route{LinkIndex: idx, Dst: ipNet(netip.PrefixFrom(netip.IPv4Unspecified(), 0)), Gw: gw.AsSlice(), Table: table}
+	// The kernel keeps no scope on IPv6 routes (it lists them all as
+	// universe), so the IPv6 gateway route is written as it reads back.
+	gwScope, unspec := netlink.SCOPE_LINK, netip.IPv4Unspecified()
+	if gw.Is6() {
+		gwScope, unspec = netlink.SCOPE_UNIVERSE, netip.IPv6Unspecified()
+	}
+	gwRoute := &netlink.Route{LinkIndex: idx, Dst: ipNet(netip.PrefixFrom(gw, gw.BitLen())), Scope: gwScope, Table: table}
+	defRoute := &netlink.Route{LinkIndex: idx, Dst: ipNet(netip.PrefixFrom(unspec, 0)), Gw: gw.AsSlice(), Table: table}
 	wanted := []*netlink.Route{gwRoute, defRoute}
 
-	listed, err := h.routes(&netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
+	listed, err := h.routes(netlinkFamily(gw), &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return err
 	}
@@ -168,7 +193,7 @@ func (h *Host) syncENIRoutes(link netlink.Link, table int, gw netip.Addr) error 
 // table only.
 func (h *Host) deleteMainSubnetRoute(link netlink.Link, subnet netip.Prefix) error {
 	filter := &netlink.Route{Table: mainTable, LinkIndex: link.Attrs().Index, Dst: ipNet(subnet)}
-	routes, err := h.routes(filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_OIF|netlink.RT_FILTER_DST)
+	routes, err := h.routes(netlinkFamily(subnet.Addr()), filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_OIF|netlink.RT_FILTER_DST)
 	if err != nil {
 		return err
 	}
@@ -180,12 +205,13 @@ func (h *Host) deleteMainSubnetRoute(link netlink.Link, subnet netip.Prefix) err
 	return nil
 }
 
-// routes lists IPv4 routes, retrying a dump interrupted by a change.
-func (h *Host) routes(filter *netlink.Route, mask uint64) ([]netlink.Route, error) {
+// routes lists the routes of family, retrying a dump interrupted by a
+// change.
+func (h *Host) routes(family int, filter *netlink.Route, mask uint64) ([]netlink.Route, error) {
 	var err error
 	for range 5 {
 		var rs []netlink.Route
-		rs, err = h.nl.RouteListFiltered(netlink.FAMILY_V4, filter, mask)
+		rs, err = h.nl.RouteListFiltered(family, filter, mask)
 		if err == nil {
 			return rs, nil
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netlink"
 )
 
 func TestSplitRuleLine(t *testing.T) {
@@ -88,7 +89,7 @@ func TestHelpers(t *testing.T) {
 	assert.False(t, hasNFTTable("table ip aws-cni-x\n", "ip", "aws-cni"))
 
 	mask := uint32(0x80)
-	w := newRule(HostRulePriority, mainTable)
+	w := newRule(netlink.FAMILY_V4, HostRulePriority, mainTable)
 	w.Mark, w.Mask = 0x80, &mask
 	listed := *w
 	assert.True(t, sameRule(listed, w))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/coreos/go-iptables/iptables"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -28,6 +29,7 @@ type Host struct {
 	nl    *netlink.Handle
 	netns ns.NetNS // nil: the caller's namespace
 	ipt   ipTables
+	ipt6  ipTables // ip6tables; nil when it cannot run and the mode needs none of its rules
 
 	linkAttempts int
 	linkInterval time.Duration
@@ -67,8 +69,9 @@ func WithLinkRetry(attempts int, interval time.Duration) Option {
 
 // New opens the netlink and iptables access for cfg's node. Zero values of
 // ConnmarkMark, MTU, VethPrefix and RandomizeSNAT take upstream defaults.
-// It fails when the iptables binary cannot be run, as upstream ipamd does.
-// Close releases the namespace handles.
+// It fails when the iptables binary cannot be run, as upstream ipamd does,
+// and when ip6tables cannot be run in a mode that programs an IPv6 rule
+// (cfg.IPv6 or cfg.V6Egress). Close releases the namespace handles.
 func New(cfg Config, opts ...Option) (*Host, error) {
 	RegisterMetrics()
 	o := options{linkAttempts: 5, linkInterval: 3 * time.Second}
@@ -118,11 +121,21 @@ func (h *Host) open(netnsPath string) error {
 		}
 		h.nl = nl
 	}
-	ipt, err := newNSIPTables(h.netns)
+	ipt, err := newNSIPTables(h.netns, iptables.ProtocolIPv4)
 	if err != nil {
 		return err
 	}
 	h.ipt = ipt
+	ipt6, err := newNSIPTables(h.netns, iptables.ProtocolIPv6)
+	switch {
+	case err == nil:
+		h.ipt6 = ipt6
+	case h.cfg.IPv6 || h.cfg.V6Egress:
+		return err
+	default:
+		// An IPv4 node without V6Egress only looks for a stale IPv6 rule.
+		h.log.Info("ip6tables cannot run; no IPv6 egress rule is looked for", "error", err)
+	}
 	return nil
 }
 
@@ -174,14 +187,19 @@ func (h *Host) linkByMAC(ctx context.Context, mac string) (netlink.Link, error) 
 }
 
 // SetupHostNetwork prepares the node at ipamd start: primary ENI MTU, the
-// priority-1024 fwmark rule, the priority-1535 rules for
-// AWS_EXTERNAL_SERVICE_CIDRS, then UpdateSNATRules with cfg.VPCCIDRs.
+// egress plugin's REJECT rule (IPv4 range in IPv6 mode, IPv6 range in IPv4
+// mode with V6Egress), the priority-1024 fwmark rule (IPv6 family in IPv6
+// mode), the priority-1535 rules for AWS_EXTERNAL_SERVICE_CIDRS, then
+// UpdateSNATRules with cfg.VPCCIDRs (nothing in IPv6 mode).
 func (h *Host) SetupHostNetwork(ctx context.Context) error {
 	link, err := h.linkByMAC(ctx, h.cfg.PrimaryMAC)
 	if err != nil {
 		return fmt.Errorf("setup host network: primary link: %w", err)
 	}
 	if err := h.setMTU(link, h.cfg.MTU); err != nil {
+		return fmt.Errorf("setup host network: %w", err)
+	}
+	if err := h.syncEgressRejectRules(ctx); err != nil {
 		return fmt.Errorf("setup host network: %w", err)
 	}
 	if err := h.syncFwmarkRule(h.cfg.NodePortSupport || !h.cfg.ExternalSNAT); err != nil {

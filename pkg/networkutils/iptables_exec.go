@@ -2,7 +2,6 @@ package networkutils
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -60,7 +59,7 @@ func (r ruleSpec) String() string {
 	return strings.Join(parts, " ")
 }
 
-// ipTables is the part of iptables this package uses (IPv4 only).
+// ipTables is the part of iptables (or ip6tables) this package uses.
 type ipTables interface {
 	ListChains(table string) ([]string, error)
 	NewChain(table, chain string) error
@@ -73,41 +72,49 @@ type ipTables interface {
 	HasRandomFully() bool
 }
 
-// nsIPTables runs the iptables binary (through go-iptables) with every
-// invocation forked from a thread inside the target namespace.
+// nsIPTables runs the iptables or ip6tables binary (through go-iptables)
+// with every invocation forked from a thread inside the target namespace.
 type nsIPTables struct {
 	ipt   *iptables.IPTables
 	netns ns.NetNS // nil: the caller's namespace
 }
 
-func newNSIPTables(netns ns.NetNS) (*nsIPTables, error) {
-	path, err := iptablesPath()
+// newNSIPTables opens iptables (proto IPv4) or ip6tables (IPv6).
+func newNSIPTables(netns ns.NetNS, proto iptables.Protocol) (*nsIPTables, error) {
+	name := "iptables"
+	if proto == iptables.ProtocolIPv6 {
+		name = "ip6tables"
+	}
+	path, err := binaryPath(name)
 	if err != nil {
 		return nil, err
 	}
 	var ipt *iptables.IPTables
 	err = inNetNS(netns, func() error {
 		var err error
-		ipt, err = iptables.New(iptables.IPFamily(iptables.ProtocolIPv4), iptables.Path(path))
+		ipt, err = iptables.New(iptables.IPFamily(proto), iptables.Path(path))
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("iptables %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", name, path, err)
 	}
 	return &nsIPTables{ipt: ipt, netns: netns}, nil
 }
 
-// iptablesPath finds the iptables binary; sbin may be missing from PATH.
-func iptablesPath() (string, error) {
-	if p, err := exec.LookPath("iptables"); err == nil {
+// iptablesPath finds the iptables binary.
+func iptablesPath() (string, error) { return binaryPath("iptables") }
+
+// binaryPath finds an sbin tool; sbin may be missing from PATH.
+func binaryPath(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	for _, p := range []string{"/usr/sbin/iptables", "/sbin/iptables"} {
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
+	for _, dir := range []string{"/usr/sbin/", "/sbin/"} {
+		if st, err := os.Stat(dir + name); err == nil && !st.IsDir() {
+			return dir + name, nil
 		}
 	}
-	return "", errors.New("iptables binary not found in PATH, /usr/sbin or /sbin")
+	return "", fmt.Errorf("%s binary not found in PATH, /usr/sbin or /sbin", name)
 }
 
 // inNetNS runs fn on an OS thread switched into netns (ns.Do locks the
@@ -246,15 +253,7 @@ func splitRuleLine(line string) ([]string, error) {
 // runNFT runs the nft tool inside netns. It reports found=false when nft
 // is not installed.
 func runNFT(netns ns.NetNS, args ...string) (stdout string, found bool, err error) {
-	path, lerr := exec.LookPath("nft")
-	if lerr != nil {
-		for _, p := range []string{"/usr/sbin/nft", "/sbin/nft"} {
-			if _, serr := os.Stat(p); serr == nil {
-				path, lerr = p, nil
-				break
-			}
-		}
-	}
+	path, lerr := binaryPath("nft")
 	if lerr != nil {
 		return "", false, nil
 	}

@@ -42,9 +42,11 @@ func hostSnapshot() string {
 		fmt.Fprintf(&b, "$ %s (err=%v)\n%s", strings.Join(args, " "), err, out)
 	}
 	if os.Geteuid() == 0 {
-		if path, err := exec.LookPath("iptables-save"); err == nil {
-			out, err := exec.Command(path).CombinedOutput()
-			fmt.Fprintf(&b, "$ iptables-save (err=%v)\n%s", err, normaliseSave(string(out)))
+		for _, save := range []string{"iptables-save", "ip6tables-save"} {
+			if path, err := exec.LookPath(save); err == nil {
+				out, err := exec.Command(path).CombinedOutput()
+				fmt.Fprintf(&b, "$ %s (err=%v)\n%s", save, err, normaliseSave(string(out)))
+			}
 		}
 		if path, err := exec.LookPath("nft"); err == nil {
 			out, err := exec.Command(path, "list", "ruleset").CombinedOutput()

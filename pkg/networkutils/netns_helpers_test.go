@@ -48,8 +48,10 @@ func requireRootAndIPTables(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces, veths and iptables rules inside them")
 	}
-	if _, err := iptablesPath(); err != nil {
-		t.Skip("needs the iptables binary (apt-get install -y iptables): " + err.Error())
+	for _, bin := range []string{"iptables", "ip6tables"} {
+		if _, err := binaryPath(bin); err != nil {
+			t.Skip("needs the iptables and ip6tables binaries (apt-get install -y iptables): " + err.Error())
+		}
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs iproute2's ip to create namespaces")
@@ -137,6 +139,18 @@ func (n *testNode) iptables(t *testing.T, args ...string) {
 	n.exec(t, append([]string{"iptables"}, args...)...)
 }
 
+func (n *testNode) ip6tables(t *testing.T, args ...string) {
+	t.Helper()
+	n.exec(t, append([]string{"ip6tables"}, args...)...)
+}
+
+// forward is `iptables -S FORWARD` (cmd "ip6tables": the IPv6 one) in the
+// node: the policy line, then the rules in order.
+func (n *testNode) forward(t *testing.T, cmd string) string {
+	t.Helper()
+	return n.exec(t, cmd, "-t", "filter", "-S", "FORWARD")
+}
+
 // save is `iptables-save -t table` inside the node, without the
 // timestamp comment lines and with packet counters zeroed.
 func (n *testNode) save(t *testing.T, table string) string {
@@ -175,7 +189,18 @@ func (n *testNode) link(t *testing.T, name string) netlink.Link {
 // print the selector part, sorted.
 func (n *testNode) rulesAt(t *testing.T, priority int) []string {
 	t.Helper()
-	rules, err := n.nl.RuleList(netlink.FAMILY_V4)
+	return n.rulesOf(t, netlink.FAMILY_V4, priority)
+}
+
+// rules6At is rulesAt for IPv6 rules.
+func (n *testNode) rules6At(t *testing.T, priority int) []string {
+	t.Helper()
+	return n.rulesOf(t, netlink.FAMILY_V6, priority)
+}
+
+func (n *testNode) rulesOf(t *testing.T, family, priority int) []string {
+	t.Helper()
+	rules, err := n.nl.RuleList(family)
 	require.NoError(t, err)
 	var out []string
 	for _, r := range rules {
@@ -206,7 +231,18 @@ func (n *testNode) rulesAt(t *testing.T, priority int) []string {
 // routesIn lists the node's IPv4 routes in table as "dst via gw dev scope".
 func (n *testNode) routesIn(t *testing.T, table int) []string {
 	t.Helper()
-	routes, err := n.nl.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
+	return n.routesOf(t, netlink.FAMILY_V4, table)
+}
+
+// routes6In is routesIn for IPv6 routes.
+func (n *testNode) routes6In(t *testing.T, table int) []string {
+	t.Helper()
+	return n.routesOf(t, netlink.FAMILY_V6, table)
+}
+
+func (n *testNode) routesOf(t *testing.T, family, table int) []string {
+	t.Helper()
+	routes, err := n.nl.RouteListFiltered(family, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
 	require.NoError(t, err)
 	var out []string
 	for _, r := range routes {

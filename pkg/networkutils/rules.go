@@ -28,16 +28,22 @@ const (
 
 // syncFwmarkRule makes `fwmark <mark>/<mark> lookup main` at priority 1024
 // exist once when want, and removes any other fwmark rule at 1024 → main
-// (for example one with an old mark value).
+// (for example one with an old mark value). The rule is in the cluster's
+// family (IPv6 in IPv6 mode, as upstream); the other family's rules are
+// left alone.
 func (h *Host) syncFwmarkRule(want bool) error {
+	family := netlink.FAMILY_V4
+	if h.cfg.IPv6 {
+		family = netlink.FAMILY_V6
+	}
 	var wanted []*netlink.Rule
 	if want {
-		r := newRule(HostRulePriority, mainTable)
+		r := newRule(family, HostRulePriority, mainTable)
 		mark := h.cfg.ConnmarkMark
 		r.Mark, r.Mask = mark, &mark
 		wanted = append(wanted, r)
 	}
-	err := h.syncRules(func(r netlink.Rule) bool {
+	err := h.syncRules(family, func(r netlink.Rule) bool {
 		return r.Priority == HostRulePriority && r.Table == mainTable && (r.Mark != 0 || r.Mask != nil)
 	}, wanted)
 	if err != nil {
@@ -51,11 +57,11 @@ func (h *Host) syncFwmarkRule(want bool) error {
 func (h *Host) syncExternalServiceRules(cidrs []netip.Prefix) error {
 	var wanted []*netlink.Rule
 	for _, c := range ipv4Prefixes(cidrs) {
-		r := newRule(ExternalServiceRulePriority, mainTable)
+		r := newRule(netlink.FAMILY_V4, ExternalServiceRulePriority, mainTable)
 		r.Dst = ipNet(c)
 		wanted = append(wanted, r)
 	}
-	err := h.syncRules(func(r netlink.Rule) bool {
+	err := h.syncRules(netlink.FAMILY_V4, func(r netlink.Rule) bool {
 		return r.Priority == ExternalServiceRulePriority && r.Table == mainTable
 	}, wanted)
 	if err != nil {
@@ -64,13 +70,14 @@ func (h *Host) syncExternalServiceRules(cidrs []netip.Prefix) error {
 	return nil
 }
 
-// syncENIRule makes `from <ip>/32 lookup <table>` at priority 32765 exist
-// exactly once and removes other 32765 rules from that IP.
+// syncENIRule makes `from <ip>/32 lookup <table>` (/128 for IPv6) at
+// priority 32765 exist exactly once and removes other 32765 rules from
+// that IP.
 func (h *Host) syncENIRule(ip netip.Addr, table int) error {
-	src := netip.PrefixFrom(ip, 32)
-	r := newRule(FromENIPrimaryIPRulePriority, table)
+	src := netip.PrefixFrom(ip, ip.BitLen())
+	r := newRule(netlinkFamily(ip), FromENIPrimaryIPRulePriority, table)
 	r.Src = ipNet(src)
-	err := h.syncRules(func(r netlink.Rule) bool {
+	err := h.syncRules(netlinkFamily(ip), func(r netlink.Rule) bool {
 		return r.Priority == FromENIPrimaryIPRulePriority && prefixEq(r.Src, src)
 	}, []*netlink.Rule{r})
 	if err != nil {
@@ -79,22 +86,24 @@ func (h *Host) syncENIRule(ip netip.Addr, table int) error {
 	return nil
 }
 
-// deleteRulesFrom deletes every IPv4 rule whose source is exactly ip/32.
+// deleteRulesFrom deletes every rule whose source is exactly ip/32 (or
+// ip/128).
 func (h *Host) deleteRulesFrom(ip netip.Addr) error {
-	src := netip.PrefixFrom(ip, 32)
-	if err := h.syncRules(func(r netlink.Rule) bool { return prefixEq(r.Src, src) }, nil); err != nil {
+	src := netip.PrefixFrom(ip, ip.BitLen())
+	if err := h.syncRules(netlinkFamily(ip), func(r netlink.Rule) bool { return prefixEq(r.Src, src) }, nil); err != nil {
 		return fmt.Errorf("delete rules from %s: %w", ip, err)
 	}
 	return nil
 }
 
-// syncRules is the one ip-rule reconciler. Among the IPv4 rules that ours
-// selects, each wanted rule keeps the first listed rule equal to it; every
-// other one of ours is deleted; wanted rules without a match are added.
-func (h *Host) syncRules(ours func(netlink.Rule) bool, wanted []*netlink.Rule) error {
+// syncRules is the one ip-rule reconciler. Among the rules of family that
+// ours selects, each wanted rule keeps the first listed rule equal to it;
+// every other one of ours is deleted; wanted rules without a match are
+// added.
+func (h *Host) syncRules(family int, ours func(netlink.Rule) bool, wanted []*netlink.Rule) error {
 	h.rulesMu.Lock()
 	defer h.rulesMu.Unlock()
-	rules, err := h.listRules()
+	rules, err := h.listRules(family)
 	if err != nil {
 		return err
 	}
@@ -140,12 +149,13 @@ func netEq(a, b *net.IPNet) bool {
 	return oka == okb && pa == pb
 }
 
-// listRules lists IPv4 rules, retrying a dump interrupted by a change.
-func (h *Host) listRules() ([]netlink.Rule, error) {
+// listRules lists the rules of family, retrying a dump interrupted by a
+// change.
+func (h *Host) listRules(family int) ([]netlink.Rule, error) {
 	var err error
 	for range 5 {
 		var rules []netlink.Rule
-		rules, err = h.nl.RuleList(netlink.FAMILY_V4)
+		rules, err = h.nl.RuleList(family)
 		if err == nil {
 			return rules, nil
 		}
@@ -156,12 +166,20 @@ func (h *Host) listRules() ([]netlink.Rule, error) {
 	return nil, fmt.Errorf("list ip rules: %w", err)
 }
 
-func newRule(priority, table int) *netlink.Rule {
+func newRule(family, priority, table int) *netlink.Rule {
 	r := netlink.NewRule()
-	r.Family = netlink.FAMILY_V4
+	r.Family = family
 	r.Priority = priority
 	r.Table = table
 	return r
+}
+
+// netlinkFamily is the netlink family of a.
+func netlinkFamily(a netip.Addr) int {
+	if a.Is4() {
+		return netlink.FAMILY_V4
+	}
+	return netlink.FAMILY_V6
 }
 
 func ipNet(p netip.Prefix) *net.IPNet {

@@ -31,8 +31,14 @@ const (
 // PREROUTING) and the connmark of SNATed pod traffic (nat PREROUTING →
 // AWS-CONNMARK-CHAIN-0) for the given VPC CIDRs (IPv6 entries ignored).
 // ipamd calls it at start and whenever the VPC's CIDR set changes. All
-// three parts are attempted; the errors are joined.
+// three parts are attempted; the errors are joined. In IPv6 mode it does
+// nothing, as upstream: pods' IPv6 addresses are not translated, and the
+// egress plugin SNATs their IPv4 egress itself; IPv4 rules already on
+// such a node are left alone.
 func (h *Host) UpdateSNATRules(ctx context.Context, vpcCIDRs []netip.Prefix) error {
+	if h.cfg.IPv6 {
+		return ctx.Err()
+	}
 	if !h.cfg.ExternalSNAT && !h.cfg.PrimaryIP.Is4() {
 		return fmt.Errorf("update SNAT rules: primary IP %v is not IPv4", h.cfg.PrimaryIP)
 	}
@@ -168,8 +174,13 @@ var staleChainName = regexp.MustCompile(`^AWS-(SNAT|CONNMARK)-CHAIN-([0-9]+)$`)
 // CleanUpStaleAWSChains removes the chains of upstream's old multi-chain
 // layout: when AWS-SNAT-CHAIN-1 exists, every AWS-SNAT-CHAIN-N and
 // AWS-CONNMARK-CHAIN-N with N > 0 is deleted, after removing the rules
-// that jump to them from other chains.
+// that jump to them from other chains. In IPv6 mode it does nothing:
+// upstream looks in ip6tables' nat table there, and IPv6 mode creates no
+// numbered chain in it.
 func (h *Host) CleanUpStaleAWSChains(ctx context.Context) error {
+	if h.cfg.IPv6 {
+		return ctx.Err()
+	}
 	h.iptMu.Lock()
 	defer h.iptMu.Unlock()
 	if err := ctx.Err(); err != nil {

@@ -305,6 +305,11 @@ func (n *testNode) exec(cmd string, p *testPod, stdin []byte, env map[string]str
 // run is exec for goroutines other than the test's: it reports a plugin
 // that could not be started instead of failing the test.
 func (n *testNode) run(cmd string, p *testPod, stdin []byte, env map[string]string) (cniRun, error) {
+	return n.runBin(pluginBin, cmd, p, stdin, env)
+}
+
+// runBin is run with another build of the plugin (benchmarks compare).
+func (n *testNode) runBin(bin, cmd string, p *testPod, stdin []byte, env map[string]string) (cniRun, error) {
 	vars := map[string]string{
 		"CNI_COMMAND": cmd,
 		"CNI_PATH":    filepath.Dir(pluginBin),
@@ -318,7 +323,7 @@ func (n *testNode) run(cmd string, p *testPod, stdin []byte, env map[string]stri
 	for k, v := range env {
 		vars[k] = v
 	}
-	c := netnsutil.Command(n.node, pluginBin)
+	c := netnsutil.Command(n.node, bin)
 	c.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range vars {
 		c.Env = append(c.Env, k+"="+v)

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
-	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
 // BenchmarkPluginAddDel measures a full pod attach and detach as a runtime
@@ -150,9 +151,26 @@ func pairOnce(n *testNode, bin string, p *testPod) (sample, error) {
 		return s, fmt.Errorf("DEL: %s %v", del, err)
 	}
 	t2 := time.Now()
-	netnsutil.Delete(n.t, p.netns)
+	if err := deleteNetns(p); err != nil {
+		return s, err
+	}
 	s.add, s.del, s.netns = t1.Sub(t0), t2.Sub(t1), time.Since(t2)
 	return s, nil
+}
+
+// deleteNetns removes p's namespace as containerd does: a lazy unmount
+// of the bind mount (a fork by a concurrent exec may hold the file for a
+// moment), then the file. The kernel destroys the namespace, and the veth
+// in it, once nothing holds it.
+func deleteNetns(p *testPod) error {
+	_ = p.netns.Close()
+	if err := unix.Unmount(p.netnsPath, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("unmount namespace %s: %w", p.netnsPath, err)
+	}
+	if err := os.Remove(p.netnsPath); err != nil {
+		return fmt.Errorf("remove namespace file %s: %w", p.netnsPath, err)
+	}
+	return nil
 }
 
 // p50 is the median of f over ss, in ms.

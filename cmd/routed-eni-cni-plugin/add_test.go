@@ -82,7 +82,10 @@ func (n *testNode) requireWired(p *testPod, res *current.Result, table int) {
 	}
 
 	// Pod side.
-	ph := netnsutil.Handle(t, p.netns)
+	// A short-lived handle: one held would keep the namespace alive.
+	ph, err := netnsutil.HandleAt(p.netnsPath)
+	require.NoError(t, err)
+	defer ph.Close()
 	cl, err := ph.LinkByName(p.ifName)
 	require.NoError(t, err)
 	assert.NotZero(t, cl.Attrs().Flags&net.FlagUp, "pod interface up")
@@ -183,10 +186,12 @@ func TestAddHonoursMTUAndVethPrefix(t *testing.T) {
 	hl, err := n.nodeHandle().LinkByName(hostVethName("abc", p.namespace, p.name))
 	require.NoError(t, err)
 	assert.Equal(t, 1500, hl.Attrs().MTU)
-	cl, err := netnsutil.Handle(t, p.netns).LinkByName("eth0")
+	ph, err := netnsutil.HandleAt(p.netnsPath)
+	require.NoError(t, err)
+	cl, err := ph.LinkByName("eth0")
+	ph.Close()
 	require.NoError(t, err)
 	assert.Equal(t, 1500, cl.Attrs().MTU)
 	n.del(p, r.stdout, nil)
-	require.Empty(t, n.podLinks("abc"))
 	n.requireClean()
 }

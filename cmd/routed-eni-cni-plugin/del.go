@@ -20,13 +20,18 @@ import (
 // Order of work, chosen so a new pod that was already handed the same
 // address is never hurt:
 //  1. DelNetwork (or queue it when ipamd does not answer);
-//  2. delete the pod's veth if its namespace is still there (the node end
-//     and the node route through it go with it);
-//  3. remove the address's rules, unless a live interface still routes the
-//     address (driver.ReleaseHostRouting refuses then). The check and the
-//     removal hold the address's lock (package hostlock), which an ADD
-//     holds while adding its route and rules: a new pod's ADD of the same
-//     address, running at the same time, is never half seen.
+//  2. find the node end of the pod's veth from inside the pod's namespace
+//     (driver.HostPeer), if the namespace is still there;
+//  3. per address, under the address's lock (package hostlock, which an
+//     ADD holds while adding its route and rules): delete the main-table
+//     route through that node end, then remove the address's rules unless
+//     another interface still routes the address (a new pod's ADD of the
+//     same address is then either not begun or finished, never half seen);
+//  4. leave the veth pair to the runtime, which deletes the namespace right
+//     after a DEL and the pair with it (upstream does the same; deleting a
+//     veth costs the kernel about 20 ms). Only when the namespace has
+//     already outlived a completed DEL (this DEL repeats one ipamd has
+//     seen) is the pair deleted here.
 func cmdDel(args *skel.CmdArgs) error {
 	inv, done, err := start("DEL", args, false)
 	if err != nil {
@@ -54,6 +59,7 @@ func (inv *invocation) del() error {
 	}
 
 	reply, err := inv.callDelNetwork()
+	repeat := false
 	switch {
 	case err == nil && !reply.Success:
 		return errors.New("ipamd could not release the pod's address")
@@ -72,7 +78,7 @@ func (inv *invocation) del() error {
 			}
 			return inv.teardownBranch(int(reply.PodVlanId), as)
 		}
-		inv.removeContainerLink()
+		peer := inv.hostPeer()
 		var errs []error
 		found := false
 		for _, md := range reply.IPAllocationMetadata {
@@ -81,7 +87,7 @@ func (inv *invocation) del() error {
 				continue
 			}
 			found = true
-			if err := inv.releaseHostRouting(ip); err != nil {
+			if err := inv.releaseHostRouting(ip, peer); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -91,6 +97,7 @@ func (inv *invocation) del() error {
 		return errors.Join(errs...)
 	case isUnknownPod(err):
 		log.Info("ipamd holds nothing for this pod (already released)")
+		repeat = true
 	default:
 		log.Warn("ipamd did not release the address; queueing the DEL and tearing down from prevResult", "error", err)
 		reason := "ipamd error: "
@@ -99,15 +106,22 @@ func (inv *invocation) del() error {
 		}
 		inv.queueDel(reason + err.Error())
 	}
-	inv.removeContainerLink()
+	peer := inv.hostPeer()
 	if prev == nil {
-		log.Info("no usable prevResult; nothing more to remove on the node")
-		return nil
-	}
-	for _, a := range prev.Attachments {
-		if err := inv.releaseHostRouting(a.IP); err != nil {
-			log.Warn("could not remove the node's rules from prevResult", "ip", a.IP.String(), "error", err)
+		log.Info("no usable prevResult; no address to remove from the node")
+	} else {
+		for _, a := range prev.Attachments {
+			if err := inv.releaseHostRouting(a.IP, peer); err != nil {
+				log.Warn("could not remove the node's route and rules from prevResult", "ip", a.IP.String(), "error", err)
+			}
 		}
+	}
+	if repeat && peer > 0 {
+		// An earlier DEL completed, yet the namespace and the pod's veth
+		// are still here: the runtime keeps the namespace (or retries
+		// after a later plugin failed), so the pair would not go with it.
+		log.Info("namespace outlived an earlier DEL; deleting the pod's veth")
+		inv.removeContainerLink()
 	}
 	return nil
 }
@@ -149,6 +163,18 @@ func (inv *invocation) prevInfo() *prevInfo {
 	return &info
 }
 
+// hostPeer is the node ifindex of the pod's veth, 0 when the namespace or
+// the pair is gone (or cannot be read: then only an address no interface
+// routes has its rules removed).
+func (inv *invocation) hostPeer() int {
+	peer, err := driver.HostPeer(inv.args.Netns, inv.args.IfName, inv.log)
+	if err != nil {
+		inv.log.Warn("could not find the pod's veth; its node route goes with the namespace", "error", err)
+		return 0
+	}
+	return peer
+}
+
 // removeContainerLink deletes the pod's veth when its namespace remains.
 func (inv *invocation) removeContainerLink() {
 	if err := driver.RemoveContainerLink(inv.args.Netns, inv.args.IfName, inv.log); err != nil {
@@ -156,10 +182,11 @@ func (inv *invocation) removeContainerLink() {
 	}
 }
 
-// releaseHostRouting removes the rules of ip; an address already routed to
-// another live interface is not an error.
-func (inv *invocation) releaseHostRouting(ip net.IP) error {
-	err := driver.ReleaseHostRouting(ip, inv.addressLocks(), inv.log)
+// releaseHostRouting removes the route of ip through peer (this pod's
+// veth) and the rules of ip; an address routed to another live interface
+// is not an error.
+func (inv *invocation) releaseHostRouting(ip net.IP, peer int) error {
+	err := driver.ReleaseHostRouting(ip, peer, inv.addressLocks(), inv.log)
 	if errors.Is(err, driver.ErrAddressInUse) {
 		return nil
 	}

@@ -43,18 +43,23 @@ func TestCheckThenDelReleasesAndIsIdempotent(t *testing.T) {
 	for _, c := range []struct {
 		p   *testPod
 		raw []byte
-	}{{a, rawA}, {b, rawB}} {
+		ip  net.IP
+	}{{a, rawA, ipA}, {b, rawB, podIP(t, resB)}} {
 		n.del(c.p, c.raw, nil)
 		_, held := n.allocation(c.p)
 		assert.False(t, held, "ipamd released %s", c.p.name)
-		_, err := netnsutil.Handle(t, c.p.netns).LinkByName("eth0")
-		assert.Error(t, err, "pod interface deleted")
-		// Repeated DEL, then containerd's second DEL with no namespace.
+		assert.Empty(t, addressRoutes(n, c.ip), "node route removed")
+		to, from := addressRules(n, c.ip)
+		assert.Empty(t, to, "512 rule removed")
+		assert.Empty(t, from, "1536 rule removed")
+		assert.True(t, podHasLink(t, c.p, "eth0"), "pod interface left for the runtime's namespace deletion")
+		// Repeated DEL (the namespace outlived the first: it is deleted
+		// now), then containerd's second DEL with no namespace.
 		n.del(c.p, c.raw, nil)
+		assert.False(t, podHasLink(t, c.p, "eth0"), "pod interface deleted by the repeated DEL")
 		n.del(c.p, c.raw, map[string]string{"CNI_NETNS": ""})
 		n.del(c.p, nil, map[string]string{"CNI_NETNS": ""})
 	}
-	_ = resB
 	n.requireClean()
 	assert.Equal(t, 0, n.store().Stats().AssignedIPs)
 	entries, _ := delqueue.List(n.queueDir)
@@ -85,7 +90,7 @@ func TestDelAfterNetnsGone(t *testing.T) {
 func TestDelWithIPAMDDownQueuesAndTearsDown(t *testing.T) {
 	n := newTestNode(t, devpool.Pool{ENIs: 2, PerENI: 1})
 	a, b := n.newPod("down-a"), n.newPod("down-b")
-	rawA, _ := n.add(a, "1.0.0")
+	rawA, resA := n.add(a, "1.0.0")
 	_, _ = n.add(b, "1.0.0")
 	n.stopIPAMD()
 
@@ -114,13 +119,16 @@ func TestDelWithIPAMDDownQueuesAndTearsDown(t *testing.T) {
 	_, ok = byID[b.containerID]
 	assert.True(t, ok, "queued DEL for b")
 
-	// a torn down from prevResult; b's rules stay (nothing told us its
-	// address) until ipamd is back.
-	// (b's veth goes with its namespace, which the kernel destroys
-	// asynchronously.)
+	// a's route and rules removed from prevResult; b's rules stay (nothing
+	// told us its address) until ipamd is back.
+	assert.Empty(t, addressRoutes(n, podIP(t, resA)))
+	to, from := addressRules(n, podIP(t, resA))
+	assert.Empty(t, to)
+	assert.Empty(t, from)
+	// The runtime deletes a's namespace after the DEL; the veths go with
+	// the namespaces, which the kernel destroys asynchronously.
+	netnsutil.Delete(t, a.netns)
 	require.Eventually(t, func() bool { return len(n.podLinks("eni")) == 0 }, 5*time.Second, 20*time.Millisecond)
-	_, err := netnsutil.Handle(t, a.netns).LinkByName("eth0")
-	assert.Error(t, err)
 
 	// ipamd comes back and replays the queue.
 	n.startIPAMD()
@@ -151,5 +159,17 @@ func TestDelFromPrevResultSparesAReusedAddress(t *testing.T) {
 	r := n.exec("CHECK", fresh, n.netconf("1.0.0", withPrev(rawNew)), nil)
 	require.Equal(t, 0, r.exitCode, "the new pod is intact after the old pod's late DEL: %s", r)
 	n.del(fresh, rawNew, nil)
+	netnsutil.Delete(t, fresh.netns)
 	n.requireClean()
+}
+
+// podHasLink says whether the pod's namespace holds the link (through a
+// short-lived handle, which does not keep the namespace alive).
+func podHasLink(t *testing.T, p *testPod, name string) bool {
+	t.Helper()
+	h, err := netnsutil.HandleAt(p.netnsPath)
+	require.NoError(t, err)
+	defer h.Close()
+	_, err = h.LinkByName(name)
+	return err == nil
 }

@@ -80,6 +80,8 @@ type testNode struct {
 	env      map[string]string
 	cri      *fakeCRI
 
+	pods []*testPod // every pod made by newPod
+
 	mu     sync.Mutex
 	agent  *ipamd.Agent
 	cancel context.CancelFunc
@@ -226,6 +228,7 @@ func (n *testNode) newPod(name string) *testPod {
 	}
 	p.netnsPath = p.netns.Path()
 	netnsutil.SetUp(n.t, p.netns, "lo")
+	n.pods = append(n.pods, p)
 	return p
 }
 
@@ -302,6 +305,11 @@ func (n *testNode) exec(cmd string, p *testPod, stdin []byte, env map[string]str
 // run is exec for goroutines other than the test's: it reports a plugin
 // that could not be started instead of failing the test.
 func (n *testNode) run(cmd string, p *testPod, stdin []byte, env map[string]string) (cniRun, error) {
+	return n.runBin(pluginBin, cmd, p, stdin, env)
+}
+
+// runBin is run with another build of the plugin (benchmarks compare).
+func (n *testNode) runBin(bin, cmd string, p *testPod, stdin []byte, env map[string]string) (cniRun, error) {
 	vars := map[string]string{
 		"CNI_COMMAND": cmd,
 		"CNI_PATH":    filepath.Dir(pluginBin),
@@ -315,7 +323,7 @@ func (n *testNode) run(cmd string, p *testPod, stdin []byte, env map[string]stri
 	for k, v := range env {
 		vars[k] = v
 	}
-	c := netnsutil.Command(n.node, pluginBin)
+	c := netnsutil.Command(n.node, bin)
 	c.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range vars {
 		c.Env = append(c.Env, k+"="+v)
@@ -362,12 +370,16 @@ func (n *testNode) del(p *testPod, prev []byte, env map[string]string) {
 // nodeHandle is a netlink handle in the node namespace.
 func (n *testNode) nodeHandle() *netlink.Handle { return netnsutil.Handle(n.t, n.node) }
 
-// podLinks lists node links with the veth prefix.
+// podLinks lists node links with the veth prefix ("": every link but the
+// node's own lo and eth0).
 func (n *testNode) podLinks(prefix string) []string {
 	names, err := netnsutil.LinkNames(n.node)
 	require.NoError(n.t, err)
 	var out []string
 	for _, s := range names {
+		if s == "lo" || s == "eth0" {
+			continue
+		}
 		if strings.HasPrefix(s, prefix) {
 			out = append(out, s)
 		}
@@ -388,16 +400,30 @@ func (n *testNode) podRules() []netlink.Rule {
 	return out
 }
 
-// requireClean asserts no pod veth, rule or /32 route is left on the node.
+// requireClean does what a runtime does after the pods' DELs, deleting
+// each pod's namespace still there, then asserts nothing of the pods is
+// left on the node (requireNodeClean).
 func (n *testNode) requireClean() {
+	n.t.Helper()
+	for _, p := range n.pods {
+		if _, err := os.Stat(p.netns.Path()); err == nil {
+			netnsutil.Delete(n.t, p.netns)
+		}
+	}
+	n.requireNodeClean()
+}
+
+// requireNodeClean asserts no pod veth (any link but lo and eth0), 512 or
+// 1536 rule or pod route is left on the node.
+func (n *testNode) requireNodeClean() {
 	n.t.Helper()
 	// Veths of deleted namespaces go when the kernel destroys the
 	// namespace, which it does asynchronously.
 	deadline := time.Now().Add(5 * time.Second)
-	for len(n.podLinks("eni")) > 0 && time.Now().Before(deadline) {
+	for len(n.podLinks("")) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	require.Empty(n.t, n.podLinks("eni"), "host veths left in the node namespace")
+	require.Empty(n.t, n.podLinks(""), "host veths left in the node namespace")
 	require.Empty(n.t, n.podRules(), "pod rules left in the node namespace")
 	routes, err := n.nodeHandle().RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: 254}, netlink.RT_FILTER_TABLE)
 	require.NoError(n.t, err)

@@ -177,8 +177,11 @@ func TestLateDelCheckedBeforeAnAddCannotStripItsRules(t *testing.T) {
 	r = n.exec("CHECK", fresh, n.netconf("1.0.0", withPrev(addRun.stdout)), nil)
 	require.Equal(t, 0, r.exitCode, "CHECK of the new pod after a repeated late DEL: %s", r)
 
+	// The runtime deletes each namespace after its DEL.
 	n.del(fresh, addRun.stdout, nil)
+	netnsutil.Delete(t, fresh.netns)
 	n.del(other, rawOther, nil)
+	netnsutil.Delete(t, other.netns)
 	n.requireClean()
 }
 

@@ -61,22 +61,128 @@ func TestSetupCheckAndRelease(t *testing.T) {
 	require.Len(t, from, 1)
 	assert.Equal(t, 2, from[0].Table)
 
-	// While the veth lives, the address is in use: rules stay.
-	err := inNode(t, node, func() error { return ReleaseHostRouting(ip, locks, quiet) })
+	// Without this pod's veth to go by, a live route means another pod
+	// holds the address: route and rules stay.
+	err := inNode(t, node, func() error { return ReleaseHostRouting(ip, 0, locks, quiet) })
 	require.ErrorIs(t, err, ErrAddressInUse)
 	to, _ = rulesFor(t, node, ip)
 	require.Len(t, to, 1)
 
-	require.NoError(t, inNode(t, node, func() error { return RemoveContainerLink(pod.Path(), "eth0", quiet) }))
-	require.NoError(t, inNode(t, node, func() error { return RemoveContainerLink(pod.Path(), "eth0", quiet) }), "twice")
-	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, locks, quiet) }))
-	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, locks, quiet) }), "twice")
+	// The pod's own veth, found from inside its namespace.
+	var peer int
+	require.NoError(t, inNode(t, node, func() (err error) { peer, err = HostPeer(pod.Path(), "eth0", quiet); return err }))
+	hl, err := netnsutil.Handle(t, node).LinkByName(p.HostVeth)
+	require.NoError(t, err)
+	require.Equal(t, hl.Attrs().Index, peer)
+
+	// Its route and the rules go; the veth is left to the namespace.
+	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, peer, locks, quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, peer, locks, quiet) }), "twice")
 	to, from = rulesFor(t, node, ip)
 	assert.Empty(t, to)
 	assert.Empty(t, from)
+	assert.Empty(t, mainRoutesTo(t, node, ip))
+	_, err = netnsutil.Handle(t, node).LinkByName(p.HostVeth)
+	require.NoError(t, err, "host veth left for the namespace's deletion")
+
+	// Where the namespace outlives the DEL, the pair is deleted explicitly.
+	require.NoError(t, inNode(t, node, func() error { return RemoveContainerLink(pod.Path(), "eth0", quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return RemoveContainerLink(pod.Path(), "eth0", quiet) }), "twice")
 	_, err = netnsutil.Handle(t, node).LinkByName(p.HostVeth)
 	assert.Error(t, err, "host veth gone with its peer")
+	require.NoError(t, inNode(t, node, func() (err error) { peer, err = HostPeer(pod.Path(), "eth0", quiet); return err }))
+	assert.Zero(t, peer, "no pair, no peer")
 	require.Error(t, inNode(t, node, func() error { return Check(p) }))
+}
+
+// After the route and rules of a pod are released and its namespace is
+// deleted (by the runtime), nothing of it is left on the node: the veth
+// pair goes with the namespace.
+func TestReleaseThenNamespaceDeletionLeavesNothing(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	locks := testLocks(t)
+	node, pod := netnsutil.New(t), netnsutil.New(t)
+	ip := net.IPv4(10, 250, 1, 10).To4()
+	p := PodNetwork{HostVeth: "enitest0000005", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: ip, RouteTable: 3, MTU: 9001}
+	require.NoError(t, inNode(t, node, func() error { return Setup(p, locks, quiet) }))
+	var peer int
+	require.NoError(t, inNode(t, node, func() (err error) { peer, err = HostPeer(pod.Path(), "eth0", quiet); return err }))
+	require.Positive(t, peer)
+	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, peer, locks, quiet) }))
+	netnsutil.Delete(t, pod)
+	requireNodeEmpty(t, node, ip)
+}
+
+// A late release of an old pod whose veth still exists, after a new pod
+// (another veth) was set up with the same address: only the old pod's own
+// route could go, so the new pod's route and rules stay whole.
+func TestReleaseOfAnOldPodSparesTheNewOwner(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	locks := testLocks(t)
+	node, oldPod, newPod := netnsutil.New(t), netnsutil.New(t), netnsutil.New(t)
+	ip := net.IPv4(10, 250, 1, 11).To4()
+	old := PodNetwork{HostVeth: "enitest0000006", ContainerIf: "eth0", NetnsPath: oldPod.Path(), IP: ip, RouteTable: 2, MTU: 9001}
+	fresh := PodNetwork{HostVeth: "enitest0000007", ContainerIf: "eth0", NetnsPath: newPod.Path(), IP: ip, RouteTable: 2, MTU: 9001}
+	require.NoError(t, inNode(t, node, func() error { return Setup(old, locks, quiet) }))
+	var oldPeer int
+	require.NoError(t, inNode(t, node, func() (err error) { oldPeer, err = HostPeer(oldPod.Path(), "eth0", quiet); return err }))
+	require.NoError(t, inNode(t, node, func() error { return Setup(fresh, locks, quiet) }))
+
+	err := inNode(t, node, func() error { return ReleaseHostRouting(ip, oldPeer, locks, quiet) })
+	require.ErrorIs(t, err, ErrAddressInUse)
+	require.NoError(t, inNode(t, node, func() error { return Check(fresh) }))
+	to, from := rulesFor(t, node, ip)
+	assert.Len(t, to, 1)
+	assert.Len(t, from, 1)
+}
+
+// HostPeer only reports a peer that is in the node namespace.
+func TestHostPeerIgnoresPairsNotIntoTheNode(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	node, pod, other := netnsutil.New(t), netnsutil.New(t), netnsutil.New(t)
+	netnsutil.Veth(t, pod, "eth0", other, "x0")
+	for _, c := range []struct{ path, ifName string }{
+		{pod.Path(), "eth0"}, // a veth into another namespace
+		{pod.Path(), "lo"},   // not a veth
+		{pod.Path(), "eth9"}, // no such interface
+		{"", "eth0"},         // no namespace given
+		{"/nonexistent/ns", "eth0"},
+	} {
+		var peer int
+		require.NoError(t, inNode(t, node, func() (err error) { peer, err = HostPeer(c.path, c.ifName, quiet); return err }), "%+v", c)
+		assert.Zero(t, peer, "%+v", c)
+	}
+}
+
+// mainRoutesTo lists the node's main-table routes to ip (/32 or /128).
+func mainRoutesTo(t *testing.T, node ns.NetNS, ip net.IP) []netlink.Route {
+	t.Helper()
+	routes, err := netnsutil.Handle(t, node).RouteListFiltered(familyOf(ip),
+		&netlink.Route{Dst: hostPrefix(ip), Table: MainTable}, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
+	require.NoError(t, err)
+	return routes
+}
+
+// requireNodeEmpty waits for the node to hold no link but lo (the kernel
+// destroys a deleted namespace, and the veths in it, asynchronously), then
+// requires no route to and no 512/1536 rule for any of ips.
+func requireNodeEmpty(t *testing.T, node ns.NetNS, ips ...net.IP) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		names, err := netnsutil.LinkNames(node)
+		return err == nil && len(names) == 1 && names[0] == "lo"
+	}, 5*time.Second, 10*time.Millisecond, "veths gone with the namespace")
+	h := netnsutil.Handle(t, node)
+	for _, ip := range ips {
+		assert.Empty(t, mainRoutesTo(t, node, ip), "route to %s", ip)
+		rules, err := h.RuleList(familyOf(ip))
+		require.NoError(t, err)
+		for _, r := range rules {
+			if r.Priority == ToContainerRulePriority || r.Priority == FromPodRulePriority {
+				t.Errorf("rule left: %s", r)
+			}
+		}
+	}
 }
 
 func TestSetupReplacesStaleState(t *testing.T) {
@@ -146,7 +252,7 @@ func TestSetupAndReleaseHoldTheAddressLock(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"lo"}, names, "nothing created without the lock")
 	require.NoError(t, netnsutil.Handle(t, node).RuleAdd(ruleTo(ip)))
-	err = inNode(t, node, func() error { return ReleaseHostRouting(ip, short, quiet) })
+	err = inNode(t, node, func() error { return ReleaseHostRouting(ip, 0, short, quiet) })
 	require.ErrorIs(t, err, hostlock.ErrTimeout)
 	to, _ := rulesFor(t, node, ip)
 	require.Len(t, to, 1, "rule kept while the lock is held elsewhere")

@@ -63,10 +63,21 @@ func TestIPv6PodsSetupCheckPingRelease(t *testing.T) {
 	require.NoError(t, netnsutil.Ping(podA, ipB, 5*time.Second), "pod to pod over IPv6 through the node")
 	require.NoError(t, netnsutil.Ping(podB, ipA, 5*time.Second))
 
-	require.NoError(t, inNode(t, node, func() error { return RemoveContainerLink(a.NetnsPath, "eth0", quiet) }))
-	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ipA, locks, quiet) }))
-	require.NoError(t, inNode(t, node, func() error { return RemoveContainerLink(b.NetnsPath, "eth0", quiet) }))
-	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ipB, locks, quiet) }))
+	// DEL: each pod's route (through its own veth) and rules go; the veths
+	// go with the namespaces.
+	for _, c := range []struct {
+		p  PodNetwork
+		ip net.IP
+	}{{a, ipA}, {b, ipB}} {
+		var peer int
+		require.NoError(t, inNode(t, node, func() (err error) { peer, err = HostPeer(c.p.NetnsPath, "eth0", quiet); return err }))
+		require.Positive(t, peer)
+		require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(c.ip, peer, locks, quiet) }))
+	}
+	h.Close() // it holds podA's namespace
+	netnsutil.Delete(t, podA)
+	netnsutil.Delete(t, podB)
+	requireNodeEmpty(t, node, ipA, ipB)
 	after6, err := netnsutil.Handle(t, node).RuleList(netlink.FAMILY_V6)
 	require.NoError(t, err)
 	assert.Equal(t, len(before6), len(after6), "the node's IPv6 rules are as before")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 
 	"github.com/vishvananda/netlink"
@@ -20,55 +19,42 @@ var ErrAddressInUse = errors.New("address still routed to a live interface")
 // RemoveContainerLink deletes the pod's veth end (and so the node end and
 // the node route through it). A namespace or link that is already gone is
 // not an error; a link that is not a veth is left alone.
+//
+// Deleting a veth costs the kernel about 20 ms (it waits for RCU grace
+// periods); DEL calls it only where the pod's namespace is known to
+// outlive the DEL. Otherwise the pair goes when the runtime deletes the
+// namespace, as with upstream's plugin.
 func RemoveContainerLink(netnsPath, ifName string, log *slog.Logger) error {
-	if netnsPath == "" {
-		return nil
-	}
-	if _, err := os.Stat(netnsPath); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	pod, podNs, err := podHandle(netnsPath)
-	if err != nil {
-		// A path that exists but is no longer a namespace (unmounted):
-		// the pod's links are gone with it.
-		log.Info("pod network namespace not usable; assuming it is gone", "netns", netnsPath, "error", err)
-		return nil
+	pod, podNs, l, err := podVeth(netnsPath, ifName, log)
+	if err != nil || l == nil {
+		return err
 	}
 	defer podNs.Close()
 	defer pod.Close()
-	l, err := pod.LinkByName(ifName)
-	if err != nil {
-		if isNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("find %s in %s: %w", ifName, netnsPath, err)
-	}
-	if l.Type() != "veth" {
-		log.Warn("pod interface is not a veth; not deleting it", "ifName", ifName, "type", l.Type())
-		return nil
-	}
 	if err := pod.LinkDel(l); err != nil && !isNotFound(err) {
 		return fmt.Errorf("delete %s in %s: %w", ifName, netnsPath, err)
 	}
 	return nil
 }
 
-// ReleaseHostRouting removes the node's rules and route for a pod address
-// that is being given up: the 512 "to ip" rule and every 1536 "from ip"
-// rule (whatever their table: one left behind would misroute the next pod
-// given this address).
+// ReleaseHostRouting removes the node's route and rules for a pod address
+// that is being given up: the main-table route to ip through hostPeer (the
+// node end of this pod's veth, HostPeer; 0 when the pair is gone), then,
+// unless another interface routes ip, the 512 "to ip" rule and every 1536
+// "from ip" rule (whatever their table: one left behind would misroute the
+// next pod given this address).
 //
-// It must run after the pod's own veth is gone (RemoveContainerLink, or the
-// runtime deleting the namespace), because it refuses to act when a main
-// table route for ip/32 still exists: the address then belongs to a live
-// interface, typically a new pod that was handed the address already, and
-// the rules are that pod's. It returns ErrAddressInUse in that case.
+// Only the route through hostPeer is this pod's. A route to ip through any
+// other interface belongs to a live pod, typically a new one that was
+// handed the address already, and so do the rules: ReleaseHostRouting
+// leaves them and returns ErrAddressInUse.
 //
-// The check and the removal run under the address's lock, the one Setup
-// holds while adding the route and then the rules: a concurrent ADD of the
-// address either has not added its route yet (and adds its rules after
-// this removal) or has finished (and the check sees its route).
-func ReleaseHostRouting(ip net.IP, locks AddressLocker, log *slog.Logger) error {
+// The route removal, the check and the rule removal run under the
+// address's lock, the one Setup holds while adding the route and then the
+// rules: a concurrent ADD of the address either has not added its route
+// yet (and adds its rules after this removal) or has finished (its route,
+// on its own veth, is seen by the check and survives the removal of ours).
+func ReleaseHostRouting(ip net.IP, hostPeer int, locks AddressLocker, log *slog.Logger) error {
 	if ip.To4() == nil && ip.To16() == nil {
 		return fmt.Errorf("pod address %v is not an IP address", ip)
 	}
@@ -82,6 +68,12 @@ func ReleaseHostRouting(ip net.IP, locks AddressLocker, log *slog.Logger) error 
 		return fmt.Errorf("lock node state of %s: %w", ip, err)
 	}
 	defer unlock()
+	if hostPeer > 0 {
+		own := &netlink.Route{Dst: hostPrefix(ip), LinkIndex: hostPeer, Table: MainTable, Scope: netlink.SCOPE_NOWHERE}
+		if err := host.RouteDel(own); err != nil && !isNotFound(err) {
+			return fmt.Errorf("delete route %s via ifindex %d: %w", hostPrefix(ip), hostPeer, err)
+		}
+	}
 	routes, err := host.RouteListFiltered(familyOf(ip),
 		&netlink.Route{Dst: hostPrefix(ip), Table: MainTable}, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
 	if err != nil {

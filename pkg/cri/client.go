@@ -111,16 +111,16 @@ func (c *Client) failed(op string, err error) error {
 func (c *Client) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	// No filter: sandboxes in every state own their addresses. The answer
+	// is decoded by sandboxListCodec (sandboxlist.go).
+	var list sandboxList
+	err := c.conn.Invoke(ctx, runtimeapi.RuntimeService_ListPodSandbox_FullMethodName,
+		&runtimeapi.ListPodSandboxRequest{}, &list, grpc.ForceCodecV2(sandboxListCodec{}))
 	if err != nil {
 		return nil, c.failed("ListPodSandbox", err)
 	}
 	c.handshake(ctx)
-	out := make([]Sandbox, 0, len(resp.Items))
-	for _, s := range resp.Items {
-		out = append(out, fromSandbox(s.Id, s.Metadata, s.State, s.CreatedAt))
-	}
-	return out, nil
+	return list.items, nil
 }
 
 // SandboxStatus returns one sandbox with its IPs.

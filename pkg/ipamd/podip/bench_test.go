@@ -69,7 +69,11 @@ func BenchmarkReconcilePass(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("allocations=%d", n), func(b *testing.B) {
 			_, r := reconBenchNode(b, n)
-			r.Pass(context.Background(), false) // warm the connection and the sandbox IP cache
+			// Warm the connection and the sandbox IP cache (learnt at most
+			// maxStatusCallsPerLearn sandboxes a pass).
+			for range n/maxStatusCallsPerLearn + 2 {
+				r.Pass(context.Background(), false)
+			}
 			for b.Loop() {
 				r.Pass(context.Background(), false)
 			}

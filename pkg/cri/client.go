@@ -58,6 +58,8 @@ type Client struct {
 	// greeted is set once the runtime's version is logged, and cleared when
 	// the runtime becomes unavailable so a reconnect is logged again.
 	greeted atomic.Bool
+	// lastListed is how many sandboxes the last list held.
+	lastListed atomic.Int64
 }
 
 // Dial connects to the runtime socket at path. The connection is lazy: a
@@ -113,13 +115,14 @@ func (c *Client) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
 	defer cancel()
 	// No filter: sandboxes in every state own their addresses. The answer
 	// is decoded by sandboxListCodec (sandboxlist.go).
-	var list sandboxList
+	list := sandboxList{hint: int(c.lastListed.Load()) + 8}
 	err := c.conn.Invoke(ctx, runtimeapi.RuntimeService_ListPodSandbox_FullMethodName,
 		&runtimeapi.ListPodSandboxRequest{}, &list, grpc.ForceCodecV2(sandboxListCodec{}))
 	if err != nil {
 		return nil, c.failed("ListPodSandbox", err)
 	}
 	c.handshake(ctx)
+	c.lastListed.Store(int64(len(list.items)))
 	return list.items, nil
 }
 

@@ -48,8 +48,12 @@ var (
 	errInvalidUTF8 = fmt.Errorf("%w: invalid UTF-8 in a sandbox's id or metadata", errMalformed)
 )
 
-// sandboxList receives a ListPodSandbox answer through sandboxListCodec.
-type sandboxList struct{ items []Sandbox }
+// sandboxList receives a ListPodSandbox answer through sandboxListCodec;
+// hint is how many sandboxes the last list held (a capacity guess).
+type sandboxList struct {
+	items []Sandbox
+	hint  int
+}
 
 // span is where a kept string lies in the message.
 type span struct{ start, end int }
@@ -62,9 +66,10 @@ type wireSandbox struct {
 	createdAt                int64
 }
 
-// decodeSandboxList decodes a serialized ListPodSandboxResponse.
-func decodeSandboxList(b []byte) ([]Sandbox, error) {
-	var items []wireSandbox
+// decodeSandboxList decodes a serialized ListPodSandboxResponse; hint is
+// the number of sandboxes expected.
+func decodeSandboxList(b []byte, hint int) ([]Sandbox, error) {
+	items := make([]wireSandbox, 0, min(hint, len(b)/2)) // an item takes at least 2 bytes
 	for off := 0; off < len(b); {
 		num, typ, n := consumeTag(b[off:])
 		if n < 0 {
@@ -249,7 +254,7 @@ func (sandboxListCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
-	items, err := decodeSandboxList(buf.ReadOnlyData())
+	items, err := decodeSandboxList(buf.ReadOnlyData(), out.hint)
 	out.items = items
 	return err
 }

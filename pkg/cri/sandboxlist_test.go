@@ -93,7 +93,7 @@ func TestDecodeSandboxListMatchesGenerated(t *testing.T) {
 			b := marshal(t, items...)
 			want, err := generatedDecode(b)
 			require.NoError(t, err)
-			got, err := decodeSandboxList(b)
+			got, err := decodeSandboxList(b, 0)
 			require.NoError(t, err)
 			assert.Equal(t, want, got)
 			assert.Len(t, got, len(items))
@@ -132,7 +132,7 @@ func TestDecodeSandboxListWireRules(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, err := generatedDecode(b)
 			require.NoError(t, err)
-			got, err := decodeSandboxList(b)
+			got, err := decodeSandboxList(b, 0)
 			require.NoError(t, err)
 			assert.Equal(t, want, got)
 		})
@@ -154,7 +154,7 @@ func TestDecodeSandboxListWireRules(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, wantErr := generatedDecode(b)
 			require.Error(t, wantErr, "the reference must refuse it too")
-			_, err := decodeSandboxList(b)
+			_, err := decodeSandboxList(b, 0)
 			require.ErrorIs(t, err, errMalformed)
 		})
 	}
@@ -165,7 +165,7 @@ func TestDecodeSandboxListWireRules(t *testing.T) {
 	b := item(str(1, "a"), str(5, string(cat(str(1, "k"), str(2, "\xff")))))
 	_, refErr := generatedDecode(b)
 	require.Error(t, refErr)
-	got, err := decodeSandboxList(b)
+	got, err := decodeSandboxList(b, 0)
 	require.NoError(t, err)
 	assert.Equal(t, "a", got[0].ID)
 }
@@ -189,7 +189,7 @@ func FuzzDecodeSandboxList(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		want, wantErr := generatedDecode(b)
-		got, err := decodeSandboxList(b)
+		got, err := decodeSandboxList(b, 0)
 		switch {
 		case wantErr == nil:
 			require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,11 +75,24 @@ func BenchmarkReconcilePass(b *testing.B) {
 			for range n/maxStatusCallsPerLearn + 2 {
 				r.Pass(context.Background(), false)
 			}
+			cpu0 := processCPU(b)
 			for b.Loop() {
 				r.Pass(context.Background(), false)
 			}
+			// CPU of the whole process (client, fake runtime, GC): less
+			// sensitive than ns/op to other load on a shared machine.
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkAssignLatencyDuringPass measures how long an ADD+DEL pair takes

@@ -12,13 +12,15 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// ListPodSandbox is served from encodings cached per sandbox. The answer is
+// ListPodSandbox is served from encodings cached per sandbox, and the
+// unfiltered list from a cached whole. The answer is
 // the same message server.ListPodSandbox builds (labels and annotations
 // included, as containerd sends them), but encoding a thousand sandboxes'
 // label maps anew on every call cost the fake several milliseconds, which a
 // benchmark of the client would have counted as the client's. Each
 // sandbox is encoded once, by the generated code, and again only after it
-// changes; a list is those encodings concatenated.
+// changes; a list is those encodings concatenated, and the unfiltered list
+// is kept until any sandbox changes.
 
 // encodedList is a serialized ListPodSandboxResponse.
 type encodedList []byte
@@ -88,6 +90,9 @@ func listHandler(srv any, ctx context.Context, dec func(any) error, interceptor 
 func (r *Runtime) encodedList(filter *runtimeapi.PodSandboxFilter) (encodedList, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if filter == nil && r.all != nil {
+		return r.all, nil
+	}
 	if r.order == nil {
 		r.order = make([]*Sandbox, 0, len(r.sandboxes))
 		for _, sb := range r.sandboxes {
@@ -117,6 +122,9 @@ func (r *Runtime) encodedList(filter *runtimeapi.PodSandboxFilter) (encodedList,
 		out = protowire.AppendTag(out, 1, protowire.BytesType) // ListPodSandboxResponse.items
 		out = protowire.AppendBytes(out, enc)
 	}
+	if filter == nil {
+		r.all = out // gRPC only reads it
+	}
 	return out, nil
 }
 
@@ -124,6 +132,7 @@ func (r *Runtime) encodedList(filter *runtimeapi.PodSandboxFilter) (encodedList,
 // the set of sandboxes changed. Requires r.mu.
 func (r *Runtime) changedLocked(id string, reordered bool) {
 	delete(r.encoded, id)
+	r.all = nil
 	if reordered {
 		r.order = nil
 	}

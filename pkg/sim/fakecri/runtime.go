@@ -53,10 +53,12 @@ type Runtime struct {
 	mu        sync.Mutex
 	sandboxes map[string]*Sandbox
 	ipHook    IPHook
-	// encoded caches each sandbox's PodSandbox encoding and order the
-	// sandboxes sorted as listed (nil when stale), for encodedList.
+	// encoded caches each sandbox's PodSandbox encoding, order the
+	// sandboxes sorted as listed and all the unfiltered list (nil when
+	// stale), for encodedList.
 	encoded map[string][]byte
 	order   []*Sandbox
+	all     encodedList
 
 	faults faults
 

@@ -71,9 +71,9 @@ type wireSandbox struct {
 func decodeSandboxList(b []byte, hint int) ([]Sandbox, error) {
 	items := make([]wireSandbox, 0, min(hint, len(b)/2)) // an item takes at least 2 bytes
 	for off := 0; off < len(b); {
-		num, typ, n := consumeTag(b[off:])
-		if n < 0 {
-			return nil, fmt.Errorf("%w: %v", errMalformed, protowire.ParseError(n))
+		num, typ, n, err := consumeTag(b[off:], "list")
+		if err != nil {
+			return nil, err
 		}
 		off += n
 		if num == fieldListItems && typ == protowire.BytesType {
@@ -102,9 +102,9 @@ func decodeSandboxList(b []byte, hint int) ([]Sandbox, error) {
 func decodeSandbox(b []byte, start, end int) (wireSandbox, error) {
 	var ws wireSandbox
 	for off := start; off < end; {
-		num, typ, n := consumeTag(b[off:end])
-		if n < 0 {
-			return ws, fmt.Errorf("%w: sandbox: %v", errMalformed, protowire.ParseError(n))
+		num, typ, n, err := consumeTag(b[off:end], "sandbox")
+		if err != nil {
+			return ws, err
 		}
 		off += n
 		switch {
@@ -150,9 +150,9 @@ func decodeSandbox(b []byte, start, end int) (wireSandbox, error) {
 // decodeMetadata merges the PodSandboxMetadata in b[s.start:s.end] into ws.
 func decodeMetadata(b []byte, s span, ws *wireSandbox) error {
 	for off := s.start; off < s.end; {
-		num, typ, n := consumeTag(b[off:s.end])
-		if n < 0 {
-			return fmt.Errorf("%w: metadata: %v", errMalformed, protowire.ParseError(n))
+		num, typ, n, err := consumeTag(b[off:s.end], "metadata")
+		if err != nil {
+			return err
 		}
 		off += n
 		var dst *span
@@ -187,13 +187,17 @@ func decodeMetadata(b []byte, s span, ws *wireSandbox) error {
 }
 
 // consumeTag is protowire.ConsumeTag that also refuses field numbers above
-// the protobuf maximum, as the generated decoder does.
-func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
+// the protobuf maximum, as the generated decoder does. what names the
+// message for the error.
+func consumeTag(b []byte, what string) (protowire.Number, protowire.Type, int, error) {
 	num, typ, n := protowire.ConsumeTag(b)
-	if n >= 0 && num > protowire.MaxValidNumber {
-		return 0, 0, -1
+	switch {
+	case n < 0:
+		return 0, 0, n, fmt.Errorf("%w: %s: %v", errMalformed, what, protowire.ParseError(n))
+	case num > protowire.MaxValidNumber:
+		return 0, 0, -1, fmt.Errorf("%w: %s: field number %d out of range", errMalformed, what, num)
 	}
-	return num, typ, n
+	return num, typ, n, nil
 }
 
 // keepStrings copies the kept strings of every item into one string and

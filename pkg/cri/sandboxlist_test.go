@@ -147,6 +147,7 @@ func TestDecodeSandboxListWireRules(t *testing.T) {
 		"metadata past item":      item(str(1, "a"), []byte{0x12, 0x05, 0x0a}),
 		"invalid UTF-8 id":        item(str(1, "\xff\xfe")),
 		"invalid UTF-8 namespace": item(str(1, "a"), meta(str(3, "n\xc3"))),
+		"field number too large":  item(str(1, "a"), protowire.AppendVarint(nil, uint64(protowire.MaxValidNumber+1)<<3), []byte{0}),
 		"unterminated group":      item(str(1, "a"), protowire.AppendTag(nil, 10, protowire.StartGroupType)),
 		"varint too long":         item(str(1, "a"), cat(protowire.AppendTag(nil, 3, protowire.VarintType), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})),
 	}

@@ -58,6 +58,8 @@ type Client struct {
 	// greeted is set once the runtime's version is logged, and cleared when
 	// the runtime becomes unavailable so a reconnect is logged again.
 	greeted atomic.Bool
+	// lastListed is how many sandboxes the last list held.
+	lastListed atomic.Int64
 }
 
 // Dial connects to the runtime socket at path. The connection is lazy: a
@@ -111,16 +113,17 @@ func (c *Client) failed(op string, err error) error {
 func (c *Client) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	// No filter: sandboxes in every state own their addresses. The answer
+	// is decoded by sandboxListCodec (sandboxlist.go).
+	list := sandboxList{hint: int(c.lastListed.Load()) + 8}
+	err := c.conn.Invoke(ctx, runtimeapi.RuntimeService_ListPodSandbox_FullMethodName,
+		&runtimeapi.ListPodSandboxRequest{}, &list, grpc.ForceCodecV2(sandboxListCodec{}))
 	if err != nil {
 		return nil, c.failed("ListPodSandbox", err)
 	}
 	c.handshake(ctx)
-	out := make([]Sandbox, 0, len(resp.Items))
-	for _, s := range resp.Items {
-		out = append(out, fromSandbox(s.Id, s.Metadata, s.State, s.CreatedAt))
-	}
-	return out, nil
+	c.lastListed.Store(int64(len(list.items)))
+	return list.items, nil
 }
 
 // SandboxStatus returns one sandbox with its IPs.

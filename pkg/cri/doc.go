@@ -8,6 +8,9 @@
 //     forms that would fail every call;
 //   - client.go is one connection, which reconnects within seconds after
 //     the runtime deletes and recreates its socket on restart;
+//   - sandboxlist.go decodes the ListPodSandbox answer itself, keeping only
+//     what ipamd reads (no labels or annotations), since the reconciler
+//     lists every sandbox on every pass;
 //   - runtime.go and probe.go choose the socket lazily when none is
 //     configured (a runtime that starts after ipamd is picked up, and one
 //     that lists sandboxes wins over one that answers an empty list), and

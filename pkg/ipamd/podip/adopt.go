@@ -15,13 +15,13 @@ import (
 // later is still matched (by verification, since it joins pending).
 // Requires r.mu.
 func (r *Reconciler) readoptLocked(ctx context.Context, sandboxes []cri.Sandbox, allocs []datastore.Allocation, rep *PassReport, evs *eventBatch) {
-	held := make(map[string]bool, len(allocs))
+	held := r.heldIDs.reset()
 	for _, a := range allocs {
-		held[a.Key.ContainerID] = true
+		held[a.Key.ContainerID] = struct{}{}
 	}
 	r.learnSandboxIPs(ctx, sandboxes)
 	for _, s := range sandboxes {
-		if !s.Ready || held[s.ID] {
+		if _, ok := held[s.ID]; !s.Ready || ok {
 			continue
 		}
 		for _, ip := range r.sandboxIPs[s.ID].ips {

@@ -48,6 +48,7 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 	defer r.mu.Unlock()
 	rep := PassReport{Start: r.now(), Triggered: triggered, Mode: r.cfg.Mode}
 	defer func() {
+		r.listedIDs.forget()
 		rep.Duration = humanDuration(r.now().Sub(rep.Start))
 		r.m.reconcilePassSeconds.Observe(time.Duration(rep.Duration).Seconds())
 		if rep.Skipped == "" {
@@ -144,14 +145,11 @@ func (r *Reconciler) skip(rep *PassReport, reason, detail string) {
 // returns those confirmed (seen absent on two passes a confirm delay apart),
 // oldest assignment first.
 func (r *Reconciler) updateCandidates(sandboxes []cri.Sandbox, allocs []datastore.Allocation, triggered bool) []*candidate {
-	listed := make(map[string]bool, len(sandboxes))
-	for _, s := range sandboxes {
-		listed[s.ID] = true
-	}
+	listed := r.listedIDs.listed(sandboxes)
 	now := r.now()
 	next := make(map[datastore.IPAMKey]*candidate)
 	for _, a := range allocs {
-		if listed[a.Key.ContainerID] || now.Sub(a.AssignedAt) <= r.cfg.Grace {
+		if _, ok := listed[a.Key.ContainerID]; ok || now.Sub(a.AssignedAt) <= r.cfg.Grace {
 			continue
 		}
 		c := r.candidates[a.Key]
@@ -219,13 +217,10 @@ func (r *Reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 		r.skip(rep, SkipEmptyList, "the runtime listed no sandbox right before freeing")
 		return nil, false
 	}
-	listed := make(map[string]bool, len(fresh))
-	for _, s := range fresh {
-		listed[s.ID] = true
-	}
+	listed := r.listedIDs.listed(fresh)
 	for _, c := range confirmed {
 		a := c.alloc
-		if listed[a.Key.ContainerID] {
+		if _, ok := listed[a.Key.ContainerID]; ok {
 			delete(r.candidates, a.Key) // it is there after all
 			continue
 		}

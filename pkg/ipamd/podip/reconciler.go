@@ -81,6 +81,9 @@ type Reconciler struct {
 	candidates map[datastore.IPAMKey]*candidate
 	massStreak int
 	sandboxIPs map[string]sandboxAddrs // listed sandboxes' IPs, learnt once each
+	// listedIDs and heldIDs are a pass's sets of listed sandbox and
+	// allocated container IDs, refilled in place (index.go).
+	listedIDs, heldIDs idIndex
 	// statusFailed: when a listed sandbox's status call last failed.
 	statusFailed map[string]time.Time
 	// budget is what may still be released until the next pass starts; CNI

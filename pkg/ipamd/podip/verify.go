@@ -42,12 +42,18 @@ const (
 // not know yet and forgets sandboxes no longer listed. It reports whether
 // every listed sandbox's IPs are now known.
 func (r *Reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbox) bool {
-	listed := make(map[string]bool, len(sandboxes))
+	listed := r.listedIDs.listed(sandboxes)
+	for id := range r.statusFailed {
+		if _, ok := listed[id]; !ok {
+			delete(r.statusFailed, id)
+		}
+	}
 	complete, calls, stop := true, 0, false
+	known := 0 // cached entries that are listed
 	now := r.now()
 	for _, s := range sandboxes {
-		listed[s.ID] = true
 		if _, ok := r.sandboxIPs[s.ID]; ok {
+			known++
 			continue
 		}
 		if stop || calls >= maxStatusCallsPerLearn || now.Sub(r.statusFailed[s.ID]) < statusRetryAfter {
@@ -76,18 +82,23 @@ func (r *Reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbo
 			}
 		}
 		r.sandboxIPs[s.ID] = sandboxAddrs{ips: ips, name: st.Name, namespace: st.Namespace}
+		known++
 	}
+	// With distinct IDs listed, a cache no larger than what was found in
+	// it holds nothing unlisted: the usual pass, spared a walk of the cache.
+	if len(listed) != len(sandboxes) || len(r.sandboxIPs) > known {
+		r.forgetUnlisted(listed)
+	}
+	return complete
+}
+
+// forgetUnlisted drops what is cached about sandboxes no longer listed.
+func (r *Reconciler) forgetUnlisted(listed map[string]struct{}) {
 	for id := range r.sandboxIPs {
-		if !listed[id] {
+		if _, ok := listed[id]; !ok {
 			delete(r.sandboxIPs, id)
 		}
 	}
-	for id := range r.statusFailed {
-		if !listed[id] {
-			delete(r.statusFailed, id)
-		}
-	}
-	return complete
 }
 
 // sandboxAddrs is what PodSandboxStatus said about one sandbox.
@@ -212,6 +223,7 @@ func (r *Reconciler) verifyNowLocked(ctx context.Context) (VerifyResult, error) 
 	var evs eventBatch
 	defer evs.post(ctx, r.events)
 	defer r.mu.Unlock()
+	defer r.listedIDs.forget()
 	if len(r.store.PendingAddresses()) == 0 {
 		r.noteVerifyLocked(VerifyResult{})
 		r.publishLocked()

@@ -3,6 +3,8 @@ package podip
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 
@@ -74,4 +76,34 @@ func TestStatusFailureEndsTheRoundAndBacksOff(t *testing.T) {
 	clk.Advance(statusRetryAfter)
 	res, _ = r.VerifyNow(context.Background())
 	assert.Equal(t, 4, res.Verified, "once it answers, the addresses are verified")
+}
+
+// The sandbox IP cache forgets sandboxes no longer listed, whether the
+// list shrank, was replaced by as many others, or repeats an ID (a runtime
+// that lists one sandbox twice must not hide a gone one from the pruning),
+// and learns no sandbox twice.
+func TestSandboxIPCacheForgetsUnlisted(t *testing.T) {
+	store := datastore.New(datastore.Config{})
+	t.Cleanup(func() { store.Close() })
+	src := &stuckStatus{calls: map[string]int{}}
+	r := New(Config{}, src, store, nil, nil, nil)
+	learn := func(ids ...string) []string {
+		t.Helper()
+		src.sandboxes = nil
+		for _, id := range ids {
+			src.sandboxes = append(src.sandboxes, cri.Sandbox{ID: id, Ready: true})
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		defer r.listedIDs.forget()
+		require.True(t, r.learnSandboxIPs(context.Background(), src.sandboxes))
+		return slices.Sorted(maps.Keys(r.sandboxIPs))
+	}
+	assert.Equal(t, []string{"a", "b", "c"}, learn("a", "b", "c"))
+	assert.Equal(t, []string{"a", "b", "c"}, learn("a", "b", "c"))
+	assert.Equal(t, 3, src.total(), "each sandbox is asked once")
+	assert.Equal(t, []string{"a", "c"}, learn("a", "c"))
+	assert.Equal(t, []string{"c", "d"}, learn("c", "d"), "as many, but another")
+	assert.Equal(t, []string{"d"}, learn("d", "d"), "a repeated ID")
+	assert.Equal(t, 4, src.total())
 }

@@ -10,7 +10,13 @@
 //     and RunPodSandbox, which keeps the sandbox hidden while the IP hook
 //     runs);
 //   - sandboxes are listed in both the READY and NOTREADY states;
-//   - PodSandboxStatus reports the pod IP in Status.Network.
+//   - PodSandboxStatus reports the pod IP in Status.Network;
+//   - listed sandboxes carry their labels and annotations, as containerd
+//     returns them.
+//
+// ListPodSandbox answers from encodings cached per sandbox (list.go): the
+// bytes are those the generated code produces, but a benchmark of a client
+// is not charged for the fake re-encoding every label map on every call.
 //
 // Tests drive the state directly through the Go API (Add, Show, SetState,
 // Remove, Sandboxes) or through an ordinary CRI client (RunPodSandbox,

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +53,12 @@ type Runtime struct {
 	mu        sync.Mutex
 	sandboxes map[string]*Sandbox
 	ipHook    IPHook
+	// encoded caches each sandbox's PodSandbox encoding, order the
+	// sandboxes sorted as listed and all the unfiltered list (nil when
+	// stale), for encodedList.
+	encoded map[string][]byte
+	order   []*Sandbox
+	all     encodedList
 
 	faults faults
 
@@ -65,6 +72,7 @@ type Runtime struct {
 func New() *Runtime {
 	return &Runtime{
 		sandboxes: make(map[string]*Sandbox),
+		encoded:   make(map[string][]byte),
 		faults:    faults{calls: make(map[string]int)},
 	}
 }
@@ -101,6 +109,7 @@ func (r *Runtime) Add(sb Sandbox) Sandbox {
 	defer r.mu.Unlock()
 	stored := sb
 	r.sandboxes[sb.ID] = &stored
+	r.changedLocked(sb.ID, true)
 	return sb.clone()
 }
 
@@ -111,6 +120,7 @@ func (r *Runtime) Show(id string) {
 	defer r.mu.Unlock()
 	if sb, ok := r.sandboxes[id]; ok {
 		sb.Hidden = false
+		r.changedLocked(id, false)
 	}
 }
 
@@ -122,6 +132,7 @@ func (r *Runtime) ShowWithIP(id, ip string) {
 	if sb, ok := r.sandboxes[id]; ok {
 		sb.IP = ip
 		sb.Hidden = false
+		r.changedLocked(id, false)
 	}
 }
 
@@ -131,6 +142,7 @@ func (r *Runtime) SetState(id string, s runtimeapi.PodSandboxState) {
 	defer r.mu.Unlock()
 	if sb, ok := r.sandboxes[id]; ok {
 		sb.State = s
+		r.changedLocked(id, false)
 	}
 }
 
@@ -139,6 +151,7 @@ func (r *Runtime) Remove(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.sandboxes, id)
+	r.changedLocked(id, true)
 }
 
 // Sandboxes returns copies of all sandboxes, hidden ones included, ordered
@@ -191,6 +204,7 @@ func (r *Runtime) setIPAndShow(id, ip string) bool {
 	}
 	sb.IP = ip
 	sb.Hidden = false
+	r.changedLocked(id, false)
 	return true
 }
 
@@ -200,17 +214,12 @@ func (r *Runtime) hook() IPHook {
 	return r.ipHook
 }
 
-func sortSandboxes(s []Sandbox) {
-	slices.SortFunc(s, func(a, b Sandbox) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+func sortSandboxes(s []Sandbox) { slices.SortFunc(s, compareSandboxes) }
+
+// compareSandboxes orders by creation time, then ID.
+func compareSandboxes(a, b Sandbox) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
 }

@@ -43,8 +43,8 @@ func (r *Runtime) Serve(socketPath string) error {
 		return fmt.Errorf("fakecri: listen: %w", err)
 	}
 	stopping := make(chan struct{})
-	srv := grpc.NewServer(grpc.UnaryInterceptor(r.interceptor(stopping)))
-	runtimeapi.RegisterRuntimeServiceServer(srv, &server{r: r})
+	srv := grpc.NewServer(grpc.UnaryInterceptor(r.interceptor(stopping)), grpc.ForceServerCodecV2(serverCodec{}))
+	srv.RegisterService(serviceDesc(), &server{r: r}) // ListPodSandbox: see list.go
 	r.srv, r.socket, r.stopping = srv, socketPath, stopping
 	go func() { _ = srv.Serve(lis) }()
 	return nil
@@ -81,6 +81,8 @@ func (s *server) Version(context.Context, *runtimeapi.VersionRequest) (*runtimea
 	}, nil
 }
 
+// ListPodSandbox builds the answer the generated way. The served
+// ListPodSandbox is encodedList (list.go), which must answer the same.
 func (s *server) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
 	resp := &runtimeapi.ListPodSandboxResponse{}
 	if s.r.emptyList() {

@@ -57,8 +57,6 @@ type Config struct {
 	// Host networking (pkg/networkutils reads these variables; ipamd hands
 	// them to the host setup and reports them on introspection).
 	Network networkutils.Config
-	// EnableV6Egress is ENABLE_V6_EGRESS: refused (no egress-cni plugin).
-	EnableV6Egress bool
 
 	// Features, Kubernetes, observability.
 	AnnotatePodIP            bool   // ANNOTATE_POD_IP: pod IP annotation; needs the API server at start
@@ -133,7 +131,6 @@ func Load(env envutil.Env) (Config, error) {
 		VPCCNIVersion:                      env.String("VPC_CNI_VERSION", ""),
 
 		Network:        networkutils.LoadEnv(env),
-		EnableV6Egress: env.Bool("ENABLE_V6_EGRESS", false),
 
 		AnnotatePodIP:            env.StrictBool("ANNOTATE_POD_IP", false),
 		CheckpointPath:           env.String("AWS_VPC_K8S_CNI_BACKING_STORE", datastore.DefaultCheckpointPath),
@@ -148,6 +145,9 @@ func Load(env envutil.Env) (Config, error) {
 		NodeName:                 env.String("MY_NODE_NAME", ""),
 		PodName:                  env.String("MY_POD_NAME", ""),
 	}
+	// networkutils reads ENABLE_V6_EGRESS (as upstream's does); the
+	// cluster family is ipamd's to give it.
+	c.Network.IPv6 = c.EnableIPv6
 	if c.IMDSOnlyMode {
 		// As upstream: IMDS-only mode implies no network resource provisioning.
 		c.DisableNetworkResourceProvisioning = true
@@ -194,8 +194,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("ENABLE_POD_ENI=true: security groups for pods are %w", ErrUnsupported)
 	case c.EnableMultiNIC:
 		return fmt.Errorf("ENABLE_MULTI_NIC=true: multi-NIC pods are %w", ErrUnsupported)
-	case c.EnableV6Egress:
-		return fmt.Errorf("ENABLE_V6_EGRESS=true: IPv6 egress for pods needs the egress-cni plugin, which is %w", ErrUnsupported)
 	}
 	return validEndpoint("AWS_EC2_ENDPOINT", c.EC2Endpoint)
 }

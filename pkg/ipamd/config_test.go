@@ -101,7 +101,6 @@ func TestLoadConfigRefusals(t *testing.T) {
 		{"multi NIC", map[string]string{"ENABLE_IPv4": "true", "ENABLE_MULTI_NIC": "true"}, "multi-NIC"},
 		{"bad policy mode", map[string]string{"ENABLE_IPv4": "true", "NETWORK_POLICY_ENFORCING_MODE": "lenient"}, "NETWORK_POLICY_ENFORCING_MODE"},
 		{"empty policy mode (set but empty, as upstream)", map[string]string{"ENABLE_IPv4": "true", "NETWORK_POLICY_ENFORCING_MODE": ""}, "NETWORK_POLICY_ENFORCING_MODE"},
-		{"v6 egress", map[string]string{"ENABLE_IPv4": "true", "ENABLE_V6_EGRESS": "true"}, "ENABLE_V6_EGRESS=true"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

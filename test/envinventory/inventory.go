@@ -141,7 +141,7 @@ var All = []Var{
 	up("AWS_VPC_ENI_MTU", Honoured, "1500", IPAMD, Entrypoint),
 	up("POD_MTU", Honoured, "1400", Entrypoint),
 	up("AWS_VPC_K8S_CNI_VETHPREFIX", Honoured, "cali", IPAMD, Entrypoint),
-	up("ENABLE_V6_EGRESS", Refused, "true", IPAMD, Entrypoint, Init),
+	up("ENABLE_V6_EGRESS", Honoured, "true", IPAMD, Entrypoint, Init),
 	// Only an IPv6 cluster's conflist uses it (cmd/aws-vpc-cni's tests).
 	up("ENABLE_V4_EGRESS", Honoured, "", Entrypoint),
 	up("DISABLE_TCP_EARLY_DEMUX", Honoured, "true", Init),
@@ -162,7 +162,7 @@ var All = []Var{
 	up("AWS_VPC_K8S_PLUGIN_LOG_FILE", Honoured, "/var/log/aws-routed-eni/other.log", Entrypoint),
 	up("AWS_VPC_K8S_PLUGIN_LOG_LEVEL", Honoured, "Info", Entrypoint),
 	up("AWS_VPC_K8S_EGRESS_V4_PLUGIN_LOG_FILE", Honoured, "", Entrypoint),
-	inert("AWS_VPC_K8S_EGRESS_V6_PLUGIN_LOG_FILE", "ENABLE_V6_EGRESS", Entrypoint),
+	up("AWS_VPC_K8S_EGRESS_V6_PLUGIN_LOG_FILE", Honoured, "", Entrypoint),
 	up("DISABLE_METRICS", Honoured, "true", IPAMD),
 	up("DISABLE_INTROSPECTION", Honoured, "true", IPAMD),
 	up("INTROSPECTION_BIND_ADDRESS", Honoured, "unix:/var/run/aws-node/introspect.sock", IPAMD),

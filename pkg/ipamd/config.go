@@ -130,7 +130,7 @@ func Load(env envutil.Env) (Config, error) {
 		SubnetDiscovery:                    env.Bool("ENABLE_SUBNET_DISCOVERY", true),
 		VPCCNIVersion:                      env.String("VPC_CNI_VERSION", ""),
 
-		Network:        networkutils.LoadEnv(env),
+		Network: networkutils.LoadEnv(env),
 
 		AnnotatePodIP:            env.StrictBool("ANNOTATE_POD_IP", false),
 		CheckpointPath:           env.String("AWS_VPC_K8S_CNI_BACKING_STORE", datastore.DefaultCheckpointPath),

@@ -101,9 +101,6 @@ func newNSIPTables(netns ns.NetNS, proto iptables.Protocol) (*nsIPTables, error)
 	return &nsIPTables{ipt: ipt, netns: netns}, nil
 }
 
-// iptablesPath finds the iptables binary.
-func iptablesPath() (string, error) { return binaryPath("iptables") }
-
 // binaryPath finds an sbin tool; sbin may be missing from PATH.
 func binaryPath(name string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {

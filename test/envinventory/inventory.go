@@ -88,10 +88,6 @@ func up(name string, s Status, sample string, r ...Reader) Var {
 	return Var{Name: name, Upstream: true, Status: s, ReadBy: r, Sample: sample}
 }
 
-func inert(name, gate string, r ...Reader) Var {
-	return Var{Name: name, Upstream: true, Status: Inert, Gate: gate, ReadBy: r}
-}
-
 func ours(name, sample string, r ...Reader) Var {
 	return Var{Name: name, Status: New, ReadBy: r, Sample: sample}
 }

@@ -6,6 +6,7 @@
 package netnsutil
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -215,7 +216,14 @@ func LinkNames(n ns.NetNS) ([]string, error) {
 		return nil, err
 	}
 	defer h.Close()
-	links, err := h.LinkList()
+	// A dump the kernel interrupted (links of a namespace being destroyed
+	// go meanwhile) is partial: ask again.
+	var links []netlink.Link
+	for range 10 {
+		if links, err = h.LinkList(); !errors.Is(err, netlink.ErrDumpInterrupted) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

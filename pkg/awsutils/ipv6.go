@@ -27,8 +27,18 @@ func (c *Client) readIPv6Identity(ctx context.Context, id *Identity) error {
 	if id.PrimaryIPv6, err = netip.ParseAddr(s); err != nil || !id.PrimaryIPv6.Is6() {
 		return fmt.Errorf("imds ipv6 %q is not an IPv6 address", s)
 	}
-	id.VPCIPv6CIDRs, err = c.optionalPrefixes(ctx, "network/interfaces/macs/"+id.PrimaryMAC+"/vpc-ipv6-cidr-blocks")
+	id.VPCIPv6CIDRs, err = c.vpcIPv6CIDRs(ctx, id.PrimaryMAC)
 	return err
+}
+
+// VPCIPv6CIDRs re-reads the VPC's IPv6 CIDR blocks from IMDS (none when
+// the VPC has no IPv6), for the periodic refresh in IPv6 mode.
+func (c *Client) VPCIPv6CIDRs(ctx context.Context) ([]netip.Prefix, error) {
+	return c.vpcIPv6CIDRs(ctx, c.Identity.PrimaryMAC)
+}
+
+func (c *Client) vpcIPv6CIDRs(ctx context.Context, mac string) ([]netip.Prefix, error) {
+	return c.optionalPrefixes(ctx, "network/interfaces/macs/"+mac+"/vpc-ipv6-cidr-blocks")
 }
 
 // PrimaryIPv6Prefix returns the primary ENI's IPv6 prefix, assigning one

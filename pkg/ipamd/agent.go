@@ -95,7 +95,8 @@ type Agent struct {
 	// apiServer: the API server answered during start-up.
 	apiServer bool
 	podIPs    *k8sapi.PodIPs // ANNOTATE_POD_IP; nil when off
-	vpcSet    vpcCIDRSet     // the VPC's CIDR blocks, refreshed while running
+	vpcSet    vpcCIDRSet     // the VPC's IPv4 CIDR blocks, refreshed while running
+	vpcSetV6  vpcCIDRSet     // its IPv6 ones (IPv6 mode), refreshed while running
 	// appliedSGs are the primary ENI's security groups as last given to
 	// every secondary ENI (refreshSecurityGroups; one goroutine at a time).
 	appliedSGs []string

@@ -174,10 +174,8 @@ func (a *Agent) buildPool() {
 }
 
 // vpcCIDRs are the VPC's IPv4 CIDRs for AddNetwork replies, as last read.
-func (a *Agent) vpcCIDRs() []string {
-	var out []string
-	for _, p := range a.vpcSet.get() {
-		out = append(out, p.String())
-	}
-	return out
-}
+func (a *Agent) vpcCIDRs() []string { return a.vpcSet.strings() }
+
+// vpcCIDRsV6 are the VPC's IPv6 CIDRs for AddNetwork replies in IPv6 mode,
+// as last read.
+func (a *Agent) vpcCIDRsV6() []string { return a.vpcSetV6.strings() }

@@ -38,10 +38,25 @@ func (s *vpcCIDRSet) set(list []netip.Prefix) bool {
 	return true
 }
 
-// refreshVPCCIDRs re-reads the VPC's CIDR blocks and, when they changed,
-// reprograms the host's SNAT rules. Failures are logged and counted; the
-// last known set stays in use.
+// strings renders the set for gRPC replies.
+func (s *vpcCIDRSet) strings() []string {
+	var out []string
+	for _, p := range s.get() {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// refreshVPCCIDRs re-reads the VPC's CIDR blocks of the cluster's family
+// and, for IPv4 when they changed, reprograms the host's SNAT rules (IPv6
+// mode has no SNAT for pod addresses: the blocks only reach the AddNetwork
+// replies). Failures are logged and counted; the last known set stays in
+// use.
 func (a *Agent) refreshVPCCIDRs(ctx context.Context) {
+	if a.opts.Config.EnableIPv6 {
+		a.refreshVPCIPv6CIDRs(ctx)
+		return
+	}
 	list, err := a.aws.VPCIPv4CIDRs(ctx)
 	if err != nil {
 		a.metrics.errors.WithLabelValues("refreshVPCCIDRsFailed").Inc()
@@ -59,5 +74,21 @@ func (a *Agent) refreshVPCCIDRs(ctx context.Context) {
 	if err := a.host.UpdateSNATRules(ctx, a.vpcSet.get()); err != nil {
 		a.metrics.errors.WithLabelValues("updateSNATRulesFailed").Inc()
 		a.log.Error("could not update the SNAT rules for the VPC's new CIDR blocks", "error", err)
+	}
+}
+
+// refreshVPCIPv6CIDRs is refreshVPCCIDRs in IPv6 mode. Upstream reads the
+// blocks from IMDS on every AddNetwork; here a block associated while the
+// node runs reaches the replies within one refresh period (30 s).
+func (a *Agent) refreshVPCIPv6CIDRs(ctx context.Context) {
+	list, err := a.aws.VPCIPv6CIDRs(ctx)
+	if err != nil {
+		a.metrics.errors.WithLabelValues("refreshVPCCIDRsFailed").Inc()
+		a.log.Warn("could not re-read the VPC's IPv6 CIDR blocks from IMDS; keeping the ones known", "error", err)
+		return
+	}
+	old := a.vpcSetV6.get()
+	if a.vpcSetV6.set(list) {
+		a.log.Info("the VPC's IPv6 CIDR blocks changed: updating the AddNetwork replies", "was", old, "now", list)
 	}
 }

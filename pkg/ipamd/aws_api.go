@@ -22,6 +22,7 @@ type awsAPI interface {
 	DescribeInstanceTypeLimits(ctx context.Context, instanceType string) (awsutils.TypeLimits, error)
 	SubnetCIDR(ctx context.Context, subnetID string) (netip.Prefix, error)
 	VPCIPv4CIDRs(ctx context.Context) ([]netip.Prefix, error)
+	VPCIPv6CIDRs(ctx context.Context) ([]netip.Prefix, error)
 	PrimarySecurityGroups(ctx context.Context) ([]string, error)
 	PrimaryIPv6Prefix(ctx context.Context) (netip.Prefix, error)
 	SetENISecurityGroups(ctx context.Context, eniID string, groups []string) error

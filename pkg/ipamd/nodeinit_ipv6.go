@@ -17,6 +17,7 @@ import (
 func (a *Agent) initIPv6(ctx context.Context) error {
 	id := a.aws.InstanceIdentity()
 	a.vpcSet.set(id.VPCCIDRs)
+	a.vpcSetV6.set(id.VPCIPv6CIDRs)
 	if err := a.setupHostNetwork(ctx); err != nil {
 		return err
 	}
@@ -45,16 +46,4 @@ func (a *Agent) initIPv6(ctx context.Context) error {
 	a.log.Info("node initialised in IPv6 mode", "instance", id.InstanceID, "type", id.InstanceType,
 		"eni", primary.ID, "prefix", prefix.String(), "nodeIPv6", id.PrimaryIPv6.String())
 	return nil
-}
-
-// vpcCIDRsV6 are the VPC's IPv6 CIDRs for AddNetwork replies in IPv6 mode.
-func (a *Agent) vpcCIDRsV6() []string {
-	if a.aws == nil {
-		return nil
-	}
-	var out []string
-	for _, p := range a.aws.InstanceIdentity().VPCIPv6CIDRs {
-		out = append(out, p.String())
-	}
-	return out
 }

@@ -52,12 +52,12 @@ func (s *Sim) describeVpcs(p params, _ time.Time) (response, error) {
 				AssociationID: b.assocID, CidrBlock: b.cidr.String(), State: xmlCidrBlockState{State: "associated"},
 			})
 		}
-		if b := s.vpcIPv6; b.cidr.IsValid() {
-			v.IPv6CidrBlocks.Items = []xmlIPv6Block{{
+		for _, b := range s.vpcIPv6 {
+			v.IPv6CidrBlocks.Items = append(v.IPv6CidrBlocks.Items, xmlIPv6Block{
 				AssociationID: b.assocID, IPv6CidrBlock: b.cidr.String(),
 				State:              xmlCidrBlockState{State: "associated"},
 				NetworkBorderGroup: s.cfg.Region, IPv6Pool: "Amazon", IPSource: "amazon", IPv6AddressAttribute: "public",
-			}}
+			})
 		}
 		resp.Vpcs.Items = append(resp.Vpcs.Items, v)
 	}
@@ -84,19 +84,19 @@ func (s *Sim) vpcFilterValues(name string) []string {
 	case "cidr-block-association.state":
 		return []string{"associated"}
 	}
-	if b := s.vpcIPv6; b.cidr.IsValid() {
+	var out []string
+	for _, b := range s.vpcIPv6 {
 		switch name {
 		case "ipv6-cidr-block-association.ipv6-cidr-block":
-			return []string{b.cidr.String()}
+			out = append(out, b.cidr.String())
 		case "ipv6-cidr-block-association.association-id":
-			return []string{b.assocID}
+			out = append(out, b.assocID)
 		case "ipv6-cidr-block-association.state":
 			return []string{"associated"}
 		case "ipv6-cidr-block-association.ipv6-pool":
 			return []string{"Amazon"}
 		}
 	}
-	var out []string
 	for _, b := range s.vpcBlocks {
 		switch name {
 		case "cidr-block-association.cidr-block":

@@ -396,7 +396,7 @@ func TestIPv6Operator(t *testing.T) {
 	requireSimCode(t, sim.AssociateSubnetIPv6CIDR(subnet, subnet6), ec2sim.CodeInvalidSubnetRange) // the VPC has no IPv6 yet
 	requireSimCode(t, sim.AssociateVPCIPv6CIDR("2600:1f14:abc:de00::/64"), ec2sim.CodeInvalidVpcRange)
 	require.NoError(t, sim.AssociateVPCIPv6CIDR(vpc6))
-	requireSimCode(t, sim.AssociateVPCIPv6CIDR("2600:1f14:abc:df00::/56"), ec2sim.CodeInvalidParameterValue)
+	requireSimCode(t, sim.AssociateVPCIPv6CIDR(vpc6), ec2sim.CodeInvalidParameterValue) // overlaps itself
 	require.Equal(t, vpc6, mustMetadata(t, md, base+"vpc-ipv6-cidr-blocks"))
 	require404(t, md, base+"subnet-ipv6-cidr-blocks")
 
@@ -419,6 +419,18 @@ func TestIPv6Operator(t *testing.T) {
 	require.Equal(t, []string{addrs[0].String(), addrs[1].String()}, fields(mustMetadata(t, md, base+"ipv6s")))
 	_, err = sim.AddIPv6Addrs(sim.PrimaryENI(), 0)
 	requireSimCode(t, err, ec2sim.CodeInvalidParameterValue)
+
+	// More IPv6 blocks, up to EC2's five per VPC; IMDS lists them all and
+	// subnets may take a /64 from any of them.
+	for _, b := range []string{"2600:1f14:abc:df00::/56", "2600:1f14:abd::/56", "2600:1f14:abe::/56", "2600:1f14:abf::/56"} {
+		require.NoError(t, sim.AssociateVPCIPv6CIDR(b))
+	}
+	require.Equal(t, []string{vpc6, "2600:1f14:abc:df00::/56", "2600:1f14:abd::/56", "2600:1f14:abe::/56", "2600:1f14:abf::/56"},
+		fields(mustMetadata(t, md, base+"vpc-ipv6-cidr-blocks")))
+	requireSimCode(t, sim.AssociateVPCIPv6CIDR("2600:1f14:ac0::/56"), ec2sim.CodeInvalidParameterValue)
+	third, err := sim.AddSubnet(ec2sim.SubnetConfig{CIDR: "10.0.32.0/20", IPv6CIDR: "2600:1f14:abc:df00::/64"})
+	require.NoError(t, err)
+	require.Equal(t, "2600:1f14:abc:df00::/64", sim.SubnetIPv6CIDR(third))
 }
 
 // TestIPv6ConcurrentChurn assigns and frees IPv6 addresses and /80s from

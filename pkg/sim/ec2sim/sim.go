@@ -26,7 +26,7 @@ type Sim struct {
 	mu              sync.Mutex // guards the model below
 	rng             *rand.Rand
 	vpcBlocks       []vpcBlock // primary first
-	vpcIPv6         vpcBlock   // zero when the VPC has no IPv6 block
+	vpcIPv6         []vpcBlock // the VPC's IPv6 blocks, none when it has no IPv6
 	subnets         map[string]*subnet
 	subnetOrder     []string
 	sgs             map[string]bool
@@ -130,7 +130,7 @@ func New(cfg Config) (*Sim, error) {
 		}
 	}
 	if cfg.VPCIPv6CIDR != "" {
-		s.vpcIPv6 = vpcBlock{cidr: netip.MustParsePrefix(cfg.VPCIPv6CIDR), assocID: "vpc-cidr-assoc-0sim60000001"}
+		s.vpcIPv6 = []vpcBlock{{cidr: netip.MustParsePrefix(cfg.VPCIPv6CIDR), assocID: "vpc-cidr-assoc-0sim60000001"}}
 	}
 	for _, sg := range cfg.SecurityGroupIDs {
 		s.sgs[sg] = true

@@ -3,6 +3,7 @@ package ec2sim
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -27,14 +28,14 @@ func checkVPCIPv6Block(p netip.Prefix) error {
 // checkSubnetIPv6Block reports why p cannot be the IPv6 block of subnet
 // id: a /64 inside the VPC's IPv6 block, overlapping no other subnet's.
 func (s *Sim) checkSubnetIPv6Block(id string, p netip.Prefix) error {
-	if !s.vpcIPv6.cidr.IsValid() {
+	if len(s.vpcIPv6) == 0 {
 		return fmt.Errorf("the VPC has no IPv6 CIDR block")
 	}
 	if !p.Addr().Is6() || p.Addr().Is4In6() || p.Masked() != p || p.Bits() != subnetIPv6Bits {
 		return fmt.Errorf("%s is not an IPv6 /%d network", p, subnetIPv6Bits)
 	}
-	if !s.vpcIPv6.cidr.Contains(p.Addr()) {
-		return fmt.Errorf("%s is not inside the VPC's IPv6 block %s", p, s.vpcIPv6.cidr)
+	if !slices.ContainsFunc(s.vpcIPv6, func(b vpcBlock) bool { return b.cidr.Contains(p.Addr()) }) {
+		return fmt.Errorf("%s is not inside the VPC's IPv6 blocks %v", p, s.vpcIPv6Strings())
 	}
 	for _, oid := range s.subnetOrder {
 		if o := s.subnets[oid]; oid != id && o.ipv6 != nil && o.ipv6.prefix.Overlaps(p) {
@@ -68,17 +69,39 @@ func (s *Sim) setSubnetIPv6Locked(sn *subnet, p netip.Prefix) error {
 	return nil
 }
 
-// vpcIPv6Strings lists the VPC's IPv6 block, if any.
+// vpcIPv6Strings lists the VPC's IPv6 blocks in association order.
 func (s *Sim) vpcIPv6Strings() []string {
-	if !s.vpcIPv6.cidr.IsValid() {
-		return nil
+	out := make([]string, 0, len(s.vpcIPv6))
+	for _, b := range s.vpcIPv6 {
+		out = append(out, b.cidr.String())
 	}
-	return []string{s.vpcIPv6.cidr.String()}
+	return out
 }
 
-// AssociateVPCIPv6CIDR gives the VPC its IPv6 block behind the API's back,
-// as an operator running AssociateVpcCidrBlock would: a global unicast
-// /56, and only one. IMDS lists it at once.
+// maxVPCIPv6Blocks is EC2's default quota of IPv6 CIDR blocks per VPC.
+const maxVPCIPv6Blocks = 5
+
+// addVPCIPv6BlockLocked associates p with the VPC after EC2's checks: a
+// global unicast /56, overlapping no block already there, within the quota.
+func (s *Sim) addVPCIPv6BlockLocked(p netip.Prefix) error {
+	if err := checkVPCIPv6Block(p); err != nil {
+		return err
+	}
+	for _, b := range s.vpcIPv6 {
+		if b.cidr.Overlaps(p) {
+			return fmt.Errorf("%s overlaps the VPC's IPv6 block %s", p, b.cidr)
+		}
+	}
+	if len(s.vpcIPv6) == maxVPCIPv6Blocks {
+		return fmt.Errorf("the VPC already has %d IPv6 CIDR blocks", maxVPCIPv6Blocks)
+	}
+	s.vpcIPv6 = append(s.vpcIPv6, vpcBlock{cidr: p, assocID: fmt.Sprintf("vpc-cidr-assoc-0sim6%07d", len(s.vpcIPv6)+1)})
+	return nil
+}
+
+// AssociateVPCIPv6CIDR gives the VPC one more IPv6 block behind the API's
+// back, as an operator running AssociateVpcCidrBlock would: a global
+// unicast /56, at most five per VPC. IMDS lists it at once.
 func (s *Sim) AssociateVPCIPv6CIDR(cidr string) error {
 	p, err := netip.ParsePrefix(cidr)
 	if err != nil {
@@ -86,13 +109,12 @@ func (s *Sim) AssociateVPCIPv6CIDR(cidr string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.vpcIPv6.cidr.IsValid() {
-		return newError(CodeInvalidParameterValue, "The VPC %s already has the IPv6 CIDR block %s", s.cfg.VPCID, s.vpcIPv6.cidr)
-	}
 	if err := checkVPCIPv6Block(p); err != nil {
 		return newError(CodeInvalidVpcRange, "The IPv6 CIDR '%s' is invalid: %v", cidr, err)
 	}
-	s.vpcIPv6 = vpcBlock{cidr: p, assocID: "vpc-cidr-assoc-0sim60000001"}
+	if err := s.addVPCIPv6BlockLocked(p); err != nil {
+		return newError(CodeInvalidParameterValue, "The IPv6 CIDR '%s' cannot be associated with %s: %v", cidr, s.cfg.VPCID, err)
+	}
 	return nil
 }
 
@@ -118,14 +140,14 @@ func (s *Sim) AssociateSubnetIPv6CIDR(subnetID, cidr string) error {
 	return nil
 }
 
-// VPCIPv6CIDR is the VPC's IPv6 block, "" when it has none.
+// VPCIPv6CIDR is the VPC's first IPv6 block, "" when it has none.
 func (s *Sim) VPCIPv6CIDR() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.vpcIPv6.cidr.IsValid() {
+	if len(s.vpcIPv6) == 0 {
 		return ""
 	}
-	return s.vpcIPv6.cidr.String()
+	return s.vpcIPv6[0].cidr.String()
 }
 
 // SubnetIPv6CIDR is a subnet's IPv6 block, "" when it has none or the

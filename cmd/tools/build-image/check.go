@@ -201,13 +201,24 @@ func checkImage(img v1.Image, k kind, arch string, o checkOptions) (listingText 
 	return strings.Join(listing, "\n"), warnings, nil
 }
 
-// wrapperBackends: iptables-wrapper picks iptables-nft or iptables-legacy
-// on its first run, so at least one of them must be there.
+// wrapperBackends reports why iptables-wrapper could not work in the image:
+// it picks one mode, nft or legacy, for both families, so some mode needs
+// both /usr/sbin/iptables-<mode> and /usr/sbin/ip6tables-<mode> (IPv6
+// clusters need the second for the egress and REJECT rules).
 func wrapperBackends(files map[string]fileInfo) error {
-	for _, b := range []string{"/usr/sbin/iptables-nft", "/usr/sbin/iptables-legacy"} {
-		if _, fi, err := resolve(files, b); err == nil && !fi.Dir && fi.Mode&0o111 != 0 {
+	var missing []string
+	for _, mode := range []string{"nft", "legacy"} {
+		var lack []string
+		for _, prog := range []string{"iptables", "ip6tables"} {
+			p := "/usr/sbin/" + prog + "-" + mode
+			if _, fi, err := resolve(files, p); err != nil || fi.Dir || fi.Mode&0o111 == 0 {
+				lack = append(lack, p)
+			}
+		}
+		if len(lack) == 0 {
 			return nil
 		}
+		missing = append(missing, strings.Join(lack, " and "))
 	}
-	return fmt.Errorf("iptables-wrapper found, but neither /usr/sbin/iptables-nft nor /usr/sbin/iptables-legacy for it to select")
+	return fmt.Errorf("iptables-wrapper found, but no mode it can select has both families: missing %s", strings.Join(missing, "; missing "))
 }

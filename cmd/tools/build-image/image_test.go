@@ -465,6 +465,39 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// The wrapper selects one mode for both families: a base with
+// iptables-nft but only ip6tables-legacy cannot serve an IPv6 cluster.
+func TestWrapperBackends(t *testing.T) {
+	exe := fileInfo{Mode: 0o755}
+	for _, c := range []struct {
+		name  string
+		files []string
+		err   string
+	}{
+		{"nft", []string{"iptables-nft", "ip6tables-nft"}, ""},
+		{"legacy", []string{"iptables-legacy", "ip6tables-legacy"}, ""},
+		{"mixed", []string{"iptables-nft", "ip6tables-legacy"},
+			"missing /usr/sbin/ip6tables-nft; missing /usr/sbin/iptables-legacy"},
+		{"IPv4 only", []string{"iptables-nft", "iptables-legacy"},
+			"missing /usr/sbin/ip6tables-nft; missing /usr/sbin/ip6tables-legacy"},
+		{"none", nil, "missing /usr/sbin/iptables-nft and /usr/sbin/ip6tables-nft"},
+	} {
+		files := map[string]fileInfo{"/usr": {Dir: true}, "/usr/sbin": {Dir: true}}
+		for _, f := range c.files {
+			files["/usr/sbin/"+f] = exe
+		}
+		err := wrapperBackends(files)
+		if c.err == "" {
+			assert.NoError(t, err, c.name)
+			continue
+		}
+		assert.ErrorContains(t, err, c.err, c.name)
+	}
+	files := map[string]fileInfo{"/usr": {Dir: true}, "/usr/sbin": {Dir: true},
+		"/usr/sbin/iptables-nft": exe, "/usr/sbin/ip6tables-nft": {Mode: 0o644}}
+	assert.ErrorContains(t, wrapperBackends(files), "ip6tables-nft", "not executable")
+}
+
 func TestInitImage(t *testing.T) {
 	bin, _ := inputs(t)
 	plugins := t.TempDir()

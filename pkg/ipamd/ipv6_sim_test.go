@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
@@ -169,4 +170,27 @@ func TestIPv6VPCCIDRBlocksRefreshed(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Success)
 	assert.ElementsMatch(t, []string{ec2simtest.IPv6VPCCIDR, second}, r.VPCv6CIDRs)
+}
+
+// The primary subnet tagged out of pod addresses: with subnet discovery on,
+// upstream would serve IPv6 pods from another ENI; this build refuses at
+// start, naming the tag and the variables, and assigns nothing. With
+// discovery off the tag does not apply (as upstream) and the node starts.
+func TestIPv6ExcludedPrimarySubnet(t *testing.T) {
+	cfg := ec2simtest.IPv6Node(ec2sim.Config{Seed: 42, Subnets: []ec2sim.SubnetConfig{
+		{ID: "subnet-0primary", CIDR: "10.0.0.0/20", Tags: map[string]string{awsutils.TagSubnetCNIRole: "0"}},
+	}})
+	sim := ec2simtest.Start(t, cfg)
+	opts, _ := simOptions(t, sim, withEnv(quietListeners, ipv6Env))
+	_, err := NewAgent(context.Background(), opts)
+	require.Error(t, err)
+	for _, want := range []string{"ENABLE_IPv6", "ENABLE_SUBNET_DISCOVERY=false", "subnet-0primary", awsutils.TagSubnetCNIRole} {
+		assert.ErrorContains(t, err, want)
+	}
+	assert.Empty(t, mustENI(t, sim, sim.PrimaryENI()).IPv6Prefixes, "nothing assigned")
+	assert.Zero(t, sim.Calls()["AssignIpv6Addresses"])
+
+	n := nodeOnSim(t, sim, withEnv(withEnv(quietListeners, ipv6Env), map[string]string{"ENABLE_SUBNET_DISCOVERY": "false"}))
+	assert.Len(t, mustENI(t, sim, sim.PrimaryENI()).IPv6Prefixes, 1, "discovery off: the tag is not read")
+	assert.Equal(t, 1<<48, n.agent.store.Stats().TotalIPs)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 )
@@ -26,6 +27,9 @@ func (a *Agent) initIPv6(ctx context.Context) error {
 		return fmt.Errorf("describe the primary ENI %s: %v", id.PrimaryENIID, err)
 	}
 	primary := enis[0]
+	if err := a.refuseExcludedIPv6Subnet(ctx, primary.SubnetID); err != nil {
+		return err
+	}
 	if !a.opts.Config.DisableNetworkResourceProvisioning {
 		if err := a.aws.EnsureENITags(ctx, primary); err != nil {
 			return fmt.Errorf("tag ENI %s: %w", primary.ID, err)
@@ -45,5 +49,30 @@ func (a *Agent) initIPv6(ctx context.Context) error {
 	}
 	a.log.Info("node initialised in IPv6 mode", "instance", id.InstanceID, "type", id.InstanceType,
 		"eni", primary.ID, "prefix", prefix.String(), "nodeIPv6", id.PrimaryIPv6.String())
+	return nil
+}
+
+// refuseExcludedIPv6Subnet stops start-up when subnet discovery is on and
+// the primary ENI's subnet is tagged out of pod addresses. Upstream then
+// attaches a secondary ENI in another subnet and serves pods from its /80;
+// this build serves IPv6 pods from the primary ENI only, so rather than
+// ignore the tag it refuses, naming the ways out. A failed tag lookup is
+// logged and start-up goes on (upstream treats an unknown subnet as not
+// excluded).
+func (a *Agent) refuseExcludedIPv6Subnet(ctx context.Context, subnetID string) error {
+	if !a.opts.Config.SubnetDiscovery {
+		return nil
+	}
+	excluded, err := a.aws.ExcludedSubnets(ctx, []string{subnetID})
+	if err != nil {
+		a.metrics.errors.WithLabelValues("subnetExclusionCheckFailed").Inc()
+		a.log.Warn("could not read the primary subnet's tags; serving IPv6 pods from it", "subnet", subnetID, "error", err)
+		return nil
+	}
+	if excluded[subnetID] {
+		return fmt.Errorf("ENABLE_IPv6=true with ENABLE_SUBNET_DISCOVERY=true: the primary ENI's subnet %s is tagged %s=0 "+
+			"(or for another cluster than CLUSTER_NAME), and this build serves IPv6 pods only from the primary ENI's /80: "+
+			"remove the tag, or set ENABLE_SUBNET_DISCOVERY=false to serve pods from that subnet anyway", subnetID, awsutils.TagSubnetCNIRole)
+	}
 	return nil
 }

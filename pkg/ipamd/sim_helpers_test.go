@@ -61,6 +61,20 @@ func startSimNodeTB(t tb, simCfg ec2sim.Config, env map[string]string, mutate ..
 // may have prepared) and builds an agent against it, as startSimNode.
 func nodeOnSim(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Options)) *simNode {
 	t.Helper()
+	opts, client := simOptions(t, sim, env, mutate...)
+	a, err := NewAgent(context.Background(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.store.Close() })
+	return &simNode{sim: sim, aws: client, agent: a, dir: filepath.Dir(opts.SocketPath)}
+}
+
+// simOptions are the agent options nodeOnSim starts with: the SDK client
+// pointed at sim, a temporary directory for the socket, checkpoint and DEL
+// queue, and env over quiet defaults; tests expecting NewAgent to refuse
+// use them directly. client is the SDK client built for sim (what
+// Options.AWS holds unless a mutation replaced it).
+func simOptions(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Options)) (opts Options, client *awsutils.Client) {
+	t.Helper()
 	ec2simtest.PointSDKAtSim(t, sim)
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -79,9 +93,9 @@ func nodeOnSim(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Opt
 	// retries.
 	ao := awsOptions(cfg, nil)
 	ao.MaxAttempts, ao.MaxBackoff = 4, 20*time.Millisecond
-	client, err := awsutils.New(ctx, ao)
+	client, err = awsutils.New(ctx, ao)
 	require.NoError(t, err)
-	opts := Options{
+	opts = Options{
 		Config: cfg, AWS: client, Timings: fastTimings,
 		MaxPodsFile: filepath.Join("..", "..", "misc", "eni-max-pods.txt"),
 		SocketPath:  filepath.Join(dir, "ipamd.sock"),
@@ -90,10 +104,7 @@ func nodeOnSim(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Opt
 	for _, m := range mutate {
 		m(&opts)
 	}
-	a, err := NewAgent(ctx, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = a.store.Close() })
-	return &simNode{sim: sim, aws: client, agent: a, dir: dir}
+	return opts, client
 }
 
 // settle runs pool steps (and ENI syncs) until the decision asks for

@@ -25,7 +25,7 @@ SETUP     ?= yes
 # Where `go install` puts the analysers scripts/ci/setup.sh installs.
 TOOLS_BIN ?= $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)
 
-.PHONY: all build test bench lint check setup run generate-rpc clean $(BINARIES)
+.PHONY: all build test bench bench-report lint check setup run generate-rpc clean $(BINARIES)
 
 all: build
 
@@ -47,6 +47,11 @@ test:
 ## bench: the benchmarks quoted in issue notes.
 bench:
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchmem -benchtime=$(BENCHTIME) ./...
+
+## bench-report: issue 16's fast-path table (upstream, ours, goal, met)
+## with the load average; BENCH_REPORT_ARGS e.g. "-count 5 -jobs grpc".
+bench-report:
+	$(GO) run ./scripts/benchreport -go '$(GO)' $(BENCH_REPORT_ARGS)
 
 ## lint: gofmt (fails with the diff) and go vet.
 lint:

@@ -1,0 +1,107 @@
+package main
+
+// job is one `go test -bench` invocation; rows read its medians.
+type job struct {
+	Name  string
+	Pkg   string
+	Bench string   // the -bench pattern
+	Env   []string // added to the environment (TMPDIR moves b.TempDir)
+	// DiskLoad runs a writer that keeps the disk busy while the job runs.
+	DiskLoad bool
+	// Root: the job needs root (network namespaces); skipped otherwise.
+	Root bool
+}
+
+var jobs = []job{
+	{Name: "datastore-disk", Pkg: "./pkg/ipamd/datastore", Bench: "^BenchmarkAssignRelease$/^disk$/"},
+	{Name: "datastore-disk-busy", Pkg: "./pkg/ipamd/datastore", Bench: "^BenchmarkAssignRelease$/^disk$/^735$", DiskLoad: true},
+	{Name: "datastore-tmpfs", Pkg: "./pkg/ipamd/datastore", Bench: "^BenchmarkAssignRelease$/^disk$/^30$", Env: []string{"TMPDIR=/dev/shm"}},
+	{Name: "grpc", Pkg: "./pkg/ipamd", Bench: "^(BenchmarkAddDelNetworkNewConnection|BenchmarkAddDelThroughput)$"},
+	{Name: "plugin", Pkg: "./cmd/routed-eni-cni-plugin", Bench: "^BenchmarkPluginAddDel$/^1$", Root: true},
+	{Name: "reconcile", Pkg: "./pkg/ipamd/podip", Bench: "^BenchmarkReconcilePass$/^allocations=1000$"},
+}
+
+// figures are a job's medians: benchmark name -> unit -> value.
+type figures map[string]map[string]float64
+
+func (f figures) get(name, unit string) (float64, bool) {
+	v, ok := f[name][unit]
+	return v, ok
+}
+
+// row is one line of issue 16's table: the upstream figure (measured side
+// by side with upstream v1.23.1 on this kind of machine, quoted from the
+// issue), ours from this run, and the goal.
+type row struct {
+	Figure   string
+	Upstream string
+	Goal     string
+	Job      string
+	Unit     string
+	// Value is ours in Unit, from the job's figures; false when missing.
+	Value func(f figures) (float64, bool)
+	Met   func(v float64) bool
+}
+
+func nsToMS(name string) func(figures) (float64, bool) {
+	return func(f figures) (float64, bool) {
+		v, ok := f.get(name, "ns/op")
+		return v / 1e6, ok
+	}
+}
+
+func nsToUS(name string) func(figures) (float64, bool) {
+	return func(f figures) (float64, bool) {
+		v, ok := f.get(name, "ns/op")
+		return v / 1e3, ok
+	}
+}
+
+func atMost(limit float64) func(float64) bool  { return func(v float64) bool { return v <= limit } }
+func below(limit float64) func(float64) bool   { return func(v float64) bool { return v < limit } }
+func atLeast(limit float64) func(float64) bool { return func(v float64) bool { return v >= limit } }
+
+var rows = []row{
+	{Figure: "assign+release, checkpoint on disk, 30 addresses", Upstream: "1.59 ms", Goal: ">= 3x upstream (<= 0.53 ms)",
+		Job: "datastore-disk", Unit: "ms", Value: nsToMS("BenchmarkAssignRelease/disk/30"), Met: atMost(1.59 / 3)},
+	{Figure: "assign+release, checkpoint on disk, 735 addresses", Upstream: "3.30 ms", Goal: ">= 3x upstream (<= 1.10 ms)",
+		Job: "datastore-disk", Unit: "ms", Value: nsToMS("BenchmarkAssignRelease/disk/735"), Met: atMost(3.30 / 3)},
+	{Figure: "same, 735, disk busy", Upstream: "6.0-6.7 ms", Goal: "never slower than upstream (<= 6.0 ms)",
+		Job: "datastore-disk-busy", Unit: "ms", Value: nsToMS("BenchmarkAssignRelease/disk/735"), Met: atMost(6.0)},
+	{Figure: "same on tmpfs, 30 addresses", Upstream: "96 us", Goal: ">= 3x upstream (<= 32 us)",
+		Job: "datastore-tmpfs", Unit: "us", Value: nsToUS("BenchmarkAssignRelease/disk/30"), Met: atMost(32)},
+	{Figure: "AddNetwork+DelNetwork over gRPC, new connection per call, disk", Upstream: "4.0 ms", Goal: "<= 1 ms p50",
+		Job: "grpc", Unit: "ms", Value: grpcPairMS, Met: atMost(1)},
+	{Figure: "32 concurrent vs 1 at a time, over gRPC", Upstream: "1.07x", Goal: ">= 8x",
+		Job: "grpc", Unit: "x", Value: concurrencyRatio, Met: atLeast(8)},
+	{Figure: "aws-cni exec ADD+DEL against ipamd, p50", Upstream: "25 ms", Goal: "<= 0.7x upstream (<= 17.5 ms)",
+		Job: "plugin", Unit: "ms", Value: pluginPairMS, Met: atMost(17.5)},
+	{Figure: "reconcile pass over 1,000 allocations", Upstream: "(none: no reconciler)", Goal: "< 2 ms",
+		Job: "reconcile", Unit: "ms", Value: nsToMS("BenchmarkReconcilePass/allocations=1000"), Met: below(2)},
+}
+
+// grpcPairMS prefers the benchmark's own p50 when it reports one.
+func grpcPairMS(f figures) (float64, bool) {
+	const name = "BenchmarkAddDelNetworkNewConnection"
+	if v, ok := f.get(name, "p50-ms"); ok {
+		return v, true
+	}
+	return nsToMS(name)(f)
+}
+
+func concurrencyRatio(f figures) (float64, bool) {
+	one, ok1 := f.get("BenchmarkAddDelThroughput/workers=1", "pods/s")
+	many, ok32 := f.get("BenchmarkAddDelThroughput/workers=32", "pods/s")
+	if !ok1 || !ok32 || one == 0 {
+		return 0, false
+	}
+	return many / one, true
+}
+
+func pluginPairMS(f figures) (float64, bool) {
+	const name = "BenchmarkPluginAddDel/1"
+	if v, ok := f.get(name, "p50-ms/pair"); ok {
+		return v, true
+	}
+	return f.get(name, "latency-ms/pair")
+}

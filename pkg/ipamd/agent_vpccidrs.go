@@ -49,46 +49,31 @@ func (s *vpcCIDRSet) strings() []string {
 
 // refreshVPCCIDRs re-reads the VPC's CIDR blocks of the cluster's family
 // and, for IPv4 when they changed, reprograms the host's SNAT rules (IPv6
-// mode has no SNAT for pod addresses: the blocks only reach the AddNetwork
-// replies). Failures are logged and counted; the last known set stays in
-// use.
+// mode has no SNAT for pod addresses: its blocks only reach the AddNetwork
+// replies; upstream reads them from IMDS on every AddNetwork, here a block
+// associated while the node runs arrives within one refresh period).
+// Failures are logged and counted; the last known set stays in use.
 func (a *Agent) refreshVPCCIDRs(ctx context.Context) {
+	read, known, family := a.aws.VPCIPv4CIDRs, &a.vpcSet, "IPv4"
 	if a.opts.Config.EnableIPv6 {
-		a.refreshVPCIPv6CIDRs(ctx)
-		return
+		read, known, family = a.aws.VPCIPv6CIDRs, &a.vpcSetV6, "IPv6"
 	}
-	list, err := a.aws.VPCIPv4CIDRs(ctx)
+	list, err := read(ctx)
 	if err != nil {
 		a.metrics.errors.WithLabelValues("refreshVPCCIDRsFailed").Inc()
-		a.log.Warn("could not re-read the VPC's CIDR blocks from IMDS; keeping the ones known", "error", err)
+		a.log.Warn("could not re-read the VPC's CIDR blocks from IMDS; keeping the ones known", "family", family, "error", err)
 		return
 	}
-	old := a.vpcSet.get()
-	if !a.vpcSet.set(list) {
+	old := known.get()
+	if !known.set(list) {
 		return
 	}
-	a.log.Info("the VPC's CIDR blocks changed: updating the SNAT exclusions and AddNetwork replies", "was", old, "now", list)
-	if a.host == nil {
+	a.log.Info("the VPC's CIDR blocks changed: updating the AddNetwork replies and SNAT exclusions", "family", family, "was", old, "now", list)
+	if a.opts.Config.EnableIPv6 || a.host == nil {
 		return
 	}
 	if err := a.host.UpdateSNATRules(ctx, a.vpcSet.get()); err != nil {
 		a.metrics.errors.WithLabelValues("updateSNATRulesFailed").Inc()
 		a.log.Error("could not update the SNAT rules for the VPC's new CIDR blocks", "error", err)
-	}
-}
-
-// refreshVPCIPv6CIDRs is refreshVPCCIDRs in IPv6 mode. Upstream reads the
-// blocks from IMDS on every AddNetwork; here a block associated while the
-// node runs reaches the replies within one refresh period (30 s).
-func (a *Agent) refreshVPCIPv6CIDRs(ctx context.Context) {
-	list, err := a.aws.VPCIPv6CIDRs(ctx)
-	if err != nil {
-		a.metrics.errors.WithLabelValues("refreshVPCCIDRsFailed").Inc()
-		a.log.Warn("could not re-read the VPC's IPv6 CIDR blocks from IMDS; keeping the ones known", "error", err)
-		return
-	}
-	old := a.vpcSetV6.get()
-	if a.vpcSetV6.set(list) {
-		a.log.Info("the VPC's IPv6 CIDR blocks changed: updating the AddNetwork replies", "was", old, "now", list)
 	}
 }

@@ -13,7 +13,7 @@ PKG_aws-vpc-cni-init  := ./cmd/aws-vpc-cni-init
 PKG_grpc-health-probe := ./cmd/grpc-health-probe
 PKG_sim-node      := ./cmd/tools/sim-node
 
-# Arguments for `make run`, e.g. make run RUN_ARGS="-duration 30s -pd"
+# Arguments for `make run`, e.g. make run RUN_ARGS="-reconcile on -duration 30s -pd"
 RUN_ARGS ?=
 BENCH    ?= .
 BENCHTIME ?= 1s
@@ -71,7 +71,9 @@ check: lint
 setup:
 	@GO='$(GO)' scripts/ci/setup.sh
 
-## run: the main job, a simulated node with pod churn and lost DELs.
+## run: the main job: the same pod churn with lost DELs on two simulated
+## nodes at once, the pod-IP reconciler off on one and on on the other, then
+## a side-by-side (failed pod starts, leaked addresses, EC2 calls).
 run:
 	$(GO) run ./cmd/tools/sim-node $(RUN_ARGS)
 

@@ -3,6 +3,13 @@
 // DELs to model lost deletes. It keeps the ground truth of which pods are
 // alive so leaked allocations can be counted. It never imports
 // pkg/ipamd/...: it knows ipamd only by its wire API (rpc).
+//
+// The churn is reproducible: what happens to pod n (its container ID, its
+// lifetime, whether its DEL is lost) depends only on the seed and n (see
+// PlanPod), and pod n starts n/Rate seconds after Run began, so two runs
+// with the same seed attempt the same pods on the same schedule and lose
+// the same DELs, whatever ipamd does. A pod whose start fails has no DEL to
+// lose, so runs whose ADDs fail differently lose different numbers of DELs.
 package churn
 
 import (
@@ -27,6 +34,9 @@ type Config struct {
 	MaxLifetime time.Duration
 	DropDEL     float64 // fraction of DELs never sent
 	Seed        uint64
+	// Pods, when above 0, is how many pod starts Run attempts before it
+	// stops creating (it still returns only when its context ends).
+	Pods int
 	// Runtime, when set, is told about each pod's sandbox so a CRI view
 	// (for the pod-IP reconciler) matches what the driver does.
 	Runtime Runtime
@@ -45,77 +55,90 @@ type Runtime interface {
 // Counters is a snapshot of what the driver did.
 type Counters struct {
 	Adds, AddFailures, Dels, LostDels, Live int64
+	// FirstFailure is when the first ADD failed, counted from the start of
+	// Run; 0 when none failed.
+	FirstFailure time.Duration
+}
+
+// Pod is what the churn does with one pod.
+type Pod struct {
+	N           int
+	Name        string
+	ContainerID string
+	Lifetime    time.Duration
+	LoseDEL     bool // the pod ends without its DEL reaching ipamd
+}
+
+// PlanPod says what happens to pod n under cfg's seed, lifetimes and drop
+// fraction. It is pure: the same arguments always give the same pod.
+func PlanPod(cfg Config, n int) Pod {
+	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(n)^0x9e3779b97f4a7c15))
+	p := Pod{N: n, Name: fmt.Sprintf("churn-%d", n), ContainerID: fmt.Sprintf("%016x%048d", rng.Uint64(), n)}
+	p.Lifetime = cfg.MinLifetime
+	if span := cfg.MaxLifetime - cfg.MinLifetime; span > 0 {
+		p.Lifetime += time.Duration(rng.Int64N(int64(span)))
+	}
+	p.LoseDEL = rng.Float64() < cfg.DropDEL
+	return p
 }
 
 // Driver runs the churn. Use Run, then Alive and Counters.
 type Driver struct {
 	cfg   Config
-	rng   *rand.Rand
-	rngMu sync.Mutex
+	start time.Time
 
-	mu     sync.Mutex
-	alive  map[string]bool // container IDs of running pods
-	leaked map[string]bool // container IDs of pods gone without a DEL
+	mu       sync.Mutex
+	alive    map[string]bool // container IDs of running pods
+	leaked   map[string]bool // container IDs of pods gone without a DEL
+	firstErr time.Duration
 
 	adds, addFail, dels, lost atomic.Int64
 }
 
 // New returns a driver.
 func New(cfg Config) *Driver {
-	return &Driver{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), alive: map[string]bool{}, leaked: map[string]bool{}}
+	return &Driver{cfg: cfg, alive: map[string]bool{}, leaked: map[string]bool{}}
 }
 
-// Run creates pods until ctx ends, then waits for the pods it started to
-// finish their lifetimes being tracked (it does not delete survivors).
+// Run starts pod n at n/Rate seconds after it is called (pod 0 at once), until ctx ends or
+// cfg.Pods were attempted; it returns when ctx ends and every pod goroutine
+// has stopped (it does not delete the pods still alive then).
 func (d *Driver) Run(ctx context.Context) {
 	interval := time.Duration(float64(time.Second) / d.cfg.Rate)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+	d.mu.Lock()
+	d.start = time.Now()
+	d.mu.Unlock()
 	var wg sync.WaitGroup
-	for i := 0; ; i++ {
+	defer wg.Wait()
+	for n := 0; d.cfg.Pods <= 0 || n < d.cfg.Pods; n++ {
+		// Pod n's slot is fixed relative to the start, so a slow tick never
+		// shifts the pods after it.
+		wait := time.Until(d.start.Add(time.Duration(n) * interval))
 		select {
 		case <-ctx.Done():
-			wg.Wait()
 			return
-		case <-tick.C:
+		case <-time.After(wait):
 		}
-		d.rngMu.Lock()
-		id := fmt.Sprintf("%016x%048d", d.rng.Uint64(), i)
-		d.rngMu.Unlock()
+		p := PlanPod(d.cfg, n)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d.podLife(ctx, id, i)
+			d.podLife(ctx, p)
 		}()
 	}
+	<-ctx.Done()
 }
 
-func (d *Driver) lifetime() time.Duration {
-	d.rngMu.Lock()
-	defer d.rngMu.Unlock()
-	span := d.cfg.MaxLifetime - d.cfg.MinLifetime
-	if span <= 0 {
-		return d.cfg.MinLifetime
-	}
-	return d.cfg.MinLifetime + time.Duration(d.rng.Int64N(int64(span)))
-}
-
-func (d *Driver) dropThis() bool {
-	d.rngMu.Lock()
-	defer d.rngMu.Unlock()
-	return d.rng.Float64() < d.cfg.DropDEL
-}
-
-func (d *Driver) podLife(ctx context.Context, id string, n int) {
-	name := fmt.Sprintf("churn-%d", n)
+func (d *Driver) podLife(ctx context.Context, p Pod) {
+	id := p.ContainerID
 	d.adds.Add(1)
 	if d.cfg.Runtime != nil {
-		d.cfg.Runtime.Starting(id, name, "churn")
+		d.cfg.Runtime.Starting(id, p.Name, "churn")
 	}
 	var ip string
 	ok, err := d.call(func(c rpc.CNIBackendClient) (bool, error) {
 		r, err := c.AddNetwork(context.Background(), &rpc.AddNetworkRequest{
-			K8S_POD_NAME: name, K8S_POD_NAMESPACE: "churn", K8S_POD_INFRA_CONTAINER_ID: id,
+			K8S_POD_NAME: p.Name, K8S_POD_NAMESPACE: "churn", K8S_POD_INFRA_CONTAINER_ID: id,
 			Netns: "/var/run/netns/cni-" + id[:8], IfName: "eth0", NetworkName: "aws-cni", ContainerID: id,
 		})
 		if err == nil && r.Success && len(r.IPAllocationMetadata) > 0 {
@@ -126,6 +149,11 @@ func (d *Driver) podLife(ctx context.Context, id string, n int) {
 	if err != nil || !ok {
 		// The runtime cleans up a failed sandbox with a DEL; it finds nothing.
 		d.addFail.Add(1)
+		d.mu.Lock()
+		if d.firstErr == 0 {
+			d.firstErr = max(time.Since(d.start), time.Nanosecond)
+		}
+		d.mu.Unlock()
 		if d.cfg.Runtime != nil {
 			d.cfg.Runtime.Gone(id)
 		}
@@ -138,10 +166,10 @@ func (d *Driver) podLife(ctx context.Context, id string, n int) {
 	select {
 	case <-ctx.Done():
 		return // still running when the run ends
-	case <-time.After(d.lifetime()):
+	case <-time.After(p.Lifetime):
 	}
 	d.setAlive(id, false)
-	if d.dropThis() {
+	if p.LoseDEL {
 		d.lost.Add(1) // the DEL never reaches ipamd
 		d.mu.Lock()
 		d.leaked[id] = true
@@ -154,7 +182,7 @@ func (d *Driver) podLife(ctx context.Context, id string, n int) {
 	d.dels.Add(1)
 	_, _ = d.call(func(c rpc.CNIBackendClient) (bool, error) {
 		_, err := c.DelNetwork(context.Background(), &rpc.DelNetworkRequest{
-			K8S_POD_NAME: name, K8S_POD_NAMESPACE: "churn", K8S_POD_INFRA_CONTAINER_ID: id,
+			K8S_POD_NAME: p.Name, K8S_POD_NAMESPACE: "churn", K8S_POD_INFRA_CONTAINER_ID: id,
 			Reason: "PodDeleted", IfName: "eth0", NetworkName: "aws-cni", ContainerID: id,
 		})
 		return err == nil, err
@@ -195,7 +223,8 @@ func (d *Driver) Gone(id string) bool {
 // Counters returns what the driver did so far.
 func (d *Driver) Counters() Counters {
 	d.mu.Lock()
-	live := int64(len(d.alive))
+	live, first := int64(len(d.alive)), d.firstErr
 	d.mu.Unlock()
-	return Counters{Adds: d.adds.Load(), AddFailures: d.addFail.Load(), Dels: d.dels.Load(), LostDels: d.lost.Load(), Live: live}
+	return Counters{Adds: d.adds.Load(), AddFailures: d.addFail.Load(), Dels: d.dels.Load(), LostDels: d.lost.Load(),
+		Live: live, FirstFailure: first}
 }

@@ -164,10 +164,12 @@ func (d *DataStore) assignLocked(a *addr, key IPAMKey, meta IPAMMetadata, at tim
 		d.endCooldownLocked(a)
 	case statePending:
 		d.settlePendingLocked(a)
-	case stateFree:
-		if v6 := a.cidr.v6; v6 != nil {
-			v6.free.remove(a)
-		}
+	}
+	// Whatever a was, it may now sit on its prefix's free list (ending a
+	// cooldown puts it there): an assigned address must never stay on it,
+	// or the next Assign would hand it out a second time.
+	if v6 := a.cidr.v6; v6 != nil {
+		v6.free.remove(a)
 	}
 	a.state = stateAssigned
 	a.key = key

@@ -308,6 +308,36 @@ func TestIPv6CheckpointFailureLosesNoAddress(t *testing.T) {
 	assert.Equal(t, v6(""), got.IP)
 }
 
+// With a cooldown, an undone release puts back an address that was
+// cooling: ending its cooldown must not leave it on the free list, or the
+// next pod would get the same address.
+func TestIPv6UndoneReleaseWithCooldownIsNotReused(t *testing.T) {
+	clk := clocktest.New()
+	cp := &MemoryCheckpointer{}
+	d := newV6Store(t, Config{Checkpointer: cp, Cooldown: 30 * time.Second, Now: clk.Now})
+	first, err := d.Assign(key("c1"), meta("p1"))
+	require.NoError(t, err)
+	cp.SetFail(errors.New("disk full"))
+	_, err = d.Release(key("c1"))
+	require.Error(t, err)
+	cp.SetFail(nil)
+	got, ok := d.Find(key("c1"))
+	require.True(t, ok)
+	require.Equal(t, first.IP, got.IP)
+
+	seen := map[netip.Addr]string{first.IP: "c1"}
+	for _, a := range assignN(t, d, "n", 5) {
+		require.NotContains(t, seen, a.IP, "%s handed out twice", a.IP)
+		seen[a.IP] = a.Key.ContainerID
+	}
+	clk.Advance(time.Minute)
+	for _, a := range assignN(t, d, "m", 3) {
+		require.NotContains(t, seen, a.IP, "%s handed out twice after the cooldown", a.IP)
+		seen[a.IP] = a.Key.ContainerID
+	}
+	assert.Equal(t, 9, d.Stats().AssignedIPs)
+}
+
 func TestIPv6CheckpointCarriesIPv6(t *testing.T) {
 	cp := &MemoryCheckpointer{}
 	d := newV6Store(t, Config{Checkpointer: cp})

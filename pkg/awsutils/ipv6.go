@@ -45,29 +45,30 @@ func (c *Client) vpcIPv6CIDRs(ctx context.Context, mac string) ([]netip.Prefix, 
 // /80 through EC2 (AssignIpv6Addresses with Ipv6PrefixCount=1) when it has
 // none, as upstream's node init does. With several, the first is used.
 // In IMDS-only mode nothing is assigned: the prefix must already be there.
-func (c *Client) PrimaryIPv6Prefix(ctx context.Context) (netip.Prefix, error) {
+// assigned says the prefix is new, so no pod can hold an address in it.
+func (c *Client) PrimaryIPv6Prefix(ctx context.Context) (p netip.Prefix, assigned bool, err error) {
 	enis, err := c.DescribeENIs(ctx, []string{c.Identity.PrimaryENIID})
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("describe the primary ENI: %w", err)
+		return netip.Prefix{}, false, fmt.Errorf("describe the primary ENI: %w", err)
 	}
 	if len(enis) == 1 && len(enis[0].IPv6Prefixes) > 0 {
-		return enis[0].IPv6Prefixes[0], nil
+		return enis[0].IPv6Prefixes[0], false, nil
 	}
 	if c.opts.IMDSOnly {
-		return netip.Prefix{}, errors.New("ENABLE_IMDS_ONLY_MODE=true: the primary ENI has no IPv6 prefix and ipamd may not assign one")
+		return netip.Prefix{}, false, errors.New("ENABLE_IMDS_ONLY_MODE=true: the primary ENI has no IPv6 prefix and ipamd may not assign one")
 	}
 	out, err := ec2Call(ctx, "AssignIpv6Addresses", func(ctx context.Context) (*ec2.AssignIpv6AddressesOutput, error) {
 		return c.ec2.AssignIpv6Addresses(ctx, &ec2.AssignIpv6AddressesInput{
 			NetworkInterfaceId: aws.String(c.Identity.PrimaryENIID), Ipv6PrefixCount: aws.Int32(1)})
 	})
 	if err != nil {
-		return netip.Prefix{}, err
+		return netip.Prefix{}, false, err
 	}
 	for _, s := range out.AssignedIpv6Prefixes {
 		if p, err := netip.ParsePrefix(s); err == nil && p.Addr().Is6() {
 			c.log.Info("assigned an IPv6 prefix to the primary ENI", "eni", c.Identity.PrimaryENIID, "prefix", p.String())
-			return p, nil
+			return p, true, nil
 		}
 	}
-	return netip.Prefix{}, fmt.Errorf("AssignIpv6Addresses on %s returned no IPv6 prefix", c.Identity.PrimaryENIID)
+	return netip.Prefix{}, false, fmt.Errorf("AssignIpv6Addresses on %s returned no IPv6 prefix", c.Identity.PrimaryENIID)
 }

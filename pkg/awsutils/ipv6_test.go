@@ -23,15 +23,17 @@ func TestIPv6IdentityAndPrimaryPrefix(t *testing.T) {
 	assert.Equal(t, prim.IPv6Addrs[0], c.Identity.PrimaryIPv6)
 	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix(ec2simtest.IPv6VPCCIDR)}, c.Identity.VPCIPv6CIDRs)
 
-	p, err := c.PrimaryIPv6Prefix(ctx)
+	p, assigned, err := c.PrimaryIPv6Prefix(ctx)
 	require.NoError(t, err)
+	assert.True(t, assigned, "the ENI had none")
 	assert.Equal(t, 80, p.Bits())
 	assert.True(t, netip.MustParsePrefix(ec2simtest.IPv6SubnetCIDR).Contains(p.Addr()))
 	assert.Equal(t, []netip.Prefix{p}, mustSimENI(t, sim, sim.PrimaryENI()).IPv6Prefixes)
 	assigns := callsFor(sim, "AssignIpv6Addresses")
 
-	again, err := c.PrimaryIPv6Prefix(ctx)
+	again, assigned, err := c.PrimaryIPv6Prefix(ctx)
 	require.NoError(t, err)
+	assert.False(t, assigned, "the ENI's own prefix")
 	assert.Equal(t, p, again)
 	assert.Equal(t, assigns, callsFor(sim, "AssignIpv6Addresses"), "an ENI with a prefix gets no other")
 
@@ -57,7 +59,7 @@ func TestIPv6NeedsTheNodesIPv6Address(t *testing.T) {
 // an error naming the mode.
 func TestIPv6PrefixNotAssignedInIMDSOnlyMode(t *testing.T) {
 	_, c := simClient(t, ec2simtest.IPv6Node(ec2sim.Config{}), Options{IPv6: true, IMDSOnly: true})
-	_, err := c.PrimaryIPv6Prefix(context.Background())
+	_, _, err := c.PrimaryIPv6Prefix(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ENABLE_IMDS_ONLY_MODE")
 }

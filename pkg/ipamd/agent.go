@@ -97,6 +97,9 @@ type Agent struct {
 	podIPs    *k8sapi.PodIPs // ANNOTATE_POD_IP; nil when off
 	vpcSet    vpcCIDRSet     // the VPC's IPv4 CIDR blocks, refreshed while running
 	vpcSetV6  vpcCIDRSet     // its IPv6 ones (IPv6 mode), refreshed while running
+	// newIPv6Prefix: IPv6 mode assigned the primary ENI's /80 at this
+	// start, so no pod can hold an address in it.
+	newIPv6Prefix bool
 	// appliedSGs are the primary ENI's security groups as last given to
 	// every secondary ENI (refreshSecurityGroups; one goroutine at a time).
 	appliedSGs []string

@@ -128,8 +128,13 @@ func (a *Agent) restoreWithoutRuntime(lost, corrupt bool, marker string, cause e
 
 // freshNode reports whether the node holds nothing a pod could use: at
 // most its primary ENI, no address of either mode on it, no ENI left out,
-// and a real (not synthetic) pool.
+// and a real (not synthetic) pool. In IPv6 mode the primary ENI always
+// carries its /80 by now, so the node is fresh only when that /80 was
+// assigned at this start; a /80 it already had may hold running pods.
 func (a *Agent) freshNode() bool {
+	if a.opts.Config.EnableIPv6 {
+		return a.newIPv6Prefix && len(a.store.ENISummaries()) <= 1 && len(a.leftOut) == 0
+	}
 	enis := a.store.ENISummaries()
 	for _, e := range enis {
 		if e.CIDRCount() > 0 {

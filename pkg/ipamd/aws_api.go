@@ -24,7 +24,7 @@ type awsAPI interface {
 	VPCIPv4CIDRs(ctx context.Context) ([]netip.Prefix, error)
 	VPCIPv6CIDRs(ctx context.Context) ([]netip.Prefix, error)
 	PrimarySecurityGroups(ctx context.Context) ([]string, error)
-	PrimaryIPv6Prefix(ctx context.Context) (netip.Prefix, error)
+	PrimaryIPv6Prefix(ctx context.Context) (p netip.Prefix, assigned bool, err error)
 	SetENISecurityGroups(ctx context.Context, eniID string, groups []string) error
 }
 

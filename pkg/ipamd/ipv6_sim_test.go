@@ -147,6 +147,52 @@ func TestIPv6LostCheckpointAdoptsRunningPods(t *testing.T) {
 	}
 }
 
+// A restart that finds the /80 already on the primary ENI but no
+// checkpoint is a lost checkpoint, not a fresh node: the rebuild marker is
+// written and a runtime that lists no sandbox is not trusted, so nothing
+// in the /80 is handed out until the runtime shows what runs. A /80
+// assigned at this start is fresh: no marker, pods served at once.
+func TestIPv6LostCheckpointIsNotAFreshNode(t *testing.T) {
+	env := withEnv(ipv6Env, map[string]string{"POD_IP_RECONCILE_MODE": "enforce"})
+	key := func(id string) datastore.IPAMKey {
+		return datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: id, IfName: "eth0"}
+	}
+
+	fresh := ec2simtest.Start(t, ec2simtest.IPv6Node(ec2sim.Config{Seed: 42}))
+	_, client := testsupport.StartFakeCRI(t)
+	n := nodeOnSim(t, fresh, env, func(o *Options) { o.CRI = client })
+	assert.NoFileExists(t, n.agent.opts.Config.CheckpointPath+RebuildMarkerSuffix, "a /80 assigned at this start is fresh")
+	_, err := n.agent.store.Assign(key("first"), datastore.IPAMMetadata{})
+	require.NoError(t, err)
+
+	sim := ec2simtest.Start(t, ec2simtest.IPv6Node(ec2sim.Config{Seed: 42}))
+	ps, err := sim.AddIPv6Prefixes(sim.PrimaryENI(), 1)
+	require.NoError(t, err)
+	rt, client := testsupport.StartFakeCRI(t)
+	rt.Remove(testsupport.HostSandbox().ID) // it lists nothing, as a runtime behind the wrong socket would
+	n = nodeOnSim(t, sim, env, func(o *Options) { o.CRI = client })
+	ctx := context.Background()
+	marker := n.agent.opts.Config.CheckpointPath + RebuildMarkerSuffix
+	assert.FileExists(t, marker, "the /80 was there before this start: the checkpoint is lost")
+	_, err = n.agent.recon.VerifyNow(ctx)
+	require.NoError(t, err)
+	_, err = n.agent.store.Assign(key("early"), datastore.IPAMMetadata{})
+	require.ErrorIs(t, err, datastore.ErrNoAvailableIP, "an empty sandbox list is not trusted after a lost checkpoint")
+
+	running := ps[0].Addr()
+	rt.Add(fakecri.Sandbox{ID: "running", Name: "web", Namespace: "default", IP: running.String(),
+		State: runtimeapi.PodSandboxState_SANDBOX_READY})
+	_, err = n.agent.recon.VerifyNow(ctx)
+	require.NoError(t, err)
+	got, ok := n.agent.store.Find(key("running"))
+	require.True(t, ok, "the running pod's address is adopted")
+	assert.Equal(t, running, got.IP)
+	a, err := n.agent.store.Assign(key("next"), datastore.IPAMMetadata{})
+	require.NoError(t, err)
+	assert.NotEqual(t, running, a.IP)
+	assert.NoFileExists(t, marker, "every address verified: the rebuild is over")
+}
+
 // An IPv6 block associated with the VPC while the node runs reaches the
 // AddNetwork replies at the next IMDS refresh; the IPv4 blocks, unused in
 // IPv6 mode, are not re-read.

@@ -35,7 +35,7 @@ func (a *Agent) initIPv6(ctx context.Context) error {
 			return fmt.Errorf("tag ENI %s: %w", primary.ID, err)
 		}
 	}
-	prefix, err := a.aws.PrimaryIPv6Prefix(ctx)
+	prefix, assigned, err := a.aws.PrimaryIPv6Prefix(ctx)
 	if err != nil {
 		return fmt.Errorf("ENABLE_IPv6=true: IPv6 prefix of the primary ENI: %w", err)
 	}
@@ -44,6 +44,7 @@ func (a *Agent) initIPv6(ctx context.Context) error {
 	if err := a.store.AddENI(info); err != nil {
 		return fmt.Errorf("add the primary ENI: %w", err)
 	}
+	a.newIPv6Prefix = assigned
 	if err := a.store.AddCIDR(primary.ID, prefix); err != nil {
 		return fmt.Errorf("add the primary ENI's IPv6 prefix %s: %w", prefix, err)
 	}

@@ -3,6 +3,7 @@ package ipamd
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/netip"
 	"os"
 	"testing"
@@ -62,6 +63,14 @@ func TestIPv6NodeServesPodsFromThePrimaryPrefix(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, n.aws.InstanceIdentity().PrimaryIPv6.String(), cfgs.NodeIPv6)
 	assert.Empty(t, cfgs.NodeIPv4)
+
+	// STATUS: 2^48 addresses do not fit the reply's int32 fields; they
+	// saturate, so the plugin sees addresses available, not 0 or less.
+	st, err := rpc.NewCNIMaintenanceClient(conn).PoolStatus(ctx, &rpc.PoolStatusRequest{ClientVersion: version.RPCVersion})
+	require.NoError(t, err)
+	assert.EqualValues(t, math.MaxInt32, st.TotalIPs)
+	assert.EqualValues(t, 3, st.AssignedIPs)
+	assert.EqualValues(t, math.MaxInt32, st.AvailableIPs)
 
 	del, err := cni.DelNetwork(ctx, &rpc.DelNetworkRequest{ClientVersion: version.RPCVersion, ContainerID: "c2", IfName: "eth0",
 		NetworkName: "aws-cni", Reason: "PodDeleted"})

@@ -2,6 +2,7 @@ package rpcserver
 
 import (
 	"context"
+	"math"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -54,6 +55,13 @@ func (m *maintenanceHandler) PoolStatus(_ context.Context, in *rpc.PoolStatusReq
 	}
 	s := m.Stats.Stats()
 	// The reply's AvailableIPs field carries the assignable count: STATUS
-	// asks whether an ADD could succeed now.
-	return &rpc.PoolStatusReply{TotalIPs: int32(s.TotalIPs), AssignedIPs: int32(s.AssignedIPs), AvailableIPs: int32(s.AssignableIPs())}, nil
+	// asks whether an ADD could succeed now. An IPv6 /80 holds 2^48
+	// addresses: the counts saturate instead of wrapping to 0 or below.
+	return &rpc.PoolStatusReply{TotalIPs: saturate32(s.TotalIPs), AssignedIPs: saturate32(s.AssignedIPs),
+		AvailableIPs: saturate32(s.AssignableIPs())}, nil
+}
+
+// saturate32 is n as an int32 field, clamped to its range.
+func saturate32(n int) int32 {
+	return int32(max(min(n, math.MaxInt32), math.MinInt32))
 }

@@ -223,12 +223,23 @@ func (r *Reconciler) lastPassTime() time.Time {
 	return r.lastPass
 }
 
-// maxRelease is the per-pass cap.
+// maxNodeAddresses bounds the IPv4 pool of the largest node (tens of
+// thousands at most); a pool above it is an IPv6 /80.
+const maxNodeAddresses = 1 << 16
+
+// maxRelease is the per-pass cap: a count, or a percentage of the pool's
+// addresses, at least 1. An IPv6 /80's 2^48 addresses would make any
+// percentage unlimited, so there it applies to the allocations instead.
 func (r *Reconciler) maxRelease() int {
 	if r.cfg.MaxReleasePerPass > 0 {
 		return r.cfg.MaxReleasePerPass
 	}
-	return max(r.store.Stats().TotalIPs*r.cfg.MaxReleasePercent/100, 1)
+	s := r.store.Stats()
+	base := s.TotalIPs
+	if base > maxNodeAddresses {
+		base = s.AssignedIPs
+	}
+	return max(base*r.cfg.MaxReleasePercent/100, 1)
 }
 
 type noEvents struct{}

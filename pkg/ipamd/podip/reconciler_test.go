@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
@@ -181,6 +183,23 @@ func TestReconcilerMassReleaseBrake(t *testing.T) {
 		assert.False(t, f.held(a), "a drained node recovers, slowly")
 	}
 	assert.Equal(t, 2, len(f.store.Allocations()))
+}
+
+// On an IPv6 /80 (2^48 addresses) the percentage applies to the
+// allocations: 10% of 40 pods, not of the prefix.
+func TestReconcilerPerPassCapOnAnIPv6Prefix(t *testing.T) {
+	_, client := testsupport.StartFakeCRI(t)
+	store := datastore.New(datastore.Config{IPv6: true, PrefixDelegation: true})
+	t.Cleanup(func() { store.Close() })
+	require.NoError(t, store.AddENI(datastore.ENIInfo{ID: "eni-0primary", Primary: true}))
+	require.NoError(t, store.AddCIDR("eni-0primary", netip.MustParsePrefix("2600:1f14:e2a:8d02:6b1a::/80")))
+	r := New(Config{}, client, store, &recordingEvents{}, nil, nil)
+	assert.Equal(t, 1, r.maxRelease(), "no pods: at least 1")
+	for i := range 40 {
+		_, err := store.Assign(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprint("c", i), IfName: "eth0"}, datastore.IPAMMetadata{})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 4, r.maxRelease())
 }
 
 func TestReconcilerPerPassCapDefaultsToTenPercent(t *testing.T) {

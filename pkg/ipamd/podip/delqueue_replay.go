@@ -39,6 +39,7 @@ type DelQueue struct {
 // released; entries that are done (or moot) are removed, others kept for
 // the next replay. Removal takes away only the entry replayed: a newer DEL
 // the plugin queued for the same key meanwhile waits for the next replay.
+// awscni_ipamd_del_queue_depth is set to the entries left behind.
 func (a *DelQueue) Replay() {
 	dir := a.Dir
 	entries, bad := delqueue.List(dir)
@@ -46,9 +47,13 @@ func (a *DelQueue) Replay() {
 		a.Metrics.delQueueBad.Inc()
 		a.badEntryLog().Warn("unreadable", "unreadable DEL queue entry left in place", "path", b.Path, "error", b.Err)
 	}
+	left := len(bad)
 	for _, e := range entries {
-		a.replayDelEntry(dir, e)
+		if !a.replayDelEntry(dir, e) {
+			left++
+		}
 	}
+	a.Metrics.delQueueDepth.Set(float64(left))
 }
 
 // badEntryLog is the rate-limited log of unreadable entries: anyone who
@@ -59,8 +64,10 @@ func (a *DelQueue) badEntryLog() *loglimit.Logger {
 }
 
 // replayDelEntry applies one queued DEL and, once it is done or moot,
-// removes exactly that entry from the queue.
-func (a *DelQueue) replayDelEntry(dir string, e delqueue.Entry) {
+// removes exactly that entry from the queue. It reports whether the entry's
+// file is gone: false when the DEL is kept for a retry, a newer DEL for the
+// same interface took its place, or the file could not be removed.
+func (a *DelQueue) replayDelEntry(dir string, e delqueue.Entry) (gone bool) {
 	result := "unknown"
 	if alloc, ok := a.findQueuedDel(e); ok {
 		if !alloc.AssignedAt.Before(e.QueuedAt) {
@@ -75,18 +82,20 @@ func (a *DelQueue) replayDelEntry(dir string, e delqueue.Entry) {
 			case errors.Is(err, datastore.ErrUnknownPod), errors.Is(err, datastore.ErrAllocationChanged):
 			default:
 				a.Log.Error("could not replay queued DEL; will retry", "containerID", e.ContainerID, "error", err)
-				return
+				return false
 			}
 		}
 	}
 	a.Metrics.delQueueReplayed.WithLabelValues(result).Inc()
 	switch err := delqueue.Remove(dir, e); {
 	case err == nil:
+		return true
 	case errors.Is(err, delqueue.ErrChanged):
 		a.Log.Info("a newer DEL was queued for the same interface; kept for the next replay", "containerID", e.ContainerID, "ifName", e.IfName)
 	default:
 		a.Log.Warn("could not remove replayed DEL queue entry", "containerID", e.ContainerID, "error", err)
 	}
+	return false
 }
 
 // findQueuedDel returns the allocation a queued DEL is for: under its own

@@ -48,7 +48,7 @@ func TestDelQueueReplayKeepsANewerDELForTheSameKey(t *testing.T) {
 	// for the same interface (the pod was added again and is gone again).
 	later := first.AssignedAt.Add(time.Hour)
 	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "c1", IfName: "eth0", NetworkName: "aws-cni", Reason: "second", QueuedAt: later}))
-	a.replayDelEntry(dir, read[0])
+	assert.False(t, a.replayDelEntry(dir, read[0]), "the newer entry's file is still there")
 
 	_, held := storeOf(a).Find(key)
 	assert.False(t, held, "the first DEL is replayed")
@@ -145,4 +145,27 @@ func TestDelQueueJunkDoesNotFloodTheLog(t *testing.T) {
 	left, bad := delqueue.List(dir)
 	assert.Empty(t, left)
 	assert.Len(t, bad, junk, "junk is left for the operator")
+}
+
+// awscni_ipamd_del_queue_depth is what a replay leaves in the queue: the
+// DELs it applied or found moot are gone, unreadable files stay.
+func TestDelQueueDepthIsWhatAReplayLeaves(t *testing.T) {
+	a, dir := replayAgent(t)
+	key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "held", IfName: "eth0"}
+	alloc, err := storeOf(a).Assign(key, datastore.IPAMMetadata{})
+	require.NoError(t, err)
+	queued := alloc.AssignedAt.Add(time.Second)
+	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "held", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: queued}))
+	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "unknown", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: queued}))
+	junk := filepath.Join(dir, "junk.json")
+	require.NoError(t, os.WriteFile(junk, []byte("{not json"), 0o644))
+
+	a.Replay()
+	assert.Equal(t, 1.0, testutil.ToFloat64(a.Metrics.delQueueDepth), "the unreadable file is left")
+	assert.Equal(t, 1.0, testutil.ToFloat64(a.Metrics.delQueueReplayed.WithLabelValues("released")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(a.Metrics.delQueueReplayed.WithLabelValues("unknown")))
+
+	require.NoError(t, os.Remove(junk))
+	a.Replay()
+	assert.Equal(t, 0.0, testutil.ToFloat64(a.Metrics.delQueueDepth))
 }

@@ -20,6 +20,7 @@ type Metrics struct {
 	reconcileLastSuccess  prometheus.Gauge
 	delQueueReplayed      *prometheus.CounterVec
 	delQueueBad           prometheus.Counter
+	delQueueDepth         prometheus.Gauge
 }
 
 // NewMetrics builds the collectors and registers them with reg.
@@ -82,8 +83,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "awscni_ipamd_del_queue_bad_entries_total",
 			Help: "Unreadable files found in the DEL queue (left in place for the operator)",
 		}),
+		delQueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "awscni_ipamd_del_queue_depth",
+			Help: "Entries left in the DEL queue after the last replay: kept for a retry, queued again meanwhile, or unreadable",
+		}),
 	}
-	reg.MustRegister(m.reconcileCandidates, m.reconcileReclaimed, m.reconcileWouldReclaim, m.reconcileReadopted, m.reconcileSkipped, m.reconcilePassSeconds, m.reconcilerRunning, m.reclaimedForAdd, m.reconcileLeaked, m.podIPPending, m.runtimeReachable, m.reconcileLastSuccess, m.delQueueReplayed, m.delQueueBad)
+	reg.MustRegister(m.reconcileCandidates, m.reconcileReclaimed, m.reconcileWouldReclaim, m.reconcileReadopted, m.reconcileSkipped, m.reconcilePassSeconds, m.reconcilerRunning, m.reclaimedForAdd, m.reconcileLeaked, m.podIPPending, m.runtimeReachable, m.reconcileLastSuccess, m.delQueueReplayed, m.delQueueBad, m.delQueueDepth)
 	for _, r := range []string{SkipCRIError, SkipCRITimeout, SkipEmptyList, SkipMassHeld} {
 		m.reconcileSkipped.WithLabelValues(r)
 	}

@@ -3,6 +3,7 @@ package helmtest
 import (
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -107,6 +108,7 @@ type want struct {
 	podsPatch bool
 	extraEnv  int
 	env       map[string]string // exact plain-value env of aws-node
+	initIPv6  bool              // the init container writes the IPv6 sysctls
 }
 
 type chartCase struct {
@@ -204,6 +206,18 @@ var chartCases = []chartCase{
 				t.Errorf("large numbers must render as integers: %v", agent.Args)
 			}
 		},
+	},
+	{
+		name: "IPv6",
+		file: "ipv6.yaml",
+		want: want{criDir: containerdDir, nodeAgent: true, initIPv6: true, env: withEnv(map[string]string{
+			"ENABLE_IPv6":              "true",
+			"ENABLE_IPv4":              "false",
+			"ENABLE_PREFIX_DELEGATION": "true",
+			"WARM_PREFIX_TARGET":       "1",
+			"ENABLE_V4_EGRESS":         "true",
+		})},
+		check: checkIPv6,
 	},
 	{
 		name: "custom networking",
@@ -451,7 +465,7 @@ func checkCommon(t *testing.T, r *rendered, w want, vals map[string]interface{})
 		t.Errorf("containers %v, want %v", names, wantNames)
 	}
 
-	checkInit(t, r)
+	checkInit(t, r, w)
 	checkAWSNode(t, r, w)
 	checkVolumes(t, r, w)
 	checkRBAC(t, r, w)
@@ -459,13 +473,13 @@ func checkCommon(t *testing.T, r *rendered, w want, vals map[string]interface{})
 	checkCRD(t, r)
 }
 
-func checkInit(t *testing.T, r *rendered) {
+func checkInit(t *testing.T, r *rendered, w want) {
 	ics := r.daemonSet.Spec.Template.Spec.InitContainers
 	if len(ics) != 1 {
 		t.Fatalf("%d init containers, want 1", len(ics))
 	}
 	ic := container(t, ics, "aws-vpc-cni-init")
-	if got := envValues(ic); !reflect.DeepEqual(got, map[string]string{"DISABLE_TCP_EARLY_DEMUX": "false", "ENABLE_IPv6": "false"}) {
+	if got := envValues(ic); !reflect.DeepEqual(got, map[string]string{"DISABLE_TCP_EARLY_DEMUX": "false", "ENABLE_IPv6": strconv.FormatBool(w.initIPv6)}) {
 		t.Errorf("init env %v", got)
 	}
 	if !sort.StringsAreSorted(envNames(ic)) {

@@ -2,6 +2,8 @@ package ipamcheck_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"context"
 	"encoding/json"
 	"os"
@@ -118,6 +120,12 @@ func (n *node) pod(t *testing.T, id, name string, hidden bool) string {
 	return ip
 }
 
+// sandboxID is a container ID of the runtime's shape (64 hex digits).
+func sandboxID(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:])
+}
+
 // check runs the command as `aws-k8s-agent ipam-check args...` would, with
 // ipamd's defaults and env as the environment.
 func check(env map[string]string, args ...string) (code int, stdout, stderr string) {
@@ -144,26 +152,25 @@ func TestCheckAgainstIpamd(t *testing.T) {
 	n.start(t, podip.Report)
 	flags := []string{"-introspection-addr", n.introspect, "-runtime-endpoint", n.criEndpoint}
 
-	web0 := n.pod(t, "web0-"+strings.Repeat("a", 59), "web-0", false)
-	web1 := n.pod(t, "web1-"+strings.Repeat("b", 59), "web-1", false)
-	lostID := "job1-" + strings.Repeat("c", 59)
+	web0ID, web1ID, lostID, startingID := sandboxID("web-0"), sandboxID("web-1"), sandboxID("job-1"), sandboxID("new-0")
+	web0 := n.pod(t, web0ID, "web-0", false)
+	web1 := n.pod(t, web1ID, "web-1", false)
 	lost := n.pod(t, lostID, "job-1", false)
 	n.rt.Remove(lostID) // the pod is gone; its CNI DEL never reached ipamd
 	require.Eventually(t, func() bool {
 		st, _ := n.agent.ReconcilerStatus()
 		return len(st.Candidates) == 1 && st.Candidates[0].Confirmed
 	}, 5*grace, 20*time.Millisecond, "the reconciler confirms the lost DEL")
-	startingID := "new0-" + strings.Repeat("d", 59)
 	starting := n.pod(t, startingID, "new-0", true) // ADD returned, the runtime does not list it yet
 
 	code, table, stderr := check(nil, flags...)
 	t.Logf("report mode:\n%s", table)
 	require.Equal(t, ipamcheck.ExitLeaks, code, stderr)
 	assert.Regexp(t, `^ADDRESS +ENI +POD +CONTAINER +AGE +VERDICT\n`, table)
-	assert.Regexp(t, `default/web-0 +web0-aaaaaaaa +\d+s +live$`, row(t, table, web0))
-	assert.Regexp(t, `default/web-1 +web1-bbbbbbbb +\d+s +live$`, row(t, table, web1))
-	assert.Regexp(t, `default/job-1 +job1-cccccccc +\d+s +leaked candidate \(first seen absent at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, \d+ passes, confirmed\)$`, row(t, table, lost))
-	assert.Regexp(t, `default/new-0 +new0-dddddddd +\d+s +in flight \(younger than the 3s grace period\)$`, row(t, table, starting))
+	assert.Regexp(t, `default/web-0 +`+web0ID[:13]+` +\d+s +live$`, row(t, table, web0))
+	assert.Regexp(t, `default/web-1 +`+web1ID[:13]+` +\d+s +live$`, row(t, table, web1))
+	assert.Regexp(t, `default/job-1 +`+lostID[:13]+` +\d+s +leaked candidate \(first seen absent at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, \d+ passes, confirmed\)$`, row(t, table, lost))
+	assert.Regexp(t, `default/new-0 +`+startingID[:13]+` +\d+s +in flight \(younger than the 3s grace period\)$`, row(t, table, starting))
 	assert.Regexp(t, `(?m)^\(\d+ addresses\) +eni-\w+ +- +- +- +unassigned \(-all lists them\)$`, table)
 	assert.Regexp(t, `(?m)^\d+ addresses on \d ENIs?: 2 live, 1 in flight, 1 leaked candidate, 0 cooling down, \d+ unassigned; reconciler report mode, grace 3s; 3 sandboxes on `+regexp.QuoteMeta(strings.TrimPrefix(n.criEndpoint, "unix://"))+`\n$`, table)
 
@@ -182,7 +189,7 @@ func TestCheckAgainstIpamd(t *testing.T) {
 			assert.Equal(t, "job-1", a.PodName)
 		}
 	}
-	assert.Equal(t, ipamcheck.Live, verdicts["web0-"+strings.Repeat("a", 59)])
+	assert.Equal(t, ipamcheck.Live, verdicts[web0ID])
 	assert.Equal(t, ipamcheck.LeakedCandidate, verdicts[lostID])
 	assert.Equal(t, ipamcheck.InFlight, verdicts[startingID])
 	assert.True(t, rep.LeaksFound)
@@ -219,9 +226,16 @@ func TestCheckAgainstIpamd(t *testing.T) {
 // naming what was unreachable and what sets where to look.
 func TestCheckUnreachable(t *testing.T) {
 	n := newNode(t)
+	n.start(t, podip.Off)
+	code, _, stderr := check(nil, "-introspection-addr", n.introspect, "-runtime-endpoint", n.criEndpoint)
+	assert.Equal(t, ipamcheck.ExitCannotCheck, code)
+	assert.Contains(t, stderr, "POD_IP_RECONCILE_MODE=off", "with the reconciler off there is nothing to compare with")
+	n.stopAgent()
+
 	n.start(t, podip.Report)
 	missing := "unix://" + filepath.Join(n.sockDir, "no-runtime.sock")
-	code, out, stderr := check(nil, "-introspection-addr", n.introspect, "-runtime-endpoint", missing)
+	var out string
+	code, out, stderr = check(nil, "-introspection-addr", n.introspect, "-runtime-endpoint", missing)
 	assert.Equal(t, ipamcheck.ExitCannotCheck, code)
 	assert.Empty(t, out)
 	assert.Contains(t, stderr, "container runtime unreachable (at "+missing+")")

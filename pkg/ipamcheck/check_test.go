@@ -62,12 +62,15 @@ func newNode(t *testing.T) *node {
 
 // start runs ipamd in mode on the node's checkpoint, with the reconciler's
 // timings compressed (below the variables' floors, so set directly).
-func (n *node) start(t *testing.T, mode podip.Mode) {
+func (n *node) start(t *testing.T, mode podip.Mode, extraEnv ...string) {
 	t.Helper()
 	env := map[string]string{
 		"ENABLE_IPv4": "true", "IP_COOLDOWN_PERIOD": "60", "POD_IP_RECONCILE_MODE": string(mode),
 		"AWS_VPC_K8S_CNI_BACKING_STORE": filepath.Join(n.sockDir, "ipam.json"),
 		"INTROSPECTION_BIND_ADDRESS":    n.introspect, "CRI_RUNTIME_ENDPOINT": n.criEndpoint,
+	}
+	for i := 0; i+1 < len(extraEnv); i += 2 {
+		env[extraEnv[i]] = extraEnv[i+1]
 	}
 	cfg, err := ipamd.LoadConfig(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err)
@@ -220,6 +223,41 @@ func TestCheckAgainstIpamd(t *testing.T) {
 	require.Equal(t, ipamcheck.ExitClean, code)
 	assert.NotContains(t, all, "(-all lists them)")
 	assert.Regexp(t, `(?m)^\d+\.\d+\.\d+\.\d+ +eni-\w+ +- +- +- +unassigned$`, all)
+}
+
+// On a prefix-delegation node the free addresses of every /28 are one
+// row per ENI, and the summary accounts for every address of the pool.
+func TestCheckPrefixNode(t *testing.T) {
+	n := newNode(t)
+	n.start(t, podip.Enforce, "ENABLE_PREFIX_DELEGATION", "true")
+	for _, name := range []string{"web-0", "web-1", "web-2"} {
+		n.pod(t, sandboxID(name), name, false)
+	}
+	// The pool manager may still be adding prefixes or the warm ENI:
+	// compare with the pool only when it did not change during a check.
+	var rep ipamcheck.Report
+	var table string
+	require.Eventually(t, func() bool {
+		before := n.agent.Store().Stats().TotalIPs
+		code, out, stderr := check(nil, "-introspection-addr", n.introspect, "-runtime-endpoint", n.criEndpoint, "-o", "json")
+		require.Equal(t, ipamcheck.ExitClean, code, stderr)
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		code, table, stderr = check(nil, "-introspection-addr", n.introspect, "-runtime-endpoint", n.criEndpoint)
+		require.Equal(t, ipamcheck.ExitClean, code, stderr)
+		return n.agent.Store().Stats().TotalIPs == before && rep.Summary.Addresses == before
+	}, 10*time.Second, 50*time.Millisecond, "every address of the pool, once")
+	t.Logf("prefix node:\n%s", table)
+	assert.Equal(t, 3, rep.Summary.Live)
+	assert.Len(t, rep.Addresses, 3)
+	assert.Equal(t, 0, rep.Summary.Addresses%16, "whole /28 prefixes")
+	perENI := map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^\(\d+ addresses\) +(eni-\w+) `).FindAllStringSubmatch(table, -1) {
+		perENI[m[1]]++
+	}
+	require.NotEmpty(t, perENI)
+	for eni, rows := range perENI {
+		assert.Equal(t, 1, rows, "one row of unassigned addresses for %s", eni)
+	}
 }
 
 // A runtime or an ipamd that cannot be reached is exit 2, with a message

@@ -2,9 +2,9 @@ package ipamcheck_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"

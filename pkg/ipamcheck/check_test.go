@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -93,7 +94,15 @@ func (n *node) start(t *testing.T, mode podip.Mode, extraEnv ...string) {
 			n.stopAgent()
 		}
 	})
-	require.Eventually(t, func() bool { _, err := os.Stat(strings.TrimPrefix(n.introspect, "unix:")); return err == nil }, 10*time.Second, 10*time.Millisecond)
+	// Listening, not only bound: the socket file exists a moment before
+	// connections are accepted.
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("unix", strings.TrimPrefix(n.introspect, "unix:"))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
 }
 
 // pod makes a CNI ADD through ipamd's gRPC socket, as aws-cni does, for a

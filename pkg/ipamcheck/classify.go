@@ -155,9 +155,11 @@ func Classify(in Input) Result {
 					res.Addresses = append(res.Addresses, r)
 					continue
 				}
-				if v := c.IPAddresses[s]; v != nil || e.IsExcludedForPodIPs {
-					continue // assigned when /v1/enis was read, released since; or not for pods
+				if e.IsExcludedForPodIPs {
+					continue // not for pods
 				}
+				// Free, pending its check against the runtime, or assigned
+				// when /v1/enis was read and released since.
 				free.Unassigned++
 				if in.All {
 					res.Addresses = append(res.Addresses, Row{Address: s, ENI: id, Verdict: Unassigned, device: e.DeviceNumber})

@@ -78,9 +78,9 @@ func TestClassifyOneAllocation(t *testing.T) {
 	}
 }
 
-// A /28 prefix with one pod, one address cooling down and one that was
+// A /28 prefix with one pod, one address cooling down, one that was
 // cooling when /v1/enis was read but is assigned again by the time
-// /v1/reconciler was: counts per ENI, rows with -all, and ENI order by
+// /v1/reconciler was, and one released in between (unassigned): counts per ENI, rows with -all, and ENI order by
 // device number.
 func TestClassifyPool(t *testing.T) {
 	now := t0.Add(time.Hour)
@@ -88,7 +88,8 @@ func TestClassifyPool(t *testing.T) {
 		"eni-z": eniWith("eni-z", 0, "10.0.1.0/28",
 			&datastore.AddressView{Address: "10.0.1.3", AssignedTime: t0},
 			&datastore.AddressView{Address: "10.0.1.4", AssignedTime: t0, UnassignedTime: now.Add(-10 * time.Second)},
-			&datastore.AddressView{Address: "10.0.1.5", AssignedTime: t0, UnassignedTime: now.Add(-20 * time.Second)}),
+			&datastore.AddressView{Address: "10.0.1.5", AssignedTime: t0, UnassignedTime: now.Add(-20 * time.Second)},
+			&datastore.AddressView{Address: "10.0.1.6", AssignedTime: t0}), // released before /v1/reconciler was read
 		"eni-a": eniWith("eni-a", 1, "10.0.2.0/28"),
 	}}
 	excluded := eniWith("eni-x", 2, "10.0.3.0/28")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -53,7 +54,7 @@ func writeTable(w io.Writer, r Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ADDRESS\tENI\tPOD\tCONTAINER\tAGE\tVERDICT")
 	free := r.UnassignedByENI
-	listsFree := false
+	listsFree := slices.ContainsFunc(r.Addresses, func(a Row) bool { return a.Verdict == Unassigned }) // -all
 	flushFree := func(upTo int) { // the per-ENI rows of ENIs ordered before device upTo
 		for len(free) > 0 && (free[0].device < upTo) {
 			fmt.Fprintf(tw, "(%s)\t%s\t-\t-\t-\tunassigned (-all lists them)\n", plural(free[0].Unassigned, "address", "addresses"), free[0].ENI)
@@ -61,9 +62,6 @@ func writeTable(w io.Writer, r Report) error {
 		}
 	}
 	for _, a := range r.Addresses {
-		if a.Verdict == Unassigned {
-			listsFree = true
-		}
 		if !listsFree {
 			flushFree(a.device)
 		}

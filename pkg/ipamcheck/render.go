@@ -54,8 +54,10 @@ func writeTable(w io.Writer, r Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ADDRESS\tENI\tPOD\tCONTAINER\tAGE\tVERDICT")
 	free := r.UnassignedByENI
-	listsFree := slices.ContainsFunc(r.Addresses, func(a Row) bool { return a.Verdict == Unassigned }) // -all
-	flushFree := func(upTo int) {                                                                      // the per-ENI rows of ENIs ordered before device upTo
+	// With -all the unassigned addresses are rows of their own.
+	listsFree := slices.ContainsFunc(r.Addresses, func(a Row) bool { return a.Verdict == Unassigned })
+	// flushFree prints the per-ENI rows of the ENIs ordered before device upTo.
+	flushFree := func(upTo int) {
 		for len(free) > 0 && (free[0].device < upTo) {
 			fmt.Fprintf(tw, "(%s)\t%s\t-\t-\t-\tunassigned (-all lists them)\n", plural(free[0].Unassigned, "address", "addresses"), free[0].ENI)
 			free = free[1:]

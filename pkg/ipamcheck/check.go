@@ -3,7 +3,6 @@ package ipamcheck
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -29,74 +28,43 @@ type Defaults struct {
 // Main runs `aws-k8s-agent ipam-check` with args (after the subcommand)
 // and the environment env, and returns the exit code.
 func Main(args []string, env func(string) (string, bool), stdout, stderr io.Writer, d Defaults) int {
-	getenv := func(k, def string) string {
-		if v, ok := env(k); ok && strings.TrimSpace(v) != "" {
-			return strings.TrimSpace(v)
-		}
-		return def
-	}
-	fs := flag.NewFlagSet("ipam-check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	output := fs.String("o", "table", "output: table or json")
-	addr := fs.String("introspection-addr", getenv("INTROSPECTION_BIND_ADDRESS", d.IntrospectionAddr),
-		"ipamd's introspection: host:port or unix:<path> (default: INTROSPECTION_BIND_ADDRESS, else ipamd's default)")
-	endpoint := fs.String("runtime-endpoint", getenv("CRI_RUNTIME_ENDPOINT", ""),
-		"container runtime socket (default: CRI_RUNTIME_ENDPOINT, else the sockets ipamd probes: "+strings.Join(d.RuntimeCandidates, ", ")+")")
-	timeout := fs.Duration("timeout", 10*time.Second, "bound on the whole check")
-	all := fs.Bool("all", false, "list every unassigned address, not a count per ENI")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: aws-k8s-agent ipam-check [flags]")
-		fmt.Fprintln(stderr, "Compares ipamd's pod IP allocations with the runtime's pod sandboxes; changes nothing.")
-		fmt.Fprintln(stderr, "Exit code: 0 no leaked candidate, 1 leaked candidates found, 2 could not check.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitClean
-		}
-		return ExitCannotCheck
-	}
-	if *output != "table" && *output != "json" {
-		fmt.Fprintf(stderr, "ipam-check: -o %q: want table or json\n", *output)
-		return ExitCannotCheck
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ipam-check: unexpected arguments %q\n", fs.Args())
-		return ExitCannotCheck
+	o, code, ok := parseFlags(args, env, stderr, d)
+	if !ok {
+		return code
 	}
 	cannot := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "ipam-check: could not check: "+format+"\n", a...)
 		return ExitCannotCheck
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	// The runtime first: an allocation made after this list is young, so
 	// it reads as in flight rather than absent.
-	sandboxes, used, err := listSandboxes(ctx, *endpoint, d.RuntimeCandidates, *timeout)
+	sandboxes, used, err := listSandboxes(ctx, o.runtimeEndpoint, d.RuntimeCandidates, o.timeout)
 	if err != nil {
-		where := "at " + *endpoint
-		if *endpoint == "" {
+		where := "at " + o.runtimeEndpoint
+		if o.runtimeEndpoint == "" {
 			where = "no endpoint set, so ipamd's default sockets were probed"
 		}
 		return cannot("container runtime unreachable (%s): %v\n"+
 			"set its socket with -runtime-endpoint or CRI_RUNTIME_ENDPOINT (ipamd reads the same variable)", where, err)
 	}
-	ipamd := newIntrospection(*addr, *timeout)
+	ipamd := newIntrospection(o.introspectionAddr, o.timeout)
 	introspectionHint := "set its address with -introspection-addr or INTROSPECTION_BIND_ADDRESS (ipamd reads the same variable)"
 	if v, _ := env("DISABLE_INTROSPECTION"); strings.EqualFold(strings.TrimSpace(v), "true") {
 		introspectionHint += "; DISABLE_INTROSPECTION=true is set, which turns ipamd's introspection off"
 	}
 	enis, err := ipamd.enis(ctx)
 	if err != nil {
-		return cannot("ipamd's introspection unreachable at %s: %v\n%s", *addr, err, introspectionHint)
+		return cannot("ipamd's introspection unreachable at %s: %v\n%s", o.introspectionAddr, err, introspectionHint)
 	}
 	st, err := ipamd.reconciler(ctx)
 	switch {
 	case errors.Is(err, ErrReconcilerOff):
 		return cannot("%v", err)
 	case err != nil:
-		return cannot("ipamd's introspection unreachable at %s: %v\n%s", *addr, err, introspectionHint)
+		return cannot("ipamd's introspection unreachable at %s: %v\n%s", o.introspectionAddr, err, introspectionHint)
 	}
 	grace, err := time.ParseDuration(st.Grace)
 	if err != nil {
@@ -106,17 +74,17 @@ func Main(args []string, env func(string) (string, bool), stdout, stderr io.Writ
 	if len(sandboxes) == 0 && len(st.Allocations) > 0 {
 		// The reconciler skips such a pass too: a node always lists at
 		// least aws-node's own sandbox.
-		return cannot("the runtime on %s listed no pod sandbox at all while ipamd holds %d allocations; that answer is not trusted",
-			used, len(st.Allocations))
+		return cannot("the runtime on %s listed no pod sandbox at all while ipamd holds %s; that answer is not trusted",
+			used, plural(len(st.Allocations), "allocation", "allocations"))
 	}
 
 	now := time.Now()
-	res := Classify(Input{Now: now, Sandboxes: sandboxes, ENIs: enis, Reconciler: st, Grace: grace, Cooldown: cooldown, All: *all})
+	res := Classify(Input{Now: now, Sandboxes: sandboxes, ENIs: enis, Reconciler: st, Grace: grace, Cooldown: cooldown, All: o.all})
 	rep := Report{CheckedAt: now.UTC(), RuntimeEndpoint: used, Sandboxes: len(sandboxes),
 		Reconciler: ReconcilerInfo{Mode: string(st.Mode), GracePeriod: st.Grace, IPCooldown: st.IPCooldown,
 			LastPass: st.LastPass.Start, LastPassSkipped: st.LastPass.Skipped, RuntimeReachable: st.RuntimeReachable, PendingReason: st.PendingReason},
 		Addresses: res.Addresses, UnassignedByENI: res.UnassignedByENI, Summary: res.Summary, LeaksFound: res.Summary.LeakedCandidates > 0}
-	if *output == "json" {
+	if o.output == "json" {
 		err = writeJSON(stdout, rep)
 	} else {
 		err = writeTable(stdout, rep)

@@ -288,6 +288,16 @@ func TestCheckUnreachable(t *testing.T) {
 	assert.Contains(t, stderr, "container runtime unreachable (at "+missing+")")
 	assert.Contains(t, stderr, "-runtime-endpoint or CRI_RUNTIME_ENDPOINT")
 
+	// An empty sandbox list while addresses are allocated is not trusted,
+	// as the reconciler skips such a pass.
+	n.pod(t, sandboxID("web-0"), "web-0", false)
+	n.rt.SetEmpty(true)
+	code, out, stderr = check(nil, "-introspection-addr", n.introspect, "-runtime-endpoint", n.criEndpoint)
+	assert.Equal(t, ipamcheck.ExitCannotCheck, code)
+	assert.Empty(t, out)
+	assert.Contains(t, stderr, "listed no pod sandbox at all while ipamd holds 1 allocation;")
+	n.rt.SetEmpty(false)
+
 	// The runtime answers but fails every call.
 	n.rt.SetError(14) // Unavailable
 	code, _, stderr = check(nil, "-introspection-addr", n.introspect, "-runtime-endpoint", n.criEndpoint, "-timeout", "2s")

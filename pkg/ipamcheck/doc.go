@@ -16,6 +16,6 @@
 // its jobs beyond the types podip and the datastore serve.
 //
 // Files: fetch.go (introspection client), runtime.go (sandbox list),
-// classify.go (the verdicts, pure), render.go (table and JSON), check.go
-// (flags, order of reads, exit codes).
+// classify.go (the verdicts, pure), render.go (table and JSON), flags.go
+// (flags and their defaults), check.go (order of reads, exit codes).
 package ipamcheck

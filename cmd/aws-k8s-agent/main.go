@@ -2,6 +2,10 @@
 // aws-cni plugin. It reads the same environment variables as upstream
 // aws-node's ipamd; the flags exist only for development and tests. Of
 // the simulators it imports only pkg/sim/devpool (-dev-static-pool).
+//
+// `aws-k8s-agent ipam-check` instead compares a running ipamd's pod IP
+// allocations with the runtime's pod sandboxes and changes nothing
+// (pkg/ipamcheck).
 package main
 
 import (
@@ -15,7 +19,9 @@ import (
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamcheck"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
@@ -30,6 +36,10 @@ func main() {
 
 func run() int {
 	started := time.Now()
+	if len(os.Args) > 1 && os.Args[1] == "ipam-check" {
+		return ipamcheck.Main(os.Args[2:], os.LookupEnv, os.Stdout, os.Stderr,
+			ipamcheck.Defaults{IntrospectionAddr: ipamd.DefaultIntrospectionAddress, RuntimeCandidates: cri.DefaultSocketCandidates})
+	}
 	socket := flag.String("socket", ipamd.DefaultSocketPath, "gRPC unix socket path (development/tests)")
 	metrics := flag.String("metrics-address", ipamd.DefaultMetricsAddress, "Prometheus listen address (development/tests)")
 	hostNet := flag.Bool("manage-host-network", true, "set up host route tables, rules and SNAT for ENIs (tests that run ipamd against the EC2 simulator turn this off)")

@@ -27,11 +27,7 @@ import (
 // setting stops the binary with a message naming it, and that a value it
 // cannot parse is warned about in the log file the environment names.
 func TestSIGTERMStopsCleanly(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "aws-k8s-agent")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	dir, bin := buildAgent(t)
 
 	refused := exec.Command(bin, "-dev-static-pool", "1x4")
 	refused.Env = append(os.Environ(), "ENABLE_IPv4=true", "ENABLE_POD_ENI=true")
@@ -93,4 +89,35 @@ func mustCheckpointer(t *testing.T, path string) *datastore.FileCheckpointer {
 	cp, err := datastore.NewFileCheckpointer(path)
 	require.NoError(t, err)
 	return cp
+}
+
+// TestIPAMCheckSubcommand: `aws-k8s-agent ipam-check` runs the check, not
+// ipamd: with nothing to reach it says what and exits 2 (pkg/ipamcheck
+// tests it against a running ipamd).
+func TestIPAMCheckSubcommand(t *testing.T) {
+	dir, bin := buildAgent(t)
+
+	cmd := exec.Command(bin, "ipam-check", "-runtime-endpoint", "unix://"+filepath.Join(dir, "cri.sock"), "-timeout", "2s")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	assert.Equal(t, 2, cmd.ProcessState.ExitCode(), string(out))
+	assert.Contains(t, string(out), "container runtime unreachable (at unix://"+filepath.Join(dir, "cri.sock")+")")
+	assert.NotContains(t, string(out), "ipamd failed to start")
+
+	help := exec.Command(bin, "ipam-check", "-h")
+	out, err = help.CombinedOutput()
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "-introspection-addr")
+	assert.Contains(t, string(out), "127.0.0.1:61679")
+}
+
+// buildAgent builds the binary into a temporary directory it returns.
+func buildAgent(t *testing.T) (dir, bin string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "aws-k8s-agent")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+	return dir, bin
 }

@@ -191,7 +191,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			h.eniConfigName = a.eniConfigs.SelectedName
 		}
 		if a.recon != nil {
-			h.extra = map[string]func() any{pathReconciler: func() any { return a.recon.Status() }}
+			h.extra = map[string]func() any{pathReconciler: func() any { return a.recon.Introspect() }}
 		}
 		wg.Add(1)
 		go func() { defer wg.Done(); a.serveHTTP(httpCtx, "introspection", cfg.IntrospectionBindAddress, h) }()

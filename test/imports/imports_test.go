@@ -85,6 +85,13 @@ var rules = []rule{
 			"EC2 belongs to the pool manager and events go through an interface",
 	},
 	{
+		pkgs: []string{"./pkg/ipamcheck/..."}, scope: transitive,
+		forbid: concat([]string{"./pkg/ipamd", "./pkg/ipamd/pool/...", "./pkg/ipamd/rpcserver/...", "./pkg/ipamd/enisweep/...",
+			"./pkg/sim/...", "./pkg/awsutils/...", "./pkg/k8sapi/...", "./pkg/networkutils/..."}, []string{"github.com/aws/aws-sdk-go-v2/...", "k8s.io/client-go/..."}),
+		reason: "ipam-check reads a running ipamd over its introspection HTTP and the runtime over CRI; it links the types podip and the datastore serve, " +
+			"never the agent, EC2 or the API server",
+	},
+	{
 		pkgs: clients, scope: transitive,
 		forbid: []string{"./pkg/ipamd/..."},
 		reason: "clients reach one outside system each and are used by ipamd, never the other way round",

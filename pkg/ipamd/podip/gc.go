@@ -28,7 +28,7 @@ func (r *Reconciler) CollectGarbage(ctx context.Context, network string, valid m
 		if a.Key.NetworkName != network || valid[[2]string{a.Key.ContainerID, a.Key.IfName}] {
 			continue
 		}
-		if now.Sub(a.AssignedAt) <= r.cfg.Grace {
+		if WithinGrace(a.AssignedAt, now, r.cfg.Grace) {
 			deferred++
 			continue
 		}

@@ -149,7 +149,7 @@ func (r *Reconciler) updateCandidates(sandboxes []cri.Sandbox, allocs []datastor
 	now := r.now()
 	next := make(map[datastore.IPAMKey]*candidate)
 	for _, a := range allocs {
-		if _, ok := listed[a.Key.ContainerID]; ok || now.Sub(a.AssignedAt) <= r.cfg.Grace {
+		if _, ok := listed[a.Key.ContainerID]; ok || WithinGrace(a.AssignedAt, now, r.cfg.Grace) {
 			continue
 		}
 		c := r.candidates[a.Key]

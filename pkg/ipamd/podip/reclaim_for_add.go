@@ -31,7 +31,7 @@ func (r *Reconciler) ReclaimForAdd(ctx context.Context) bool {
 	absentFor := max(r.cfg.ConfirmDelay, r.store.Cooldown())
 	var eligible []*candidate
 	for _, c := range r.candidates {
-		if now.Sub(c.alloc.AssignedAt) > r.cfg.Grace && now.Sub(c.firstSeen) >= absentFor {
+		if !WithinGrace(c.alloc.AssignedAt, now, r.cfg.Grace) && now.Sub(c.firstSeen) >= absentFor {
 			eligible = append(eligible, c)
 		}
 	}

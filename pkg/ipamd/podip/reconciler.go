@@ -266,6 +266,10 @@ type Status struct {
 	// the last sandbox list succeeded.
 	RuntimeReachable   bool
 	LastSuccessfulList time.Time
+	// Allocations and IPCooldown (IP_COOLDOWN_PERIOD) are filled only by
+	// Introspect, for /v1/reconciler.
+	Allocations []AllocationStatus `json:",omitempty"`
+	IPCooldown  string             `json:",omitempty"`
 }
 
 // CandidateStatus is one allocation awaiting confirmation.

@@ -1,0 +1,231 @@
+package ipamcheck
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
+)
+
+// Verdict is what one address is, in the JSON output's words.
+type Verdict string
+
+// Verdicts, in the order the summary counts them.
+const (
+	Live            Verdict = "live"            // its sandbox is listed
+	InFlight        Verdict = "inFlight"        // younger than the grace period: its ADD may be running
+	LeakedCandidate Verdict = "leakedCandidate" // older than the grace period, sandbox not listed
+	CoolingDown     Verdict = "coolingDown"     // released, resting before reuse (IP_COOLDOWN_PERIOD)
+	Unassigned      Verdict = "unassigned"      // in the pool, free
+)
+
+// Row is one address.
+type Row struct {
+	Address      string  `json:"address"`
+	ENI          string  `json:"eni"`
+	Verdict      Verdict `json:"verdict"`
+	PodNamespace string  `json:"podNamespace,omitempty"`
+	PodName      string  `json:"podName,omitempty"`
+	ContainerID  string  `json:"containerID,omitempty"`
+	// AgeSeconds is how long the address has been assigned, or, while it
+	// cools down, since it was released.
+	AgeSeconds int64     `json:"ageSeconds"`
+	AssignedAt time.Time `json:"assignedAt,omitzero"`
+	// A leaked candidate the reconciler has seen: when it first saw the
+	// sandbox absent, on how many passes in a row, and whether that is
+	// confirmed (two sightings a confirm delay apart).
+	FirstSeenAbsent time.Time `json:"firstSeenAbsent,omitzero"`
+	PassesAbsent    int       `json:"passesAbsent,omitempty"`
+	Confirmed       bool      `json:"confirmed,omitempty"`
+	// ReleasedAt and FreeAt bound a cooldown.
+	ReleasedAt time.Time `json:"releasedAt,omitzero"`
+	FreeAt     time.Time `json:"freeAt,omitzero"`
+
+	device int // the ENI's device number, for ordering
+}
+
+// ENIUnassigned counts one ENI's free addresses.
+type ENIUnassigned struct {
+	ENI        string `json:"eni"`
+	Unassigned int    `json:"unassigned"`
+	device     int
+}
+
+// Summary counts the verdicts.
+type Summary struct {
+	ENIs             int `json:"enis"`
+	Addresses        int `json:"addresses"`
+	Live             int `json:"live"`
+	InFlight         int `json:"inFlight"`
+	LeakedCandidates int `json:"leakedCandidates"`
+	CoolingDown      int `json:"coolingDown"`
+	Unassigned       int `json:"unassigned"`
+	// Pending addresses joined the pool and wait for the check against
+	// the runtime; they count as unassigned above.
+	Pending int `json:"pending"`
+}
+
+// Input is what a check read: the runtime's sandboxes first, then ipamd's
+// state, so that an allocation made after the list is young (in flight)
+// rather than absent.
+type Input struct {
+	Now        time.Time
+	Sandboxes  []cri.Sandbox
+	ENIs       datastore.ENIInfos
+	Reconciler podip.Status // from /v1/reconciler, with Allocations
+	Grace      time.Duration
+	Cooldown   time.Duration // 0: unknown or none
+	// All lists every unassigned address as a row of its own.
+	All bool
+}
+
+// Result is the classification: addresses ordered by ENI device number
+// then address, the unassigned counts per ENI, and the summary.
+type Result struct {
+	Addresses       []Row
+	UnassignedByENI []ENIUnassigned
+	Summary         Summary
+}
+
+// Classify gives every address of the pool its verdict. It applies the
+// reconciler's rules in the reconciler's order: a listed sandbox owns its
+// address whatever its age; an unlisted one within the grace period may
+// be starting; past it the allocation is a leaked candidate, with the
+// reconciler's sighting when it has one for the same allocation.
+func Classify(in Input) Result {
+	listed := make(map[string]bool, len(in.Sandboxes))
+	for _, s := range in.Sandboxes {
+		listed[s.ID] = true
+	}
+	type candKey struct{ id, ip string }
+	cands := make(map[candKey]podip.CandidateStatus, len(in.Reconciler.Candidates))
+	for _, c := range in.Reconciler.Candidates {
+		cands[candKey{c.ContainerID, c.IP}] = c
+	}
+	devices := make(map[string]int, len(in.ENIs.ENIs))
+	for id, e := range in.ENIs.ENIs {
+		devices[id] = e.DeviceNumber
+	}
+	device := func(eni string) int {
+		if d, ok := devices[eni]; ok {
+			return d
+		}
+		return 1 << 30 // an ENI /v1/enis did not list (it changed between reads): last
+	}
+
+	var res Result
+	res.Summary.ENIs = len(in.ENIs.ENIs)
+	taken := make(map[string]bool, len(in.Reconciler.Allocations))
+	for _, a := range in.Reconciler.Allocations {
+		taken[a.IP] = true
+		r := Row{Address: a.IP, ENI: a.ENI, PodNamespace: a.PodNamespace, PodName: a.PodName, ContainerID: a.ContainerID,
+			AssignedAt: a.AssignedAt, AgeSeconds: seconds(in.Now.Sub(a.AssignedAt)), device: device(a.ENI)}
+		switch {
+		case listed[a.ContainerID]:
+			r.Verdict = Live
+		case podip.WithinGrace(a.AssignedAt, in.Now, in.Grace):
+			r.Verdict = InFlight
+		default:
+			r.Verdict = LeakedCandidate
+			if c, ok := cands[candKey{a.ContainerID, a.IP}]; ok && c.AssignedAt.Equal(a.AssignedAt) {
+				r.FirstSeenAbsent, r.PassesAbsent, r.Confirmed = c.FirstSeenAbsent, c.PassesAbsent, c.Confirmed
+			}
+		}
+		res.Addresses = append(res.Addresses, r)
+	}
+
+	for id, e := range in.ENIs.ENIs {
+		free := ENIUnassigned{ENI: id, device: e.DeviceNumber}
+		for _, c := range e.AvailableIPv4Cidrs {
+			for _, ip := range addresses(c) {
+				s := ip.String()
+				if taken[s] {
+					continue
+				}
+				if v := c.IPAddresses[s]; v != nil && !v.UnassignedTime.IsZero() {
+					r := Row{Address: s, ENI: id, Verdict: CoolingDown, ReleasedAt: v.UnassignedTime,
+						AgeSeconds: seconds(in.Now.Sub(v.UnassignedTime)), device: e.DeviceNumber}
+					if in.Cooldown > 0 {
+						r.FreeAt = v.UnassignedTime.Add(in.Cooldown)
+					}
+					res.Addresses = append(res.Addresses, r)
+					continue
+				}
+				if e.IsExcludedForPodIPs {
+					continue // not for pods
+				}
+				// Free, pending its check against the runtime, or assigned
+				// when /v1/enis was read and released since.
+				free.Unassigned++
+				if in.All {
+					res.Addresses = append(res.Addresses, Row{Address: s, ENI: id, Verdict: Unassigned, device: e.DeviceNumber})
+				}
+			}
+		}
+		if free.Unassigned > 0 {
+			res.UnassignedByENI = append(res.UnassignedByENI, free)
+		}
+	}
+
+	slices.SortFunc(res.Addresses, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(a.device, b.device), cmp.Compare(a.ENI, b.ENI), compareAddr(a.Address, b.Address))
+	})
+	slices.SortFunc(res.UnassignedByENI, func(a, b ENIUnassigned) int {
+		return cmp.Or(cmp.Compare(a.device, b.device), cmp.Compare(a.ENI, b.ENI))
+	})
+	for _, r := range res.Addresses {
+		switch r.Verdict {
+		case Live:
+			res.Summary.Live++
+		case InFlight:
+			res.Summary.InFlight++
+		case LeakedCandidate:
+			res.Summary.LeakedCandidates++
+		case CoolingDown:
+			res.Summary.CoolingDown++
+		}
+	}
+	for _, f := range res.UnassignedByENI {
+		res.Summary.Unassigned += f.Unassigned
+	}
+	s := &res.Summary
+	s.Addresses = s.Live + s.InFlight + s.LeakedCandidates + s.CoolingDown + s.Unassigned
+	s.Pending = in.Reconciler.PendingAddresses
+	return res
+}
+
+// addresses lists an IPv4 CIDR's addresses: one for a secondary IP, 16
+// for a /28 prefix. Anything wider than a /24 is not a pod CIDR ipamd
+// makes and is left out rather than enumerated.
+func addresses(c *datastore.CidrView) []netip.Addr {
+	ip, ok := netip.AddrFromSlice(c.Cidr.IP)
+	if !ok {
+		return nil
+	}
+	ip = ip.Unmap()
+	ones, bits := c.Cidr.Mask.Size()
+	if !ip.Is4() || bits != 32 || ones < 24 {
+		return nil
+	}
+	p := netip.PrefixFrom(ip, ones).Masked()
+	var out []netip.Addr
+	for a := p.Addr(); p.Contains(a); a = a.Next() {
+		out = append(out, a)
+	}
+	return out
+}
+
+func compareAddr(a, b string) int {
+	x, errX := netip.ParseAddr(a)
+	y, errY := netip.ParseAddr(b)
+	if errX != nil || errY != nil {
+		return cmp.Compare(a, b)
+	}
+	return x.Compare(y)
+}
+
+func seconds(d time.Duration) int64 { return int64(max(d, 0) / time.Second) }

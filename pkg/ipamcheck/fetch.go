@@ -1,0 +1,101 @@
+package ipamcheck
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
+)
+
+// Introspection paths ipamd serves (pkg/ipamd/introspect.go).
+const (
+	pathENIs       = "/v1/enis"
+	pathReconciler = "/v1/reconciler"
+)
+
+// ErrReconcilerOff means ipamd serves no /v1/reconciler: its pod-IP
+// reconciler is off, so there is nothing to compare with.
+var ErrReconcilerOff = errors.New("ipamd serves no /v1/reconciler: its pod-IP reconciler is off (POD_IP_RECONCILE_MODE=off); set POD_IP_RECONCILE_MODE=report to check without freeing anything")
+
+// introspection reads ipamd's introspection endpoint, on host:port or, as
+// INTROSPECTION_BIND_ADDRESS allows, on "unix:<path>". GET only.
+type introspection struct {
+	base   string
+	client *http.Client
+}
+
+func newIntrospection(addr string, timeout time.Duration) *introspection {
+	tr := &http.Transport{DisableKeepAlives: true}
+	base := "http://" + addr
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}
+		base = "http://ipamd"
+	}
+	return &introspection{base: base, client: &http.Client{Transport: tr, Timeout: timeout}}
+}
+
+// enis reads /v1/enis (keyed by network card; this build manages card 0
+// only, so every card's ENIs are merged).
+func (c *introspection) enis(ctx context.Context) (datastore.ENIInfos, error) {
+	var cards map[string]datastore.ENIInfos
+	if err := c.get(ctx, pathENIs, &cards); err != nil {
+		return datastore.ENIInfos{}, err
+	}
+	out := datastore.ENIInfos{ENIs: map[string]datastore.ENIView{}}
+	for _, card := range cards {
+		out.TotalIPs += card.TotalIPs
+		out.AssignedIPs += card.AssignedIPs
+		for id, e := range card.ENIs {
+			out.ENIs[id] = e
+		}
+	}
+	return out, nil
+}
+
+// reconciler reads /v1/reconciler. ipamd answers a path it does not serve
+// with its list of paths, so a body without a mode means the reconciler
+// is off.
+func (c *introspection) reconciler(ctx context.Context) (podip.Status, error) {
+	var st podip.Status
+	if err := c.get(ctx, pathReconciler, &st); err != nil {
+		return st, err
+	}
+	if st.Mode == "" {
+		return st, ErrReconcilerOff
+	}
+	return st, nil
+}
+
+func (c *introspection) get(ctx context.Context, path string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if err := json.Unmarshal(body, into); err != nil {
+		return fmt.Errorf("GET %s: unexpected answer: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package ipamcheck
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is one check, as -o json prints it. Keys are lower camel case and
+// stable: scripts read them.
+type Report struct {
+	CheckedAt       time.Time       `json:"checkedAt"`
+	RuntimeEndpoint string          `json:"runtimeEndpoint"`
+	Sandboxes       int             `json:"sandboxes"`
+	Reconciler      ReconcilerInfo  `json:"reconciler"`
+	Addresses       []Row           `json:"addresses"`
+	UnassignedByENI []ENIUnassigned `json:"unassignedByENI"`
+	Summary         Summary         `json:"summary"`
+	// LeaksFound is what exit code 1 says.
+	LeaksFound bool `json:"leaksFound"`
+}
+
+// ReconcilerInfo is what /v1/reconciler said about the reconciler itself.
+type ReconcilerInfo struct {
+	Mode             string    `json:"mode"`
+	GracePeriod      string    `json:"gracePeriod"`
+	IPCooldown       string    `json:"ipCooldown,omitempty"`
+	LastPass         time.Time `json:"lastPass,omitzero"`
+	LastPassSkipped  string    `json:"lastPassSkipped,omitempty"`
+	RuntimeReachable bool      `json:"runtimeReachable"`
+	PendingReason    string    `json:"pendingReason,omitempty"`
+}
+
+func writeJSON(w io.Writer, r Report) error {
+	if r.Addresses == nil {
+		r.Addresses = []Row{}
+	}
+	if r.UnassignedByENI == nil {
+		r.UnassignedByENI = []ENIUnassigned{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// writeTable prints one row per address (unassigned ones as one row per
+// ENI unless every row was asked for), then the summary line.
+func writeTable(w io.Writer, r Report) error {
+	grace := r.Reconciler.GracePeriod
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ADDRESS\tENI\tPOD\tCONTAINER\tAGE\tVERDICT")
+	free := r.UnassignedByENI
+	// With -all the unassigned addresses are rows of their own.
+	listsFree := slices.ContainsFunc(r.Addresses, func(a Row) bool { return a.Verdict == Unassigned })
+	// flushFree prints the per-ENI rows of the ENIs ordered before device upTo.
+	flushFree := func(upTo int) {
+		for len(free) > 0 && (free[0].device < upTo) {
+			fmt.Fprintf(tw, "(%s)\t%s\t-\t-\t-\tunassigned (-all lists them)\n", plural(free[0].Unassigned, "address", "addresses"), free[0].ENI)
+			free = free[1:]
+		}
+	}
+	for _, a := range r.Addresses {
+		if !listsFree {
+			flushFree(a.device)
+		}
+		pod := "-"
+		if a.PodName != "" {
+			pod = a.PodNamespace + "/" + a.PodName
+		}
+		age := "-"
+		if a.Verdict != Unassigned {
+			age = compactAge(time.Duration(a.AgeSeconds) * time.Second)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Address, a.ENI, pod, orDash(shortID(a.ContainerID)), age, verdictText(a, grace))
+	}
+	if !listsFree {
+		flushFree(1 << 31)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, summaryLine(r))
+	return err
+}
+
+func verdictText(a Row, grace string) string {
+	switch a.Verdict {
+	case Live:
+		return "live"
+	case InFlight:
+		return "in flight (younger than the " + grace + " grace period)"
+	case LeakedCandidate:
+		if a.FirstSeenAbsent.IsZero() {
+			return "leaked candidate (sandbox absent; not yet seen by the reconciler)"
+		}
+		confirmed := "not yet confirmed"
+		if a.Confirmed {
+			confirmed = "confirmed"
+		}
+		return fmt.Sprintf("leaked candidate (first seen absent at %s, %s, %s)",
+			a.FirstSeenAbsent.UTC().Format(time.RFC3339), plural(a.PassesAbsent, "pass", "passes"), confirmed)
+	case CoolingDown:
+		if a.FreeAt.IsZero() {
+			return "cooling down"
+		}
+		return "cooling down (free at " + a.FreeAt.UTC().Format(time.RFC3339) + ")"
+	case Unassigned:
+		return "unassigned"
+	}
+	return string(a.Verdict)
+}
+
+func summaryLine(r Report) string {
+	s := r.Summary
+	parts := []string{
+		plural(s.Live, "live", "live"),
+		plural(s.InFlight, "in flight", "in flight"),
+		plural(s.LeakedCandidates, "leaked candidate", "leaked candidates"),
+		plural(s.CoolingDown, "cooling down", "cooling down"),
+		plural(s.Unassigned, "unassigned", "unassigned"),
+	}
+	if s.Pending > 0 {
+		parts[len(parts)-1] += fmt.Sprintf(" (%d waiting for the check against the runtime)", s.Pending)
+	}
+	line := fmt.Sprintf("%s on %s: %s; reconciler %s mode, grace %s; %s on %s",
+		plural(s.Addresses, "address", "addresses"), plural(s.ENIs, "ENI", "ENIs"), strings.Join(parts, ", "),
+		r.Reconciler.Mode, r.Reconciler.GracePeriod, plural(r.Sandboxes, "sandbox", "sandboxes"), r.RuntimeEndpoint)
+	return line
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// shortID shortens a container ID as crictl does (13 characters).
+func shortID(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// compactAge renders an age with its two largest units: 42s, 12m5s, 3h12m, 5d3h.
+func compactAge(d time.Duration) string {
+	d = d.Truncate(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+}

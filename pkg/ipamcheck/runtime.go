@@ -1,0 +1,22 @@
+package ipamcheck
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
+)
+
+// listSandboxes lists every pod sandbox, in every state, the way ipamd's
+// reconciler does: on endpoint when set (CRI_RUNTIME_ENDPOINT's forms),
+// else on the first of candidates that lists sandboxes. It returns the
+// socket it used.
+func listSandboxes(ctx context.Context, endpoint string, candidates []string, timeout time.Duration) ([]cri.Sandbox, string, error) {
+	rt, err := cri.NewRuntime(cri.Config{Endpoint: endpoint, Candidates: candidates, Timeout: timeout})
+	if err != nil {
+		return nil, "", err
+	}
+	defer rt.Close()
+	list, err := rt.ListSandboxes(ctx)
+	return list, rt.Endpoint(), err
+}

@@ -3,13 +3,18 @@ package ipamd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
@@ -19,47 +24,111 @@ import (
 func benchNode(b *testing.B) *testNode {
 	b.Helper()
 	n := startNodeTB(b, b.TempDir(), devpool.Pool{ENIs: 15, PerENI: 49})
+	// Filled in parallel so group commit keeps the set-up short.
+	errs := make(chan error, 700)
 	for i := range 700 {
-		_, err := n.agent.Store().Assign(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprintf("fill-%d", i), IfName: "eth0"}, datastore.IPAMMetadata{})
-		if err != nil {
+		go func() {
+			_, err := n.agent.Store().Assign(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprintf("fill-%d", i), IfName: "eth0"}, datastore.IPAMMetadata{})
+			errs <- err
+		}()
+	}
+	for range 700 {
+		if err := <-errs; err != nil {
 			b.Fatal(err)
 		}
 	}
 	return n
 }
 
+// Deadlines as the aws-cni plugin sets them (cmd/routed-eni-cni-plugin,
+// ipamd_client.go); a deadline costs the server a timer per call.
+const (
+	pluginAddTimeout = 60 * time.Second
+	pluginDelTimeout = 5 * time.Second
+)
+
+// pluginCall is one aws-cni exec's conversation with ipamd, as the plugin
+// holds it: grpc.NewClient on the unix socket with the plugin's options,
+// one call under the plugin's deadline with ClientVersion set, close.
+func pluginCall(b *testing.B, n *testNode, timeout time.Duration, call func(context.Context, rpc.CNIBackendClient) error) {
+	conn, err := grpc.NewClient("unix:"+n.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	err = call(ctx, rpc.NewCNIBackendClient(conn))
+	cancel()
+	_ = conn.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
 // addDelNewConn does what the plugin does for one pod's ADD and DEL: a new
 // connection for each call.
 func addDelNewConn(b *testing.B, n *testNode, id string) {
-	for _, call := range []func(rpc.CNIBackendClient) error{
-		func(c rpc.CNIBackendClient) error {
-			r, err := c.AddNetwork(context.Background(), addReq(id))
-			if err == nil && !r.Success {
-				err = fmt.Errorf("ADD %s failed", id)
-			}
-			return err
-		},
-		func(c rpc.CNIBackendClient) error {
-			_, err := c.DelNetwork(context.Background(), delReq(id))
-			return err
-		},
-	} {
-		conn := n.dial(b)
-		err := call(rpc.NewCNIBackendClient(conn))
-		conn.Close()
-		if err != nil {
-			b.Fatal(err)
+	pluginCall(b, n, pluginAddTimeout, func(ctx context.Context, c rpc.CNIBackendClient) error {
+		req := addReq(id)
+		req.ClientVersion = version.RPCVersion
+		r, err := c.AddNetwork(ctx, req)
+		if err == nil && !r.Success {
+			err = fmt.Errorf("ADD %s failed", id)
 		}
+		return err
+	})
+	pluginCall(b, n, pluginDelTimeout, func(ctx context.Context, c rpc.CNIBackendClient) error {
+		req := delReq(id)
+		req.ClientVersion = version.RPCVersion
+		_, err := c.DelNetwork(ctx, req)
+		return err
+	})
+}
+
+// reportPercentiles adds the median and 99th percentile of the samples.
+func reportPercentiles(b *testing.B, samples []time.Duration) {
+	if len(samples) == 0 {
+		return
 	}
+	slices.Sort(samples)
+	b.ReportMetric(float64(samples[len(samples)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(samples[len(samples)*99/100].Microseconds()), "p99-us")
 }
 
 func BenchmarkAddDelNetworkNewConnection(b *testing.B) {
 	n := benchNode(b)
+	var lat []time.Duration
 	i := 0
 	for b.Loop() {
+		t0 := time.Now()
 		addDelNewConn(b, n, fmt.Sprintf("b-%d", i))
+		lat = append(lat, time.Since(t0))
 		i++
 	}
+	reportPercentiles(b, lat)
+}
+
+// runPods runs ADD+DEL for pods [from, to) on workers goroutines and
+// returns the pods per second achieved.
+func runPods(b *testing.B, n *testNode, workers int, from, to int64) float64 {
+	next := atomic.Int64{}
+	next.Store(from)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= to {
+					return
+				}
+				addDelNewConn(b, n, fmt.Sprintf("w-%d", i))
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(to-from) / time.Since(start).Seconds()
 }
 
 // BenchmarkAddDelThroughput compares one pod at a time with 32 in parallel;
@@ -68,25 +137,32 @@ func BenchmarkAddDelThroughput(b *testing.B) {
 	for _, workers := range []int{1, 32} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			n := benchNode(b)
-			var next atomic.Int64
-			start := time.Now()
 			b.ResetTimer()
-			var wg sync.WaitGroup
-			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := next.Add(1)
-						if i > int64(b.N) {
-							return
-						}
-						addDelNewConn(b, n, fmt.Sprintf("w-%d", i))
-					}
-				}()
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pods/s")
+			b.ReportMetric(runPods(b, n, workers, 0, int64(b.N)), "pods/s")
 		})
 	}
+}
+
+// BenchmarkAddDelConcurrencyRatio measures 1 and 32 workers on the same
+// node in alternating rounds of 64 pods each (so load changes on the
+// machine hit both alike) and reports the ratio of their pod rates. One op
+// is one pod of the 32-worker side.
+func BenchmarkAddDelConcurrencyRatio(b *testing.B) {
+	const round = 64
+	n := benchNode(b)
+	b.ResetTimer()
+	var serial, parallel time.Duration
+	var pods int64
+	for pods < int64(b.N) {
+		t0 := time.Now()
+		runPods(b, n, 1, 2*pods, 2*pods+round)
+		serial += time.Since(t0)
+		t0 = time.Now()
+		runPods(b, n, 32, 2*pods+round, 2*pods+2*round)
+		parallel += time.Since(t0)
+		pods += round
+	}
+	b.ReportMetric(float64(pods)/serial.Seconds(), "serial-pods/s")
+	b.ReportMetric(float64(pods)/parallel.Seconds(), "parallel-pods/s")
+	b.ReportMetric(serial.Seconds()/parallel.Seconds(), "ratio")
 }

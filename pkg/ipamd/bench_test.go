@@ -170,19 +170,22 @@ func BenchmarkAddDelConcurrencyRatio(b *testing.B) {
 	const round = 64
 	n := benchNode(b)
 	b.ResetTimer()
-	var serial, parallel time.Duration
+	var serial, parallel, serialCPU, parallelCPU time.Duration
 	var serialWrites, parallelWrites uint64
 	var pods int64
 	for pods < int64(b.N) {
-		t0, w0 := time.Now(), checkpointWrites(b, n)
+		t0, w0, c0 := time.Now(), checkpointWrites(b, n), processCPU(b)
 		runPods(b, n, 1, 2*pods, 2*pods+round)
 		serial += time.Since(t0)
-		t0, w1 := time.Now(), checkpointWrites(b, n)
+		t0, w1, c1 := time.Now(), checkpointWrites(b, n), processCPU(b)
 		runPods(b, n, 32, 2*pods+round, 2*pods+2*round)
 		parallel += time.Since(t0)
 		serialWrites, parallelWrites = serialWrites+w1-w0, parallelWrites+checkpointWrites(b, n)-w1
+		serialCPU, parallelCPU = serialCPU+c1-c0, parallelCPU+processCPU(b)-c1
 		pods += round
 	}
+	b.ReportMetric(float64(serialCPU.Microseconds())/float64(pods), "serial-cpu-us/pod")
+	b.ReportMetric(float64(parallelCPU.Microseconds())/float64(pods), "parallel-cpu-us/pod")
 	b.ReportMetric(float64(pods)/serial.Seconds(), "serial-pods/s")
 	b.ReportMetric(float64(pods)/parallel.Seconds(), "parallel-pods/s")
 	b.ReportMetric(serial.Seconds()/parallel.Seconds(), "ratio")

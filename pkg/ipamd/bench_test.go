@@ -3,13 +3,21 @@ package ipamd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
@@ -19,47 +27,127 @@ import (
 func benchNode(b *testing.B) *testNode {
 	b.Helper()
 	n := startNodeTB(b, b.TempDir(), devpool.Pool{ENIs: 15, PerENI: 49})
+	// Filled in parallel so group commit keeps the set-up short.
+	errs := make(chan error, 700)
 	for i := range 700 {
-		_, err := n.agent.Store().Assign(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprintf("fill-%d", i), IfName: "eth0"}, datastore.IPAMMetadata{})
-		if err != nil {
+		go func() {
+			_, err := n.agent.Store().Assign(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprintf("fill-%d", i), IfName: "eth0"}, datastore.IPAMMetadata{})
+			errs <- err
+		}()
+	}
+	for range 700 {
+		if err := <-errs; err != nil {
 			b.Fatal(err)
 		}
 	}
 	return n
 }
 
+// Deadlines as the aws-cni plugin sets them (cmd/routed-eni-cni-plugin,
+// ipamd_client.go); a deadline costs the server a timer per call.
+const (
+	pluginAddTimeout = 60 * time.Second
+	pluginDelTimeout = 5 * time.Second
+)
+
+// pluginCall is one aws-cni exec's conversation with ipamd, as the plugin
+// holds it: grpc.NewClient on the unix socket with the plugin's options,
+// one call under the plugin's deadline with ClientVersion set, close.
+func pluginCall(b *testing.B, n *testNode, timeout time.Duration, call func(context.Context, rpc.CNIBackendClient) error) {
+	conn, err := grpc.NewClient("unix:"+n.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	err = call(ctx, rpc.NewCNIBackendClient(conn))
+	cancel()
+	_ = conn.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
 // addDelNewConn does what the plugin does for one pod's ADD and DEL: a new
 // connection for each call.
 func addDelNewConn(b *testing.B, n *testNode, id string) {
-	for _, call := range []func(rpc.CNIBackendClient) error{
-		func(c rpc.CNIBackendClient) error {
-			r, err := c.AddNetwork(context.Background(), addReq(id))
-			if err == nil && !r.Success {
-				err = fmt.Errorf("ADD %s failed", id)
-			}
-			return err
-		},
-		func(c rpc.CNIBackendClient) error {
-			_, err := c.DelNetwork(context.Background(), delReq(id))
-			return err
-		},
-	} {
-		conn := n.dial(b)
-		err := call(rpc.NewCNIBackendClient(conn))
-		conn.Close()
-		if err != nil {
-			b.Fatal(err)
+	pluginCall(b, n, pluginAddTimeout, func(ctx context.Context, c rpc.CNIBackendClient) error {
+		req := addReq(id)
+		req.ClientVersion = version.RPCVersion
+		r, err := c.AddNetwork(ctx, req)
+		if err == nil && !r.Success {
+			err = fmt.Errorf("ADD %s failed", id)
 		}
+		return err
+	})
+	pluginCall(b, n, pluginDelTimeout, func(ctx context.Context, c rpc.CNIBackendClient) error {
+		req := delReq(id)
+		req.ClientVersion = version.RPCVersion
+		_, err := c.DelNetwork(ctx, req)
+		return err
+	})
+}
+
+// reportPercentiles adds the median and 99th percentile of the samples.
+func reportPercentiles(b *testing.B, samples []time.Duration) {
+	if len(samples) == 0 {
+		return
 	}
+	slices.Sort(samples)
+	b.ReportMetric(float64(samples[len(samples)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(samples[len(samples)*99/100].Microseconds()), "p99-us")
+}
+
+// processCPU is the CPU time (user and system) this process has used: on a
+// shared machine, the CPU an ADD+DEL costs client and server together is
+// steadier than its wall time.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func BenchmarkAddDelNetworkNewConnection(b *testing.B) {
 	n := benchNode(b)
+	var lat []time.Duration
 	i := 0
+	var cpu0 time.Duration
 	for b.Loop() {
+		if i == 0 {
+			cpu0 = processCPU(b)
+		}
+		t0 := time.Now()
 		addDelNewConn(b, n, fmt.Sprintf("b-%d", i))
+		lat = append(lat, time.Since(t0))
 		i++
 	}
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(i), "cpu-us/op")
+	reportPercentiles(b, lat)
+}
+
+// runPods runs ADD+DEL for pods [from, to) on workers goroutines and
+// returns the pods per second achieved.
+func runPods(b *testing.B, n *testNode, workers int, from, to int64) float64 {
+	next := atomic.Int64{}
+	next.Store(from)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= to {
+					return
+				}
+				addDelNewConn(b, n, fmt.Sprintf("w-%d", i))
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(to-from) / time.Since(start).Seconds()
 }
 
 // BenchmarkAddDelThroughput compares one pod at a time with 32 in parallel;
@@ -68,25 +156,48 @@ func BenchmarkAddDelThroughput(b *testing.B) {
 	for _, workers := range []int{1, 32} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			n := benchNode(b)
-			var next atomic.Int64
-			start := time.Now()
 			b.ResetTimer()
-			var wg sync.WaitGroup
-			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := next.Add(1)
-						if i > int64(b.N) {
-							return
-						}
-						addDelNewConn(b, n, fmt.Sprintf("w-%d", i))
-					}
-				}()
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pods/s")
+			b.ReportMetric(runPods(b, n, workers, 0, int64(b.N)), "pods/s")
 		})
 	}
+}
+
+// BenchmarkAddDelConcurrencyRatio measures 1 and 32 workers on the same
+// node in alternating rounds of 64 pods each (so load changes on the
+// machine hit both alike) and reports the ratio of their pod rates. One op
+// is one pod of the 32-worker side.
+func BenchmarkAddDelConcurrencyRatio(b *testing.B) {
+	const round = 64
+	n := benchNode(b)
+	b.ResetTimer()
+	var serial, parallel, serialCPU, parallelCPU time.Duration
+	var serialWrites, parallelWrites uint64
+	var pods int64
+	for pods < int64(b.N) {
+		t0, w0, c0 := time.Now(), checkpointWrites(b, n), processCPU(b)
+		runPods(b, n, 1, 2*pods, 2*pods+round)
+		serial += time.Since(t0)
+		t0, w1, c1 := time.Now(), checkpointWrites(b, n), processCPU(b)
+		runPods(b, n, 32, 2*pods+round, 2*pods+2*round)
+		parallel += time.Since(t0)
+		serialWrites, parallelWrites = serialWrites+w1-w0, parallelWrites+checkpointWrites(b, n)-w1
+		serialCPU, parallelCPU = serialCPU+c1-c0, parallelCPU+processCPU(b)-c1
+		pods += round
+	}
+	b.ReportMetric(float64(serialCPU.Microseconds())/float64(pods), "serial-cpu-us/pod")
+	b.ReportMetric(float64(parallelCPU.Microseconds())/float64(pods), "parallel-cpu-us/pod")
+	b.ReportMetric(float64(pods)/serial.Seconds(), "serial-pods/s")
+	b.ReportMetric(float64(pods)/parallel.Seconds(), "parallel-pods/s")
+	b.ReportMetric(serial.Seconds()/parallel.Seconds(), "ratio")
+	b.ReportMetric(float64(serialWrites)/float64(pods), "serial-writes/pod")
+	b.ReportMetric(float64(parallelWrites)/float64(pods), "parallel-writes/pod")
+}
+
+// checkpointWrites is how many checkpoint writes the agent has made.
+func checkpointWrites(b *testing.B, n *testNode) uint64 {
+	var m dto.Metric
+	if err := n.agent.metrics.checkpointWrites.WithLabelValues("success").(prometheus.Histogram).Write(&m); err != nil {
+		b.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }

@@ -3,6 +3,7 @@ package rpcserver
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -64,10 +65,9 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 	if err := h.checkVersion("AddNetwork", in.ClientVersion); err != nil {
 		return nil, err
 	}
-	fields := append(keyFields(in.ContainerID, in.IfName, in.NetworkName), podFields(in.K8S_POD_NAME, in.K8S_POD_NAMESPACE, in.K8S_POD_INFRA_CONTAINER_ID)...)
-	fields = append(fields, field{"Netns", in.Netns, false, maxNetnsLen})
+	fields := addFields(in)
 	reply := &rpc.AddNetworkReply{NetworkPolicyMode: h.NetworkPolicyMode}
-	if reason, err := validate(fields...); err != nil {
+	if reason, err := validate(fields[:]...); err != nil {
 		serr := h.invalid("AddNetwork", reason, err)
 		if strings.HasPrefix(reason, missingPrefix) {
 			// Upstream answers a missing container ID, interface or
@@ -96,9 +96,12 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 		h.Log.Error("AddNetwork failed", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "error", err)
 		return reply, nil
 	}
-	h.Log.Debug("AddNetwork assigned", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "ip", alloc.IP.String(), "eni", alloc.ENIID)
+	if h.Log.Enabled(ctx, slog.LevelDebug) {
+		h.Log.Debug("AddNetwork assigned", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "ip", alloc.IP.String(), "eni", alloc.ENIID)
+	}
+	md := allocationMetadata(alloc)
 	reply.Success = true
-	reply.IPAllocationMetadata = []*rpc.IPAllocationMetadata{allocationMetadata(alloc)}
+	reply.IPAllocationMetadata = []*rpc.IPAllocationMetadata{md}
 	if h.IPv6 {
 		if h.VPCv6CIDRs != nil {
 			reply.VPCv6CIDRs = h.VPCv6CIDRs()
@@ -108,7 +111,7 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 		reply.VPCv4CIDRs = h.replyCIDRs()
 	}
 	if h.Pods != nil && in.K8S_POD_NAME != "" {
-		h.Pods.Assigned(in.K8S_POD_NAMESPACE, in.K8S_POD_NAME, alloc.IP.String())
+		h.Pods.Assigned(in.K8S_POD_NAMESPACE, in.K8S_POD_NAME, address(md))
 	}
 	return reply, nil
 }
@@ -130,7 +133,7 @@ func (h *cniHandler) replyCIDRs() []string {
 // upstream, a plain error (gRPC code Unknown) whose text carries
 // "datastore: unknown pod", which the plugin (ours and upstream's) treats
 // as nothing to do.
-func (h *cniHandler) DelNetwork(_ context.Context, in *rpc.DelNetworkRequest) (*rpc.DelNetworkReply, error) {
+func (h *cniHandler) DelNetwork(ctx context.Context, in *rpc.DelNetworkRequest) (*rpc.DelNetworkReply, error) {
 	reason := in.Reason
 	if !knownDelReasons[reason] {
 		reason = "other"
@@ -139,9 +142,8 @@ func (h *cniHandler) DelNetwork(_ context.Context, in *rpc.DelNetworkRequest) (*
 	if err := h.checkVersion("DelNetwork", in.ClientVersion); err != nil {
 		return nil, err
 	}
-	fields := append(keyFields(in.ContainerID, in.IfName, in.NetworkName), podFields(in.K8S_POD_NAME, in.K8S_POD_NAMESPACE, in.K8S_POD_INFRA_CONTAINER_ID)...)
-	fields = append(fields, field{"Reason", in.Reason, false, maxIDLen}, field{"K8S_POD_UID", in.K8S_POD_UID, false, maxIDLen})
-	if reason, err := validate(fields...); err != nil {
+	fields := delFields(in)
+	if reason, err := validate(fields[:]...); err != nil {
 		return nil, h.invalid("DelNetwork", reason, err)
 	}
 	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
@@ -155,19 +157,22 @@ func (h *cniHandler) DelNetwork(_ context.Context, in *rpc.DelNetworkRequest) (*
 		h.Log.Error("DelNetwork failed", "key", key.String(), "error", err)
 		return nil, status.Errorf(codes.Unavailable, "release %s: %v", key, err)
 	}
-	h.Log.Debug("DelNetwork released", "key", key.String(), "ip", alloc.IP.String(), "reason", in.Reason)
+	if h.Log.Enabled(ctx, slog.LevelDebug) {
+		h.Log.Debug("DelNetwork released", "key", key.String(), "ip", alloc.IP.String(), "reason", in.Reason)
+	}
+	md := allocationMetadata(alloc)
 	if h.Pods != nil {
 		ns, name := in.K8S_POD_NAMESPACE, in.K8S_POD_NAME
 		if name == "" {
 			ns, name = alloc.Metadata.K8SPodNamespace, alloc.Metadata.K8SPodName
 		}
 		if name != "" {
-			h.Pods.Released(ns, name, alloc.IP.String())
+			h.Pods.Released(ns, name, address(md))
 		}
 	}
 	return &rpc.DelNetworkReply{
 		Success:              true,
-		IPAllocationMetadata: []*rpc.IPAllocationMetadata{allocationMetadata(alloc)},
+		IPAllocationMetadata: []*rpc.IPAllocationMetadata{md},
 		NetworkPolicyMode:    h.NetworkPolicyMode,
 	}, nil
 }
@@ -195,6 +200,14 @@ func allocationMetadata(a datastore.Allocation) *rpc.IPAllocationMetadata {
 		md.IPv4Addr = a.IP.String()
 	}
 	return md
+}
+
+// address is the one address md carries.
+func address(md *rpc.IPAllocationMetadata) string {
+	if md.IPv4Addr != "" {
+		return md.IPv4Addr
+	}
+	return md.IPv6Addr
 }
 
 // assignExhausted handles an ADD that found no address: the pool manager is

@@ -108,7 +108,7 @@ func (o *Options) complete(m *Metrics) {
 // reflection, as upstream's ipamd does. m holds the request metrics.
 func New(o Options, m *Metrics) (*grpc.Server, *health.Server) {
 	o.complete(m)
-	s := grpc.NewServer(grpc.MaxRecvMsgSize(MaxRequestBytes))
+	s := grpc.NewServer(serverOptions()...)
 	h := &cniHandler{Options: o}
 	rpc.RegisterCNIBackendServer(s, h)
 	rpc.RegisterConfigServerBackendServer(s, h)
@@ -119,3 +119,30 @@ func New(o Options, m *Metrics) (*grpc.Server, *health.Server) {
 	reflection.Register(s)
 	return s, hs
 }
+
+// streamWorkers is how many goroutines serve calls without being created
+// for each one (more concurrent calls than this still run, each on a
+// goroutine of its own).
+const streamWorkers = 32
+
+// serverOptions shape the server for its one client: the aws-cni plugin,
+// which opens a connection on the local socket, makes one small call and
+// closes it.
+//   - Static flow-control windows of the HTTP/2 default size: with dynamic
+//     windows each connection's first request DATA frame makes the server
+//     send a bandwidth probe ping, a frame each way that a single call of a
+//     few hundred bytes never benefits from. The default size means no
+//     extra SETTINGS or WINDOW_UPDATE either.
+//   - Stream workers: a call runs on a goroutine whose stack has already
+//     grown instead of a fresh one growing it again on every call.
+func serverOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxRequestBytes),
+		grpc.StaticStreamWindowSize(http2DefaultWindow),
+		grpc.StaticConnWindowSize(http2DefaultWindow),
+		grpc.NumStreamWorkers(streamWorkers),
+	}
+}
+
+// http2DefaultWindow is HTTP/2's initial flow-control window (RFC 9113).
+const http2DefaultWindow = 65535

@@ -3,6 +3,8 @@ package rpcserver
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
 // Field limits for requests. Real values are far below them (container IDs
@@ -41,18 +43,34 @@ func validate(fields ...field) (string, error) {
 	return "", nil
 }
 
-func keyFields(containerID, ifName, network string) []field {
-	return []field{
+func keyFields(containerID, ifName, network string) [3]field {
+	return [3]field{
 		{"ContainerID", containerID, true, maxIDLen},
 		{"IfName", ifName, true, maxIfNameLen},
 		{"NetworkName", network, true, maxIDLen},
 	}
 }
 
-func podFields(name, namespace, infraID string) []field {
-	return []field{
+func podFields(name, namespace, infraID string) [3]field {
+	return [3]field{
 		{"K8S_POD_NAME", name, false, maxK8sNameLen},
 		{"K8S_POD_NAMESPACE", namespace, false, maxK8sNameLen},
 		{"K8S_POD_INFRA_CONTAINER_ID", infraID, false, maxIDLen},
 	}
+}
+
+// addFields are the fields of an ADD request, in the order they are
+// checked. An array, so checking a request allocates nothing.
+func addFields(in *rpc.AddNetworkRequest) [7]field {
+	k := keyFields(in.ContainerID, in.IfName, in.NetworkName)
+	p := podFields(in.K8S_POD_NAME, in.K8S_POD_NAMESPACE, in.K8S_POD_INFRA_CONTAINER_ID)
+	return [7]field{k[0], k[1], k[2], p[0], p[1], p[2], {"Netns", in.Netns, false, maxNetnsLen}}
+}
+
+// delFields are the fields of a DEL request, in the order they are checked.
+func delFields(in *rpc.DelNetworkRequest) [8]field {
+	k := keyFields(in.ContainerID, in.IfName, in.NetworkName)
+	p := podFields(in.K8S_POD_NAME, in.K8S_POD_NAMESPACE, in.K8S_POD_INFRA_CONTAINER_ID)
+	return [8]field{k[0], k[1], k[2], p[0], p[1], p[2],
+		{"Reason", in.Reason, false, maxIDLen}, {"K8S_POD_UID", in.K8S_POD_UID, false, maxIDLen}}
 }

@@ -12,7 +12,8 @@ func FuzzValidateRequest(f *testing.F) {
 	f.Add("c", strings.Repeat("e", 16), "n", "p", "ns")
 	f.Add("c", "eth0", "n", "\xff\xfe", "ns")
 	f.Fuzz(func(t *testing.T, id, ifName, network, pod, ns string) {
-		reason, err := validate(append(keyFields(id, ifName, network), podFields(pod, ns, id)...)...)
+		k, p := keyFields(id, ifName, network), podFields(pod, ns, id)
+		reason, err := validate(append(k[:], p[:]...)...)
 		if (err == nil) != (reason == "") {
 			t.Fatalf("reason %q and error %v disagree", reason, err)
 		}

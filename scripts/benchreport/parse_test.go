@@ -56,9 +56,8 @@ func TestPrintTable(t *testing.T) {
 			"BenchmarkAssignRelease/disk/735": {"ns/op": 2_000_000},
 		}},
 		"grpc": {Figures: figures{
-			"BenchmarkAddDelNetworkNewConnection": {"ns/op": 3_000_000, "p50-ms": 0.9},
-			"BenchmarkAddDelThroughput/workers=1":  {"pods/s": 300},
-			"BenchmarkAddDelThroughput/workers=32": {"pods/s": 2700},
+			"BenchmarkAddDelNetworkNewConnection": {"ns/op": 3_000_000, "p50-us": 900},
+			"BenchmarkAddDelConcurrencyRatio":     {"ratio": 9},
 		}},
 		"plugin": {Skipped: "needs root (network namespaces)"},
 	}

@@ -37,12 +37,8 @@ func (d *DataStore) Transfer(from IPAMKey, assignedAt time.Time, key IPAMKey, me
 	d.releaseLocked(a, now, false)
 	d.assignLocked(a, key, meta, now)
 	alloc := a.allocation()
-	b := d.commit.joinLocked()
-	d.mu.Unlock()
-	if err := b.wait(); err != nil {
-		d.mu.Lock()
-		_, taken := d.byKey[old.Key]
-		if d.byIP[a.ip] == a && a.state == stateAssigned && a.key == key && a.assignedAt.Equal(now) && !taken {
+	if unchanged, err := d.persistAssignLocked(a, key, now); err != nil {
+		if _, taken := d.byKey[old.Key]; unchanged && !taken {
 			d.releaseLocked(a, now, false)
 			d.assignLocked(a, old.Key, old.Metadata, old.AssignedAt)
 			d.commit.joinLocked()

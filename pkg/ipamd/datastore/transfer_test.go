@@ -6,17 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestTransferMovesAnAddressWithoutFreeingIt(t *testing.T) {
-	clk := clocktest.New()
 	cp := &MemoryCheckpointer{}
-	d := New(Config{Now: clk.Now, Cooldown: 30 * time.Second, Checkpointer: cp})
-	defer d.Close()
-	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 2)
+	d, clk := newStoreOnClock(t, cp, 2)
 	stale, err := d.Assign(key("stale"), meta("gone"))
 	require.NoError(t, err)
 	clk.Advance(time.Minute)

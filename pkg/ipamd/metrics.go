@@ -57,7 +57,7 @@ func newAgentMetrics(reg *prometheus.Registry, src func() poolSource) *agentMetr
 		}, []string{"success"}),
 		checkpointWrites: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "awscni_ipamd_checkpoint_write_seconds",
-			Help:    "Time to write the checkpoint durably (temp file, fsync, rename, fsync dir), by result",
+			Help:    "Time to write the checkpoint (temp file, atomic exchange or rename), by result",
 			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .5, 1},
 		}, []string{"result"}),
 		rpc:   rpcserver.NewMetrics(reg),

@@ -35,12 +35,8 @@ func (d *DataStore) Assign(key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 	}
 	d.assignLocked(a, key, meta, now)
 	alloc := a.allocation()
-	b := d.commit.joinLocked()
-	d.mu.Unlock()
-
-	if err := b.wait(); err != nil {
-		d.mu.Lock()
-		if d.byIP[a.ip] == a && a.state == stateAssigned && a.key == key && a.assignedAt.Equal(now) {
+	if unchanged, err := d.persistAssignLocked(a, key, now); err != nil {
+		if unchanged {
 			// Never reported to anyone: no cooldown needed.
 			d.releaseLocked(a, now, false)
 			d.commit.joinLocked()
@@ -49,6 +45,21 @@ func (d *DataStore) Assign(key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 		return Allocation{}, fmt.Errorf("assign %s: persist checkpoint: %w", key, err)
 	}
 	return alloc, nil
+}
+
+// persistAssignLocked joins the checkpoint batch, releases d.mu and waits
+// for the write that records a's assignment to key at now. On failure it
+// returns with d.mu held again, saying whether a is still that assignment
+// (the caller undoes it, joins the batch for the undo and unlocks).
+// Requires d.mu.
+func (d *DataStore) persistAssignLocked(a *addr, key IPAMKey, now time.Time) (unchanged bool, err error) {
+	b := d.commit.joinLocked()
+	d.mu.Unlock()
+	if err := b.wait(); err != nil {
+		d.mu.Lock()
+		return d.byIP[a.ip] == a && a.state == stateAssigned && a.key == key && a.assignedAt.Equal(now), err
+	}
+	return false, nil
 }
 
 // pickLocked returns a free, assignable address of the datastore's mode,
@@ -182,11 +193,8 @@ func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Alloca
 	wasPending, seq, joined := a.state == statePending, a.joinSeq, a.joinedAt
 	d.assignLocked(a, key, meta, now)
 	alloc := a.allocation()
-	b := d.commit.joinLocked()
-	d.mu.Unlock()
-	if err := b.wait(); err != nil {
-		d.mu.Lock()
-		if d.byIP[a.ip] == a && a.state == stateAssigned && a.key == key && a.assignedAt.Equal(now) {
+	if unchanged, err := d.persistAssignLocked(a, key, now); err != nil {
+		if unchanged {
 			d.releaseLocked(a, now, false)
 			if wasPending {
 				// Back to pending: it was never verified free.

@@ -23,8 +23,11 @@ type CheckpointEntry struct {
 }
 
 // Checkpointer persists the full set of allocations. Write must not return
-// before the data is durable. Read returns no entries and no error when
-// nothing was ever written.
+// before the data is durable: whatever happens to ipamd afterwards, its
+// next start reads this document or a later one (FileCheckpointer: the
+// atomic replace is done; a power loss is the exception its Durability
+// states). Read returns no entries and no error when nothing was ever
+// written.
 type Checkpointer interface {
 	Write(entries []CheckpointEntry) error
 	Read() ([]CheckpointEntry, error)

@@ -521,11 +521,8 @@ func TestReleaseIfUnchanged(t *testing.T) {
 }
 
 func TestAdopt(t *testing.T) {
-	clk := clocktest.New()
 	cp := &MemoryCheckpointer{}
-	d := New(Config{Now: clk.Now, Cooldown: 30 * time.Second, Checkpointer: cp})
-	defer d.Close()
-	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 3)
+	d, _ := newStoreOnClock(t, cp, 3)
 	ip := netip.MustParseAddr("10.0.0.11")
 
 	inPool, free := d.Holds(ip)

@@ -10,7 +10,9 @@
 //   - no address of an ENI excluded for pod IPs (SetExcluded) is handed out,
 //     while the allocations already on it keep working;
 //   - an assign or release is reported done only once the checkpoint that
-//     records it is durable (concurrent callers share one write: group commit);
+//     records it is durable: it has atomically replaced the file, so any
+//     later ipamd process reads it (not fsynced: docs/checkpoint-durability.md);
+//     concurrent callers share one write (group commit);
 //   - assign and release cost O(1) whatever the pool size: free addresses are
 //     indexed, never found by scanning ENIs (IPv6: a walk over the node's
 //     few /80s); a /80's 2^48 addresses are never enumerated, its state

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,6 +42,18 @@ func addPrefixENI(t testing.TB, d *DataStore, id string, dev int, base string, n
 			ip = ip.Next()
 		}
 	}
+}
+
+// newStoreOnClock returns a store on a manual clock with a 30 s cooldown,
+// writing to cp, with one ENI of n addresses from 10.0.0.10; it is closed
+// when the test ends.
+func newStoreOnClock(t testing.TB, cp Checkpointer, n int) (*DataStore, *clocktest.Clock) {
+	t.Helper()
+	clk := clocktest.New()
+	d := New(Config{Now: clk.Now, Cooldown: 30 * time.Second, Checkpointer: cp})
+	t.Cleanup(func() { _ = d.Close() })
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", n)
+	return d, clk
 }
 
 func routeTable(dev int) int {

@@ -6,8 +6,8 @@
 // that finds the pool exhausted, and the replay of DELs the plugin queued
 // while ipamd was down. docs/pod-ip-reconciler.md states its rules.
 //
-// It never frees an address whose sandbox the runtime lists, nor one
-// younger than the grace period, and it never hands out an address a live
+// It never frees an address whose sandbox the runtime lists, nor one a
+// listed sandbox uses, nor one younger than the grace period, and it never hands out an address a live
 // sandbox uses. It talks to the runtime only through SandboxSource and to
 // the datastore only through Store; it never imports the agent
 // (pkg/ipamd), the pool manager or EC2.

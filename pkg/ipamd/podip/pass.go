@@ -218,10 +218,16 @@ func (r *Reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 		return nil, false
 	}
 	listed := r.listedIDs.listed(fresh)
+	r.learnSandboxIPs(ctx, fresh)
+	users := r.usersOf(fresh)
 	for _, c := range confirmed {
 		a := c.alloc
 		if _, ok := listed[a.Key.ContainerID]; ok {
 			delete(r.candidates, a.Key) // it is there after all
+			continue
+		}
+		if s, used := users[a.IP]; used {
+			r.handOver(ctx, c, s, rep, evs)
 			continue
 		}
 		age := r.now().Sub(a.AssignedAt).Round(time.Second)

@@ -47,8 +47,13 @@ func (r *Reconciler) ReclaimForAdd(ctx context.Context) bool {
 	for _, s := range sandboxes {
 		listed[s.ID] = true
 	}
+	r.learnSandboxIPs(ctx, sandboxes)
+	users := r.usersOf(sandboxes)
 	for _, c := range eligible {
 		a := c.alloc
+		if _, used := users[a.IP]; used {
+			continue // a running sandbox uses it: the pass hands it over
+		}
 		delete(r.candidates, a.Key)
 		if listed[a.Key.ContainerID] {
 			continue

@@ -42,6 +42,7 @@ type Store interface {
 	ReleaseIfUnchanged(datastore.IPAMKey, time.Time) (datastore.Allocation, error)
 	ReclaimIfUnchanged(datastore.IPAMKey, time.Time) (datastore.Allocation, error)
 	Adopt(netip.Addr, datastore.IPAMKey, datastore.IPAMMetadata) (datastore.Allocation, error)
+	Transfer(from datastore.IPAMKey, assignedAt time.Time, key datastore.IPAMKey, meta datastore.IPAMMetadata) (datastore.Allocation, error)
 	Find(datastore.IPAMKey) (datastore.Allocation, bool)
 	Holds(netip.Addr) (inPool, free bool)
 	PendingAddresses() []datastore.Pending

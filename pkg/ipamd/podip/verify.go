@@ -101,6 +101,17 @@ func (r *Reconciler) forgetUnlisted(listed map[string]struct{}) {
 	}
 }
 
+// usersOf maps the known IPs of sandboxes (learnSandboxIPs) to them.
+func (r *Reconciler) usersOf(sandboxes []cri.Sandbox) map[netip.Addr]cri.Sandbox {
+	users := map[netip.Addr]cri.Sandbox{}
+	for _, s := range sandboxes {
+		for _, ip := range r.sandboxIPs[s.ID].ips {
+			users[ip] = s
+		}
+	}
+	return users
+}
+
 // sandboxAddrs is what PodSandboxStatus said about one sandbox.
 type sandboxAddrs struct {
 	ips             []netip.Addr
@@ -140,12 +151,7 @@ func (r *Reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 		res.Reason = WaitStatuses
 		return res
 	}
-	users := map[netip.Addr]cri.Sandbox{}
-	for _, s := range sandboxes {
-		for _, ip := range r.sandboxIPs[s.ID].ips {
-			users[ip] = s
-		}
-	}
+	users := r.usersOf(sandboxes)
 	var free []datastore.Pending
 	singles := 0 // pending entries settled by adopting their one address
 	for _, p := range pending {

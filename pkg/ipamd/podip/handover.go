@@ -1,0 +1,48 @@
+package podip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+)
+
+// handOver settles a confirmed leak whose address a listed sandbox uses:
+// the allocation of a sandbox that is gone, restored from a checkpoint
+// older than the node's state (a power loss brought back an old file while
+// pods kept running), holds the address of a running pod. Freeing it would
+// let an ADD hand that address out a second time, so the address moves to
+// the running sandbox in one step (datastore.Transfer). A sandbox that is
+// not ready keeps the leak where it is until it is ready or gone. Requires
+// r.mu.
+func (r *Reconciler) handOver(ctx context.Context, c *candidate, s cri.Sandbox, rep *PassReport, evs *eventBatch) {
+	a := c.alloc
+	if !s.Ready || r.cfg.Mode != Enforce {
+		if !c.reported {
+			c.reported = true
+			r.log.Warn("allocation of a gone sandbox holds an address another sandbox uses; kept until that sandbox is ready (enforce mode hands it over)",
+				"ip", a.IP.String(), "containerID", a.Key.ContainerID, "sandbox", s.ID, "pod", s.Namespace+"/"+s.Name,
+				"ready", s.Ready, "mode", r.cfg.Mode)
+		}
+		return
+	}
+	delete(r.candidates, a.Key)
+	key := datastore.IPAMKey{NetworkName: r.cfg.NetworkName, ContainerID: s.ID, IfName: r.cfg.IfName}
+	meta := datastore.IPAMMetadata{K8SPodNamespace: s.Namespace, K8SPodName: s.Name}
+	if _, err := r.store.Transfer(a.Key, a.AssignedAt, key, meta); err != nil {
+		if !errors.Is(err, datastore.ErrUnknownPod) && !errors.Is(err, datastore.ErrAllocationChanged) {
+			r.log.Error("could not hand a leaked address over to the running sandbox that uses it", "ip", a.IP.String(),
+				"sandbox", s.ID, "error", err)
+		}
+		return
+	}
+	rep.Readopted++
+	r.m.reconcileReadopted.Inc()
+	r.log.Warn("handed the address of a gone sandbox's allocation over to the running sandbox that uses it", "ip", a.IP.String(),
+		"from", a.Key.ContainerID, "pod", podRef(meta), "sandbox", s.ID)
+	evs.warning("PodIPReadopted", "AdoptPodIP", fmt.Sprintf(
+		"%s is used by running pod %s (sandbox %s) but was assigned to container %s, whose sandbox is gone; assigned to the running pod",
+		a.IP, podRef(meta), s.ID, a.Key.ContainerID))
+}

@@ -1,0 +1,68 @@
+package podip
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
+)
+
+// TestLeakWhoseAddressASandboxUsesIsHandedOver: allocations of gone
+// sandboxes (as an outdated checkpoint restores them) whose addresses
+// running sandboxes use are never freed, not even for an exhausted ADD;
+// a pass hands each over to its READY user, and waits while the user is
+// not ready.
+func TestLeakWhoseAddressASandboxUsesIsHandedOver(t *testing.T) {
+	f := newReconFixture(t)
+	for _, name := range []string{"a", "b", "c"} {
+		f.pod(t, name, false) // so that two leaks are no mass release
+	}
+	stale := f.pod(t, "stale", true)
+	waiting := f.pod(t, "stale-2", true)
+	user := fakecri.Sandbox{ID: "1111111111111111111111111111111111111111111111111111111111111111", Name: "web", Namespace: "prod",
+		IP: stale.IP.String(), State: runtimeapi.PodSandboxState_SANDBOX_READY}
+	notReady := fakecri.Sandbox{ID: "2222222222222222222222222222222222222222222222222222222222222222", Name: "db", Namespace: "prod",
+		IP: waiting.IP.String(), State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY}
+	f.rt.Add(user)
+	f.rt.Add(notReady)
+	keyOf := func(s fakecri.Sandbox) datastore.IPAMKey {
+		return datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: s.ID, IfName: "eth0"}
+	}
+
+	f.clk.Advance(6 * time.Minute) // past the grace period
+	rep := f.pass(t)
+	require.Equal(t, 2, rep.Candidates)
+	f.clk.Advance(time.Minute) // past the confirm delay and the cooldown
+	assert.False(t, f.r.ReclaimForAdd(context.Background()), "an exhausted ADD never gets an address a sandbox uses")
+	assert.True(t, f.held(stale))
+	assert.True(t, f.held(waiting))
+
+	rep = f.pass(t)
+	assert.Equal(t, 1, rep.Readopted)
+	assert.Zero(t, rep.Reclaimed)
+	assert.False(t, f.held(stale))
+	got, ok := f.store.Find(keyOf(user))
+	require.True(t, ok, "the running sandbox holds its address")
+	assert.Equal(t, stale.IP, got.IP)
+	assert.Equal(t, "web", got.Metadata.K8SPodName)
+	inPool, free := f.store.Holds(stale.IP)
+	assert.True(t, inPool && !free, "never free, never cooling")
+	assert.Zero(t, f.store.Stats().CooldownIPs)
+	assert.True(t, f.held(waiting), "a sandbox that is not ready leaves the old allocation alone")
+	assert.Equal(t, 1, f.events.count("PodIPReadopted"))
+
+	f.rt.SetState(notReady.ID, runtimeapi.PodSandboxState_SANDBOX_READY)
+	f.clk.Advance(time.Minute)
+	rep = f.pass(t)
+	assert.Equal(t, 1, rep.Readopted)
+	got, ok = f.store.Find(keyOf(notReady))
+	require.True(t, ok, "handed over once ready")
+	assert.Equal(t, waiting.IP, got.IP)
+	assert.False(t, f.held(waiting))
+}

@@ -2,7 +2,7 @@ package ipamd
 
 import (
 	"context"
-	"os"
+	"net"
 	"testing"
 	"time"
 
@@ -32,7 +32,15 @@ func serveSimNode(t *testing.T, n *simNode) *grpc.ClientConn {
 			t.Error("agent did not stop")
 		}
 	})
-	require.Eventually(t, func() bool { _, err := os.Stat(n.agent.opts.SocketPath); return err == nil }, 5*time.Second, 5*time.Millisecond)
+	// The socket file appears at bind, before listen: wait until a
+	// connection is accepted, or an early call may be refused.
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("unix", n.agent.opts.SocketPath)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err == nil
+	}, 5*time.Second, 5*time.Millisecond)
 	conn, err := grpc.NewClient("unix://"+n.agent.opts.SocketPath, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })

@@ -205,8 +205,11 @@ func TestAgentSweepsLeakedENIs(t *testing.T) {
 			assert.True(t, exists(n.sim.PrimaryENI()))
 			cancel()
 			require.NoError(t, <-done)
+			// A request sent just before the cancel may still reach the
+			// simulator and be counted: let it land, then nothing more may.
+			time.Sleep(50 * time.Millisecond)
 			calls := n.sim.Calls()["DescribeNetworkInterfaces"]
-			time.Sleep(60 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
 			assert.Equal(t, calls, n.sim.Calls()["DescribeNetworkInterfaces"], "the sweep stops with the agent")
 		})
 	}

@@ -104,7 +104,32 @@ func removeRules(host handle, ip net.IP) error {
 	if err := host.RuleDel(ruleTo(ip)); err != nil && !isNotFound(err) {
 		return fmt.Errorf("delete %s: %w", ruleTo(ip), err)
 	}
-	return deleteFromRules(host, ip, func(int) bool { return true }, nil)
+	return deleteAllFromRules(host, ip)
+}
+
+// maxFromRules bounds deleteAllFromRules: one 1536 rule per address is
+// the norm, a few more are leftovers of earlier pods on other ENIs.
+const maxFromRules = 64
+
+// deleteAllFromRules deletes every 1536 "from ip" rule, whatever its
+// table, without dumping the node's rules (two per pod on a busy node):
+// a delete request that leaves the table and type unspecified makes the
+// kernel remove the first rule matching the rest, so it is repeated until
+// the kernel finds none.
+func deleteAllFromRules(host handle, ip net.IP) error {
+	r := netlink.NewRule()
+	r.Family = familyOf(ip)
+	r.Priority = FromPodRulePriority
+	r.Src = hostPrefix(ip)
+	for range maxFromRules {
+		if err := host.RuleDel(r); err != nil {
+			if isNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("delete rules from %s at priority %d: %w", hostPrefix(ip), FromPodRulePriority, err)
+		}
+	}
+	return fmt.Errorf("more than %d rules from %s at priority %d", maxFromRules, hostPrefix(ip), FromPodRulePriority)
 }
 
 // deleteFromRules deletes the 1536 "from ip" rules whose table matches.

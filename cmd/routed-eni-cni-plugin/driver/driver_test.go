@@ -243,6 +243,27 @@ func TestSetupReplacesStaleState(t *testing.T) {
 	assert.Equal(t, 1500, hl.Attrs().MTU)
 }
 
+// Stale 1536 rules of the address into other tables go; the pod's ENI
+// table gets exactly one, also when a retried ADD finds it in place.
+func TestSetupLeavesOneFromRuleIntoThePodsTable(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	locks := testLocks(t)
+	node, pod := netnsutil.New(t), netnsutil.New(t)
+	ip := net.IPv4(10, 250, 0, 10).To4()
+	h := netnsutil.Handle(t, node)
+	for _, table := range []int{7, 300} {
+		require.NoError(t, h.RuleAdd(ruleFrom(ip, table)))
+	}
+	p := PodNetwork{HostVeth: "enitest0000012", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: ip, RouteTable: 3, MTU: 9001}
+	for range 2 {
+		require.NoError(t, inNode(t, node, func() error { return Setup(p, locks, quiet) }))
+		to, from := rulesFor(t, node, ip)
+		assert.Len(t, to, 1)
+		require.Len(t, from, 1)
+		assert.Equal(t, 3, from[0].Table)
+	}
+}
+
 func TestSetupFailureRollsBack(t *testing.T) {
 	netnsutil.RequireRoot(t)
 	locks := testLocks(t)

@@ -13,7 +13,7 @@
 // ipamd only through the gRPC API and the DEL queue (pkg/delqueue). It
 // speaks gRPC through its own client (ipamdwire) rather than grpc-go, and
 // so links neither grpc-go, the protobuf runtime nor package rpc: they made
-// every exec about 2.3 ms slower to start.
+// every exec about 2 ms slower to start.
 package main
 
 import (

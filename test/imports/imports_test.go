@@ -102,7 +102,7 @@ var rules = []rule{
 			[]string{"github.com/aws/aws-sdk-go-v2/...", "k8s.io/client-go/...", "google.golang.org/grpc/...",
 				"google.golang.org/protobuf/proto", "google.golang.org/protobuf/reflect/...", "google.golang.org/protobuf/runtime/..."}),
 		reason: "the plugin is a separate binary the runtime execs per pod: it talks to ipamd only over the gRPC socket " +
-			"(its own client, ipamdwire: linking grpc-go and the protobuf runtime cost every exec about 2.3 ms of start-up) " +
+			"(its own client, ipamdwire: linking grpc-go and the protobuf runtime cost every exec about 2 ms of start-up) " +
 			"and the DEL queue files (pkg/delqueue), and stays small and quick to start",
 	},
 	{

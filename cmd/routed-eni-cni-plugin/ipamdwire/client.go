@@ -77,6 +77,10 @@ func (c Client) call(method string, req []byte, timeout time.Duration, decode fu
 		var e *Error
 		var ne net.Error
 		switch {
+		case !time.Now().Before(deadline):
+			// Out of time, whatever the connection said last (the server
+			// resets the stream when the deadline it was sent passes).
+			return &Error{Code: DeadlineExceeded, Message: "context deadline exceeded"}
 		case errors.As(err, &e):
 			return e
 		case errors.As(err, &ne) && ne.Timeout():

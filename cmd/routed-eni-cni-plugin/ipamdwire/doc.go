@@ -1,7 +1,7 @@
 // Package ipamdwire is aws-cni's client for ipamd's gRPC API: one unary
 // call per connection over HTTP/2 without TLS on ipamd's unix socket, with
 // the messages of rpc/rpc.proto (and grpc.health.v1's) encoded field by
-// field with protowire.
+// field (wire.go).
 //
 // It exists for start-up time. The runtime execs aws-cni for every ADD and
 // DEL; linking grpc-go and the protobuf runtime made each exec about

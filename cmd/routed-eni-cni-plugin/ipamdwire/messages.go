@@ -3,8 +3,6 @@ package ipamdwire
 import (
 	"errors"
 	"strconv"
-
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // The messages the plugin exchanges with ipamd, with rpc/rpc.proto's field
@@ -118,25 +116,22 @@ func (s HealthStatus) String() string {
 }
 
 // appendString appends a string field; proto3 leaves empty strings out.
-func appendString(b []byte, n protowire.Number, s string) []byte {
+func appendString(b []byte, n int, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = protowire.AppendTag(b, n, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	return appendBytes(appendTag(b, n, bytesType), []byte(s))
 }
 
-func appendBool(b []byte, n protowire.Number, v bool) []byte {
+func appendBool(b []byte, n int, v bool) []byte {
 	if !v {
 		return b
 	}
-	b = protowire.AppendTag(b, n, protowire.VarintType)
-	return protowire.AppendVarint(b, 1)
+	return appendVarint(appendTag(b, n, varintType), 1)
 }
 
-func appendMessage(b []byte, n protowire.Number, m []byte) []byte {
-	b = protowire.AppendTag(b, n, protowire.BytesType)
-	return protowire.AppendBytes(b, m)
+func appendMessage(b []byte, n int, m []byte) []byte {
+	return appendBytes(appendTag(b, n, bytesType), m)
 }
 
 func (r *AddNetworkRequest) marshal() []byte {
@@ -186,31 +181,36 @@ var errMalformed = errors.New("malformed protobuf message")
 
 // field is one decoded field: v for varints, b for length-delimited ones.
 type field struct {
-	num protowire.Number
-	typ protowire.Type
+	num int
+	typ wireType
 	v   uint64
 	b   []byte
 }
 
-// eachField decodes b field by field, skipping fixed-width and group
-// fields (no message here has any).
+// eachField decodes b field by field, skipping fixed-width fields (no
+// message here has any); groups, which proto3 does not have, are
+// malformed.
 func eachField(b []byte, f func(field) error) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return errMalformed
 		}
 		b = b[n:]
 		fl := field{num: num, typ: typ}
 		switch typ {
-		case protowire.VarintType:
-			fl.v, n = protowire.ConsumeVarint(b)
-		case protowire.BytesType:
-			fl.b, n = protowire.ConsumeBytes(b)
+		case varintType:
+			fl.v, n = consumeVarint(b)
+		case bytesType:
+			fl.b, n = consumeBytes(b)
+		case fixed64Type:
+			n = 8
+		case fixed32Type:
+			n = 4
 		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
+			n = -1
 		}
-		if n < 0 {
+		if n < 0 || n > len(b) {
 			return errMalformed
 		}
 		b = b[n:]
@@ -228,13 +228,13 @@ func unmarshalMetadata(b []byte) (*IPAllocationMetadata, error) {
 	md := &IPAllocationMetadata{}
 	return md, eachField(b, func(f field) error {
 		switch {
-		case f.num == 1 && f.typ == protowire.BytesType:
+		case f.num == 1 && f.typ == bytesType:
 			md.IPv4Addr = string(f.b)
-		case f.num == 2 && f.typ == protowire.BytesType:
+		case f.num == 2 && f.typ == bytesType:
 			md.IPv6Addr = string(f.b)
-		case f.num == 3 && f.typ == protowire.VarintType:
+		case f.num == 3 && f.typ == varintType:
 			md.DeviceNumber = f.int32()
-		case f.num == 4 && f.typ == protowire.VarintType:
+		case f.num == 4 && f.typ == varintType:
 			md.RouteTableId = f.int32()
 		}
 		return nil
@@ -244,21 +244,21 @@ func unmarshalMetadata(b []byte) (*IPAllocationMetadata, error) {
 // unmarshalNetworkReply decodes the fields AddNetworkReply and
 // DelNetworkReply share (Success = 1, IPAllocationMetadata = 2) and the
 // two whose numbers differ.
-func unmarshalNetworkReply(b []byte, vlanNum, policyNum protowire.Number,
+func unmarshalNetworkReply(b []byte, vlanNum, policyNum int,
 	success *bool, mds *[]*IPAllocationMetadata, vlan *int32, policy *string) error {
 	return eachField(b, func(f field) error {
 		switch {
-		case f.num == 1 && f.typ == protowire.VarintType:
+		case f.num == 1 && f.typ == varintType:
 			*success = f.v != 0
-		case f.num == 2 && f.typ == protowire.BytesType:
+		case f.num == 2 && f.typ == bytesType:
 			md, err := unmarshalMetadata(f.b)
 			if err != nil {
 				return err
 			}
 			*mds = append(*mds, md)
-		case f.num == vlanNum && f.typ == protowire.VarintType:
+		case f.num == vlanNum && f.typ == varintType:
 			*vlan = f.int32()
-		case f.num == policyNum && f.typ == protowire.BytesType:
+		case f.num == policyNum && f.typ == bytesType:
 			*policy = string(f.b)
 		}
 		return nil
@@ -275,7 +275,7 @@ func (r *DelNetworkReply) unmarshal(b []byte) error {
 
 func (r *PoolStatusReply) unmarshal(b []byte) error {
 	return eachField(b, func(f field) error {
-		if f.typ != protowire.VarintType {
+		if f.typ != varintType {
 			return nil
 		}
 		switch f.num {
@@ -292,7 +292,7 @@ func (r *PoolStatusReply) unmarshal(b []byte) error {
 
 func (r *GarbageCollectReply) unmarshal(b []byte) error {
 	return eachField(b, func(f field) error {
-		if f.typ != protowire.VarintType {
+		if f.typ != varintType {
 			return nil
 		}
 		switch f.num {
@@ -309,7 +309,7 @@ func (r *GarbageCollectReply) unmarshal(b []byte) error {
 func unmarshalHealth(b []byte) (HealthStatus, error) {
 	s := HealthUnknown
 	return s, eachField(b, func(f field) error {
-		if f.num == 1 && f.typ == protowire.VarintType {
+		if f.num == 1 && f.typ == varintType {
 			s = HealthStatus(f.int32())
 		}
 		return nil

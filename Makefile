@@ -2,6 +2,10 @@
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/aws/amazon-vpc-cni-k8s/pkg/version.Version=$(VERSION)
+# grpcnotrace leaves gRPC's request tracing (golang.org/x/net/trace, with
+# html/template) out of every binary: nothing here enables it, and aws-cni,
+# exec'd for every pod, starts faster without it.
+BUILD_TAGS := grpcnotrace
 BUILD_DIR := build
 BINARIES  := aws-k8s-agent aws-cni egress-cni aws-vpc-cni aws-vpc-cni-init grpc-health-probe sim-node ec2-simulator
 PKG_aws-k8s-agent := ./cmd/aws-k8s-agent
@@ -32,7 +36,7 @@ all: build
 build: $(BINARIES)
 
 $(BINARIES):
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BUILD_DIR)/$@ $(PKG_$@)
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(BUILD_TAGS)' -ldflags '$(LDFLAGS)' -o $(BUILD_DIR)/$@ $(PKG_$@)
 
 ## test: unit and integration tests under the race detector; fuzz targets
 ## run their seed corpora as ordinary tests. As root, first installs what the
@@ -137,7 +141,7 @@ BUILD_IMAGE     := GOOS= GOARCH= $(GO) run ./cmd/tools/build-image
 image: export GOOS = linux
 image: export GOARCH = $(IMAGE_ARCH)
 image: build plugins
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BUILD_DIR)/aws-cni ./cmd/routed-eni-cni-plugin
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(BUILD_TAGS)' -ldflags '$(LDFLAGS)' -o $(BUILD_DIR)/aws-cni ./cmd/routed-eni-cni-plugin
 	$(BUILD_IMAGE) -kind release -base '$(IMAGE_BASE)' -arch $(IMAGE_ARCH) \
 		-binaries $(BUILD_DIR) -misc misc -out $(IMAGE_OUT) -to '$(IMAGE)' -optional '$(IMAGE_OPTIONAL)'
 	$(BUILD_IMAGE) -kind init -base '$(INIT_IMAGE_BASE)' -arch $(IMAGE_ARCH) \

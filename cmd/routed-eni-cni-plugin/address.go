@@ -3,7 +3,7 @@ package main
 import (
 	"net"
 
-	"github.com/aws/amazon-vpc-cni-k8s/rpc"
+	rpc "github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/ipamdwire"
 )
 
 // Pod addresses come from ipamd as IPv4Addr (IPv4 clusters) or IPv6Addr

@@ -189,7 +189,8 @@ func p50(ss []sample, f func(sample) time.Duration) float64 {
 	return float64(ds[len(ds)/2]) / 1e6
 }
 
-// buildBaseline builds the plugin as it was at git revision rev.
+// buildBaseline builds the plugin as it was at git revision rev, with
+// the image's build flags.
 func buildBaseline(b *testing.B, rev string) string {
 	b.Helper()
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
@@ -203,10 +204,8 @@ func buildBaseline(b *testing.B, rev string) string {
 		b.Fatalf("export %s: %v\n%s", rev, err, out)
 	}
 	bin := filepath.Join(b.TempDir(), "aws-cni-base")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/routed-eni-cni-plugin")
-	build.Dir = src
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
+	// The same flags as the new build, so only the code differs.
+	if out, err := buildPlugin(src, "./cmd/routed-eni-cni-plugin", bin); err != nil {
 		b.Fatalf("build %s: %v\n%s", rev, err, out)
 	}
 	return bin

@@ -9,8 +9,8 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/driver"
+	rpc "github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/ipamdwire"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
-	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
 // cmdDel handles DEL. It never fails because ipamd is away: pod deletion

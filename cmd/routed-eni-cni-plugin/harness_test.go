@@ -43,9 +43,7 @@ func TestMain(m *testing.M) {
 		}
 		pluginBin = filepath.Join(dir, "aws-cni")
 		// The test runs in the package directory.
-		cmd := exec.Command("go", "build", "-o", pluginBin, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := buildPlugin(".", ".", pluginBin); err != nil {
 			fmt.Fprintf(os.Stderr, "build aws-cni: %v\n%s", err, out)
 			os.RemoveAll(dir)
 			os.Exit(1)
@@ -56,6 +54,21 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 	}
 	os.Exit(code)
+}
+
+// imageBuildFlags are the go build flags the Makefile gives aws-cni (its
+// BUILD_TAGS, -trimpath, and LDFLAGS without the version stamp), so tests
+// and benchmarks exec the binary the image ships.
+var imageBuildFlags = []string{"-trimpath", "-tags", "grpcnotrace", "-ldflags", "-s -w"}
+
+// buildPlugin builds the plugin package pkg, from directory dir, to out as
+// the image does.
+func buildPlugin(dir, pkg, out string) ([]byte, error) {
+	args := append(append([]string{"build"}, imageBuildFlags...), "-o", out, pkg)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return cmd.CombinedOutput()
 }
 
 const (

@@ -6,7 +6,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/hostlock"
-	"github.com/aws/amazon-vpc-cni-k8s/rpc"
+	rpc "github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/ipamdwire"
 )
 
 // invocation is what every verb starts from: validated inputs and a log.

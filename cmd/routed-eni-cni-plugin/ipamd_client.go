@@ -1,19 +1,11 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
-
+	rpc "github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/ipamdwire"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
-	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
 // Deadlines of the calls to ipamd. DEL is short so an absent ipamd never
@@ -29,60 +21,44 @@ const (
 // nothing for the key (upstream's contract).
 const unknownPodText = "datastore: unknown pod"
 
-// ipamdClient is one connection to ipamd's unix socket.
+// ipamdClient calls ipamd's gRPC API on its unix socket (package
+// ipamdwire: each call its own connection).
 type ipamdClient struct {
-	conn *grpc.ClientConn
+	c rpc.Client
 }
 
-// dialIPAMD prepares a connection; nothing is sent until the first call,
-// where an absent socket surfaces as codes.Unavailable.
+// dialIPAMD prepares the client; nothing is sent until the first call,
+// where an absent socket surfaces as rpc.Unavailable.
 func dialIPAMD(socket string) (*ipamdClient, error) {
-	conn, err := grpc.NewClient("unix:"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, fmt.Errorf("ipamd client for %s: %w", socket, err)
-	}
-	return &ipamdClient{conn: conn}, nil
+	return &ipamdClient{c: rpc.Client{Socket: socket}}, nil
 }
 
-func (c *ipamdClient) Close() { _ = c.conn.Close() }
+// Close is kept for the callers' shape: calls close their connections.
+func (c *ipamdClient) Close() {}
 
 func (c *ipamdClient) addNetwork(req *rpc.AddNetworkRequest) (*rpc.AddNetworkReply, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), addTimeout)
-	defer cancel()
 	req.ClientVersion = version.RPCVersion
-	return rpc.NewCNIBackendClient(c.conn).AddNetwork(ctx, req)
+	return c.c.AddNetwork(req, addTimeout)
 }
 
 func (c *ipamdClient) delNetwork(req *rpc.DelNetworkRequest) (*rpc.DelNetworkReply, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), delTimeout)
-	defer cancel()
 	req.ClientVersion = version.RPCVersion
-	return rpc.NewCNIBackendClient(c.conn).DelNetwork(ctx, req)
+	return c.c.DelNetwork(req, delTimeout)
 }
 
 func (c *ipamdClient) poolStatus() (*rpc.PoolStatusReply, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
-	defer cancel()
-	return rpc.NewCNIMaintenanceClient(c.conn).PoolStatus(ctx, &rpc.PoolStatusRequest{ClientVersion: version.RPCVersion})
+	return c.c.PoolStatus(&rpc.PoolStatusRequest{ClientVersion: version.RPCVersion}, statusTimeout)
 }
 
 func (c *ipamdClient) garbageCollect(req *rpc.GarbageCollectRequest) (*rpc.GarbageCollectReply, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), gcTimeout)
-	defer cancel()
 	req.ClientVersion = version.RPCVersion
-	return rpc.NewCNIMaintenanceClient(c.conn).GarbageCollect(ctx, req)
+	return c.c.GarbageCollect(req, gcTimeout)
 }
 
 // health asks the standard gRPC health service about the whole server
 // (service ""), as upstream's probe does.
-func (c *ipamdClient) health() (healthpb.HealthCheckResponse_ServingStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
-	defer cancel()
-	r, err := healthpb.NewHealthClient(c.conn).Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		return healthpb.HealthCheckResponse_UNKNOWN, err
-	}
-	return r.GetStatus(), nil
+func (c *ipamdClient) health() (rpc.HealthStatus, error) {
+	return c.c.Health("", statusTimeout)
 }
 
 // isUnknownPod reports ipamd's "nothing held for this key" DEL answer.
@@ -92,11 +68,11 @@ func isUnknownPod(err error) bool {
 
 // isUnreachable reports errors that mean ipamd did not answer at all.
 func isUnreachable(err error) bool {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+	switch rpc.CodeOf(err) {
+	case rpc.Unavailable, rpc.DeadlineExceeded, rpc.Canceled:
 		return true
 	}
 	return false
 }
 
-func isUnimplemented(err error) bool { return status.Code(err) == codes.Unimplemented }
+func isUnimplemented(err error) bool { return rpc.CodeOf(err) == rpc.Unimplemented }

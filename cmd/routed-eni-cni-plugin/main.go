@@ -10,7 +10,10 @@
 //
 // Its non-test code never imports pkg/ipamd/..., the simulators or ipamd's
 // clients (pkg/awsutils, pkg/cri, pkg/k8sapi, pkg/networkutils): it reaches
-// ipamd only through the gRPC API (rpc) and the DEL queue (pkg/delqueue).
+// ipamd only through the gRPC API and the DEL queue (pkg/delqueue). It
+// speaks gRPC through its own client (ipamdwire) rather than grpc-go, and
+// so links neither grpc-go, the protobuf runtime nor package rpc: they made
+// every exec about 2 ms slower to start.
 package main
 
 import (

@@ -6,9 +6,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/aws/amazon-vpc-cni-k8s/rpc"
+	rpc "github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/ipamdwire"
 )
 
 // errPluginNotAvailable is CNI 1.1's STATUS code for "cannot add pods now".
@@ -45,7 +44,7 @@ func cmdStatus(args *skel.CmdArgs) error {
 			log.Warn("STATUS: ipamd health check failed", "error", herr)
 			return types.NewError(errPluginNotAvailable, "ipamd is not reachable", herr.Error())
 		}
-		if hs != healthpb.HealthCheckResponse_SERVING {
+		if hs != rpc.HealthServing {
 			log.Warn("STATUS: ipamd not serving", "status", hs.String())
 			return types.NewError(errPluginNotAvailable, "ipamd is not serving", hs.String())
 		}

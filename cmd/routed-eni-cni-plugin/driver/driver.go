@@ -135,13 +135,18 @@ func defaultDst(ip net.IP) *net.IPNet {
 	return &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
 }
 
+// Handles open only a NETLINK_ROUTE socket: everything the driver does is
+// rtnetlink, and a handle with every family would open (and, in the pod's
+// namespace, enter and leave the namespace for) XFRM and netfilter sockets
+// it never uses.
+
 // podHandle opens a netlink handle inside the namespace at path.
 func podHandle(path string) (handle, netns.NsHandle, error) {
 	nsh, err := netns.GetFromPath(path)
 	if err != nil {
 		return handle{}, netns.None(), fmt.Errorf("open network namespace %s: %w", path, err)
 	}
-	nh, err := netlink.NewHandleAt(nsh)
+	nh, err := netlink.NewHandleAt(nsh, unix.NETLINK_ROUTE)
 	if err != nil {
 		_ = nsh.Close()
 		return handle{}, netns.None(), fmt.Errorf("netlink in %s: %w", path, err)
@@ -151,7 +156,7 @@ func podHandle(path string) (handle, netns.NsHandle, error) {
 
 // hostHandle opens a netlink handle in the plugin's own namespace.
 func hostHandle() (handle, error) {
-	nh, err := netlink.NewHandle()
+	nh, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		return handle{}, fmt.Errorf("netlink: %w", err)
 	}

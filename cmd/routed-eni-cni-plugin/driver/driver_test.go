@@ -29,7 +29,7 @@ func inNode(t *testing.T, node ns.NetNS, f func() error) error {
 }
 
 // testLocks are address locks private to the test.
-func testLocks(t *testing.T) *hostlock.Locker {
+func testLocks(t testing.TB) *hostlock.Locker {
 	return hostlock.New(t.TempDir(), quiet)
 }
 
@@ -111,6 +111,44 @@ func TestReleaseThenNamespaceDeletionLeavesNothing(t *testing.T) {
 	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, peer, locks, quiet) }))
 	netnsutil.Delete(t, pod)
 	requireNodeEmpty(t, node, ip)
+}
+
+// Releasing an address removes every 1536 rule from it, whatever the
+// table (leftovers of earlier pods on other ENIs included), and no rule of
+// another address or priority.
+func TestReleaseRemovesFromRulesOfEveryTable(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	locks := testLocks(t)
+	node := netnsutil.New(t)
+	h := netnsutil.Handle(t, node)
+	ip := net.IPv4(10, 250, 1, 12).To4()
+	other := net.IPv4(10, 250, 1, 13).To4()
+	for _, table := range []int{2, 7, 300} {
+		require.NoError(t, h.RuleAdd(ruleFrom(ip, table)))
+	}
+	require.NoError(t, h.RuleAdd(ruleTo(ip)))
+	require.NoError(t, h.RuleAdd(ruleFrom(other, 2)))
+	require.NoError(t, h.RuleAdd(ruleTo(other)))
+	sameSrcOtherPriority := ruleFrom(ip, 2)
+	sameSrcOtherPriority.Priority = FromPodRulePriority + 1
+	require.NoError(t, h.RuleAdd(sameSrcOtherPriority))
+
+	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, 0, locks, quiet) }))
+	to, from := rulesFor(t, node, ip)
+	assert.Empty(t, to)
+	assert.Empty(t, from)
+	to, from = rulesFor(t, node, other)
+	assert.Len(t, to, 1, "the other address keeps its rules")
+	assert.Len(t, from, 1, "the other address keeps its rules")
+	rules, err := h.RuleList(netlink.FAMILY_V4)
+	require.NoError(t, err)
+	kept := false
+	for _, r := range rules {
+		kept = kept || (r.Priority == FromPodRulePriority+1 && r.Src != nil && r.Src.IP.Equal(ip))
+	}
+	assert.True(t, kept, "a rule from the address at another priority is not the plugin's")
+	// Nothing left to remove is not an error.
+	require.NoError(t, inNode(t, node, func() error { return ReleaseHostRouting(ip, 0, locks, quiet) }))
 }
 
 // A late release of an old pod whose veth still exists, after a new pod
@@ -203,6 +241,27 @@ func TestSetupReplacesStaleState(t *testing.T) {
 	hl, err := netnsutil.Handle(t, node).LinkByName(p.HostVeth)
 	require.NoError(t, err)
 	assert.Equal(t, 1500, hl.Attrs().MTU)
+}
+
+// Stale 1536 rules of the address into other tables go; the pod's ENI
+// table gets exactly one, also when a retried ADD finds it in place.
+func TestSetupLeavesOneFromRuleIntoThePodsTable(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	locks := testLocks(t)
+	node, pod := netnsutil.New(t), netnsutil.New(t)
+	ip := net.IPv4(10, 250, 0, 10).To4()
+	h := netnsutil.Handle(t, node)
+	for _, table := range []int{7, 300} {
+		require.NoError(t, h.RuleAdd(ruleFrom(ip, table)))
+	}
+	p := PodNetwork{HostVeth: "enitest0000012", ContainerIf: "eth0", NetnsPath: pod.Path(), IP: ip, RouteTable: 3, MTU: 9001}
+	for range 2 {
+		require.NoError(t, inNode(t, node, func() error { return Setup(p, locks, quiet) }))
+		to, from := rulesFor(t, node, ip)
+		assert.Len(t, to, 1)
+		require.Len(t, from, 1)
+		assert.Equal(t, 3, from[0].Table)
+	}
 }
 
 func TestSetupFailureRollsBack(t *testing.T) {

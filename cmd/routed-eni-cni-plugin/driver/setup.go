@@ -162,9 +162,14 @@ func setupHostRouting(host handle, p PodNetwork, hostIdx int, log *slog.Logger) 
 	}
 	table := p.table()
 	// A "from X" rule left behind by an earlier pod with this address on
-	// another ENI would send this pod's traffic out the wrong ENI.
-	if err := deleteFromRules(host, p.IP, func(t int) bool { return t != table }, log); err != nil {
+	// another ENI would send this pod's traffic out the wrong ENI: every
+	// 1536 rule from X goes (one into the right table is added again).
+	n, err := deleteAllFromRules(host, p.IP)
+	if err != nil {
 		return err
+	}
+	if n > 0 {
+		log.Info("deleted earlier rules from the pod address", "ip", p.IP.String(), "priority", FromPodRulePriority, "count", n)
 	}
 	if err := addRule(host, ruleTo(p.IP)); err != nil {
 		return err

@@ -104,30 +104,33 @@ func removeRules(host handle, ip net.IP) error {
 	if err := host.RuleDel(ruleTo(ip)); err != nil && !isNotFound(err) {
 		return fmt.Errorf("delete %s: %w", ruleTo(ip), err)
 	}
-	return deleteFromRules(host, ip, func(int) bool { return true }, nil)
+	_, err := deleteAllFromRules(host, ip)
+	return err
 }
 
-// deleteFromRules deletes the 1536 "from ip" rules whose table matches.
-func deleteFromRules(host handle, ip net.IP, match func(table int) bool, log *slog.Logger) error {
-	filter := netlink.NewRule()
-	filter.Src = hostPrefix(ip)
-	filter.Priority = FromPodRulePriority
-	rules, err := host.RuleListFiltered(familyOf(ip), filter, netlink.RT_FILTER_SRC|netlink.RT_FILTER_PRIORITY)
-	if err != nil {
-		return fmt.Errorf("list rules from %s: %w", ip, err)
+// maxFromRules bounds deleteAllFromRules: one 1536 rule per address is
+// the norm, a few more are leftovers of earlier pods on other ENIs.
+const maxFromRules = 64
+
+// deleteAllFromRules deletes every 1536 "from ip" rule, whatever its
+// table, and says how many there were, without dumping the node's rules
+// (two per pod on a busy node): a delete request that leaves the table and
+// type unspecified makes the kernel remove the first rule matching the
+// rest, so it is repeated until the kernel finds none.
+func deleteAllFromRules(host handle, ip net.IP) (int, error) {
+	r := netlink.NewRule()
+	r.Family = familyOf(ip)
+	r.Priority = FromPodRulePriority
+	r.Src = hostPrefix(ip)
+	for n := range maxFromRules {
+		if err := host.RuleDel(r); err != nil {
+			if isNotFound(err) {
+				return n, nil
+			}
+			return n, fmt.Errorf("delete rules from %s at priority %d: %w", hostPrefix(ip), FromPodRulePriority, err)
+		}
 	}
-	for _, r := range rules {
-		if !match(r.Table) {
-			continue
-		}
-		if log != nil {
-			log.Info("deleting stale rule", "rule", r.String())
-		}
-		if err := host.RuleDel(ruleFrom(ip, r.Table)); err != nil && !isNotFound(err) {
-			return fmt.Errorf("delete %s: %w", ruleFrom(ip, r.Table), err)
-		}
-	}
-	return nil
+	return maxFromRules, fmt.Errorf("more than %d rules from %s at priority %d", maxFromRules, hostPrefix(ip), FromPodRulePriority)
 }
 
 // TeardownBranchENI removes what upstream's plugin sets up for a branch-ENI

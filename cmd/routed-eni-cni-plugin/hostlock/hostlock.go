@@ -25,7 +25,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -93,10 +92,11 @@ func (l *Locker) Lock(ip net.IP) (unlock func(), err error) {
 		_ = f.Close()
 		return nil, err
 	}
-	// Who holds it, for the timeout message of a process kept waiting.
-	if f.Truncate(0) == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
+	// Who holds it, for the timeout message of a process kept waiting:
+	// written at a fixed width over the previous holder's, never by
+	// truncating the file (on ext4 a file truncated to zero is flushed to
+	// disk when closed, a cost on every ADD and DEL).
+	_, _ = f.WriteAt(pidRecord(os.Getpid()), 0)
 	return func() {
 		// Closing the only descriptor of this open file drops the lock.
 		_ = f.Close()
@@ -140,6 +140,14 @@ func (l *Locker) wait(f *os.File, path string) error {
 		time.Sleep(min(pause, deadline.Sub(now)))
 		pause = min(2*pause, maxPoll)
 	}
+}
+
+// pidWidth fits any Linux pid (at most 2^22).
+const pidWidth = 10
+
+// pidRecord is pid right-aligned in pidWidth columns and a newline.
+func pidRecord(pid int) []byte {
+	return fmt.Appendf(nil, "%*d\n", pidWidth, pid)
 }
 
 // holder names the process recorded in the lock file, if any.

@@ -1,6 +1,7 @@
 package hostlock
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -88,6 +89,22 @@ func TestWaitIsBounded(t *testing.T) {
 	assert.Less(t, took, 2*time.Second)
 	assert.Contains(t, err.Error(), l.Path(addr), "names the lock file")
 	assert.Contains(t, err.Error(), "pid "+strconv.Itoa(os.Getpid()), "names the holder")
+}
+
+// The holder's pid overwrites an earlier holder's record (also one an
+// older plugin wrote, shorter and unpadded) without truncating the file.
+func TestLockRecordsTheHolder(t *testing.T) {
+	dir := t.TempDir()
+	l := New(dir, nil)
+	require.NoError(t, os.WriteFile(l.Path(addr), []byte("4242\n"), 0o600))
+	unlock, err := l.Lock(addr)
+	require.NoError(t, err)
+	defer unlock()
+	assert.Equal(t, "pid "+strconv.Itoa(os.Getpid()), holder(l.Path(addr)))
+	b, err := os.ReadFile(l.Path(addr))
+	require.NoError(t, err)
+	assert.Len(t, b, pidWidth+1)
+	assert.Equal(t, fmt.Sprintf("%10d\n", 4194304), string(pidRecord(4194304)), "the largest pid fits")
 }
 
 func TestAddressesDoNotShareALock(t *testing.T) {

@@ -41,6 +41,16 @@ func TestRequestsDecodeWithTheGeneratedTypes(t *testing.T) {
 	assert.True(t, proto.Equal(&rpc.GarbageCollectRequest{NetworkName: "aws-cni", ClientVersion: "v9",
 		ValidAttachments: []*rpc.Attachment{{ContainerID: "a", IfName: "eth0"}, {}, {ContainerID: "b"}}}, &gotGC), "%v", &gotGC)
 
+	// A field added to rpc.proto must be added here too: every field of
+	// the generated requests is set by the hand-written encoding.
+	for _, m := range []proto.Message{&gotAdd, &gotDel, &gotGC} {
+		r := m.ProtoReflect()
+		fields := r.Descriptor().Fields()
+		for i := range fields.Len() {
+			assert.True(t, r.Has(fields.Get(i)), "%s.%s is not encoded by ipamdwire", r.Descriptor().Name(), fields.Get(i).Name())
+		}
+	}
+
 	var gotHealth healthpb.HealthCheckRequest
 	require.NoError(t, proto.Unmarshal(healthCheckRequest("svc"), &gotHealth))
 	assert.Equal(t, "svc", gotHealth.Service)

@@ -1,7 +1,6 @@
 package ipamd
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,13 +11,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/ipamdwire"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
-	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
 // benchNode starts an agent with a 15 ENI x 49 IP pool (735 addresses, as
@@ -43,48 +40,34 @@ func benchNode(b *testing.B) *testNode {
 	return n
 }
 
-// Deadlines as the aws-cni plugin sets them (cmd/routed-eni-cni-plugin,
-// ipamd_client.go); a deadline costs the server a timer per call.
+// Deadlines as the aws-cni plugin sets them (cmd/routed-eni-cni-plugin);
+// a deadline costs the server a timer per call.
 const (
 	pluginAddTimeout = 60 * time.Second
 	pluginDelTimeout = 5 * time.Second
 )
 
-// pluginCall is one aws-cni exec's conversation with ipamd, as the plugin
-// holds it: grpc.NewClient on the unix socket with the plugin's options,
-// one call under the plugin's deadline with ClientVersion set, close.
-func pluginCall(b *testing.B, n *testNode, timeout time.Duration, call func(context.Context, rpc.CNIBackendClient) error) {
-	conn, err := grpc.NewClient("unix:"+n.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	err = call(ctx, rpc.NewCNIBackendClient(conn))
-	cancel()
-	_ = conn.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-}
-
-// addDelNewConn does what the plugin does for one pod's ADD and DEL: a new
-// connection for each call.
+// addDelNewConn does what the aws-cni plugin does for one pod's ADD and
+// DEL: its own gRPC client (ipamdwire), a new connection for each call,
+// the plugin's deadlines, ClientVersion set.
 func addDelNewConn(b *testing.B, n *testNode, id string) {
-	pluginCall(b, n, pluginAddTimeout, func(ctx context.Context, c rpc.CNIBackendClient) error {
-		req := addReq(id)
-		req.ClientVersion = version.RPCVersion
-		r, err := c.AddNetwork(ctx, req)
-		if err == nil && !r.Success {
-			err = fmt.Errorf("ADD %s failed", id)
-		}
-		return err
-	})
-	pluginCall(b, n, pluginDelTimeout, func(ctx context.Context, c rpc.CNIBackendClient) error {
-		req := delReq(id)
-		req.ClientVersion = version.RPCVersion
-		_, err := c.DelNetwork(ctx, req)
-		return err
-	})
+	c := ipamdwire.Client{Socket: n.socket}
+	add, del := addReq(id), delReq(id)
+	r, err := c.AddNetwork(&ipamdwire.AddNetworkRequest{K8S_POD_NAME: add.K8S_POD_NAME, K8S_POD_NAMESPACE: add.K8S_POD_NAMESPACE,
+		K8S_POD_INFRA_CONTAINER_ID: add.K8S_POD_INFRA_CONTAINER_ID, Netns: add.Netns, IfName: add.IfName,
+		NetworkName: add.NetworkName, ContainerID: add.ContainerID, ClientVersion: version.RPCVersion}, pluginAddTimeout)
+	if err == nil && !r.Success {
+		err = fmt.Errorf("ADD %s failed", id)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = c.DelNetwork(&ipamdwire.DelNetworkRequest{K8S_POD_NAME: del.K8S_POD_NAME, K8S_POD_NAMESPACE: del.K8S_POD_NAMESPACE,
+		K8S_POD_INFRA_CONTAINER_ID: del.K8S_POD_INFRA_CONTAINER_ID, Reason: del.Reason, IfName: del.IfName,
+		NetworkName: del.NetworkName, ContainerID: del.ContainerID, ClientVersion: version.RPCVersion}, pluginDelTimeout)
+	if err != nil {
+		b.Fatal(err)
+	}
 }
 
 // reportPercentiles adds the median and 99th percentile of the samples.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/test/buildutil"
+
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/types/create"
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -27,24 +29,14 @@ var binDir string
 
 func TestMain(m *testing.M) {
 	if os.Geteuid() == 0 {
-		dir, err := os.MkdirTemp("", "egress-cni-bin-")
+		var err error
+		binDir, err = buildutil.Temp("egress-cni-bin-",
+			buildutil.Target{Name: "egress-cni", Pkg: "."},
+			// The IPAM plugin the init image ships (go.mod's tool block).
+			buildutil.Target{Name: "host-local", Pkg: "github.com/containernetworking/plugins/plugins/ipam/host-local"})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
-		}
-		binDir = dir
-		for _, b := range []struct{ out, pkg string }{
-			{"egress-cni", "."},
-			// The IPAM plugin the init image ships (go.mod's tool block).
-			{"host-local", "github.com/containernetworking/plugins/plugins/ipam/host-local"},
-		} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.out, err, out)
-				os.RemoveAll(dir)
-				os.Exit(1)
-			}
 		}
 	}
 	code := m.Run()

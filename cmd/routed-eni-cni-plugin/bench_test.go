@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/test/buildutil"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
@@ -205,7 +207,7 @@ func buildBaseline(b *testing.B, rev string) string {
 	}
 	bin := filepath.Join(b.TempDir(), "aws-cni-base")
 	// The same flags as the new build, so only the code differs.
-	if out, err := buildPlugin(src, "./cmd/routed-eni-cni-plugin", bin); err != nil {
+	if out, err := buildutil.Build(src, "./cmd/routed-eni-cni-plugin", bin); err != nil {
 		b.Fatalf("build %s: %v\n%s", rev, err, out)
 	}
 	return bin

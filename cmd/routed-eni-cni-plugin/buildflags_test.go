@@ -5,9 +5,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/aws/amazon-vpc-cni-k8s/test/buildutil"
 )
 
-// TestHarnessBuildsLikeMakefile keeps imageBuildFlags (what the tests and
+// TestHarnessBuildsLikeMakefile keeps buildutil.ImageFlags (what the tests and
 // benchmarks exec) in step with the Makefile's build of aws-cni.
 func TestHarnessBuildsLikeMakefile(t *testing.T) {
 	b, err := os.ReadFile("../../Makefile")
@@ -22,11 +24,11 @@ func TestHarnessBuildsLikeMakefile(t *testing.T) {
 	}
 	line := "CGO_ENABLED=0 $(GO) build -trimpath -tags '$(BUILD_TAGS)' -ldflags '$(LDFLAGS)' -o $(BUILD_DIR)/aws-cni ./cmd/routed-eni-cni-plugin"
 	if !strings.Contains(mk, line) {
-		t.Errorf("the Makefile's aws-cni build is no longer %q; update imageBuildFlags", line)
+		t.Errorf("the Makefile's aws-cni build is no longer %q; update buildutil.ImageFlags", line)
 	}
 	want := []string{"-trimpath", "-tags", strings.TrimSpace(tags[1]), "-ldflags",
 		strings.TrimSpace(strings.Split(ld[1], "-X")[0])}
-	if strings.Join(want, "|") != strings.Join(imageBuildFlags, "|") {
-		t.Errorf("imageBuildFlags = %q, the Makefile builds with %q", imageBuildFlags, want)
+	if strings.Join(want, "|") != strings.Join(buildutil.ImageFlags, "|") {
+		t.Errorf("buildutil.ImageFlags = %q, the Makefile builds with %q", buildutil.ImageFlags, want)
 	}
 }

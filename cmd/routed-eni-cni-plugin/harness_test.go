@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/test/buildutil"
+
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/types/create"
@@ -36,39 +38,18 @@ func TestMain(m *testing.M) {
 	var dir string
 	if os.Geteuid() == 0 {
 		var err error
-		dir, err = os.MkdirTemp("", "aws-cni-bin-")
-		if err != nil {
+		// The test runs in the package directory.
+		if dir, err = buildutil.Temp("aws-cni-bin-", buildutil.Target{Name: "aws-cni", Pkg: "."}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		pluginBin = filepath.Join(dir, "aws-cni")
-		// The test runs in the package directory.
-		if out, err := buildPlugin(".", ".", pluginBin); err != nil {
-			fmt.Fprintf(os.Stderr, "build aws-cni: %v\n%s", err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
 	}
 	code := m.Run()
 	if dir != "" {
 		os.RemoveAll(dir)
 	}
 	os.Exit(code)
-}
-
-// imageBuildFlags are the go build flags the Makefile gives aws-cni (its
-// BUILD_TAGS, -trimpath, and LDFLAGS without the version stamp), so tests
-// and benchmarks exec the binary the image ships.
-var imageBuildFlags = []string{"-trimpath", "-tags", "grpcnotrace", "-ldflags", "-s -w"}
-
-// buildPlugin builds the plugin package pkg, from directory dir, to out as
-// the image does.
-func buildPlugin(dir, pkg, out string) ([]byte, error) {
-	args := append(append([]string{"build"}, imageBuildFlags...), "-o", out, pkg)
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	return cmd.CombinedOutput()
 }
 
 const (

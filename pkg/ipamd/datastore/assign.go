@@ -39,7 +39,7 @@ func (d *DataStore) Assign(key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 		if unchanged {
 			// Never reported to anyone: no cooldown needed.
 			d.releaseLocked(a, now, false)
-			d.commit.joinLocked()
+			d.commit.scheduleLocked()
 		}
 		d.mu.Unlock()
 		return Allocation{}, fmt.Errorf("assign %s: persist checkpoint: %w", key, err)
@@ -129,7 +129,7 @@ func (d *DataStore) release(key IPAMKey, assignedAt *time.Time, cooldown bool) (
 		_, taken := d.byKey[alloc.Key]
 		if d.byIP[a.ip] == a && a.state != stateAssigned && !taken && a.unassignedAt.Equal(now) {
 			d.assignLocked(a, alloc.Key, alloc.Metadata, alloc.AssignedAt)
-			d.commit.joinLocked()
+			d.commit.scheduleLocked()
 		} else {
 			d.log.Error("release could not be persisted nor undone", "key", alloc.Key.String(), "ip", alloc.IP.String())
 		}
@@ -202,7 +202,7 @@ func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Alloca
 				d.count[a.cidr.kind].pending++
 				a.state, a.joinSeq, a.joinedAt = statePending, seq, joined
 			}
-			d.commit.joinLocked()
+			d.commit.scheduleLocked()
 		}
 		d.mu.Unlock()
 		return Allocation{}, fmt.Errorf("adopt %s for %s: persist checkpoint: %w", ip, key, err)

@@ -234,6 +234,13 @@ func (f *FileCheckpointer) Prepare() {
 	}
 }
 
+// Ready reports whether the next Write has its temp file already.
+func (f *FileCheckpointer) Ready() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.spare != nil
+}
+
 // Close closes the open files and removes the spare.
 func (f *FileCheckpointer) Close() error {
 	f.mu.Lock()

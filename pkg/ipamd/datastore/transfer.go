@@ -41,7 +41,7 @@ func (d *DataStore) Transfer(from IPAMKey, assignedAt time.Time, key IPAMKey, me
 		if _, taken := d.byKey[old.Key]; unchanged && !taken {
 			d.releaseLocked(a, now, false)
 			d.assignLocked(a, old.Key, old.Metadata, old.AssignedAt)
-			d.commit.joinLocked()
+			d.commit.scheduleLocked()
 		}
 		d.mu.Unlock()
 		return Allocation{}, fmt.Errorf("transfer %s from %s to %s: persist checkpoint: %w", old.IP, from, key, err)

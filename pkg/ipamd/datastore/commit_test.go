@@ -1,0 +1,184 @@
+package datastore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// goroutineID is the running goroutine's number, read off its stack
+// header ("goroutine 42 [running]:").
+func goroutineID() uint64 {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	buf = bytes.TrimPrefix(buf, []byte("goroutine "))
+	id, _ := strconv.ParseUint(string(buf[:bytes.IndexByte(buf, ' ')]), 10, 64)
+	return id
+}
+
+// writerRecorder records which goroutine ran each Write.
+type writerRecorder struct {
+	MemoryCheckpointer
+	mu      sync.Mutex
+	writers []uint64
+}
+
+func (w *writerRecorder) Write(e []CheckpointEntry) error {
+	w.mu.Lock()
+	w.writers = append(w.writers, goroutineID())
+	w.mu.Unlock()
+	return w.MemoryCheckpointer.Write(e)
+}
+
+func TestSerialMutationWritesInCallersGoroutine(t *testing.T) {
+	cp := &writerRecorder{}
+	d := New(Config{Checkpointer: cp})
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 4)
+	me := goroutineID()
+	for i := range 3 {
+		_, err := d.Assign(key(fmt.Sprint("c", i)), meta(podName(i)))
+		require.NoError(t, err)
+		_, err = d.Release(key(fmt.Sprint("c", i)))
+		require.NoError(t, err)
+	}
+	require.NoError(t, d.Close())
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	require.Len(t, cp.writers, 6, "one write per mutation")
+	for i, w := range cp.writers {
+		assert.Equal(t, me, w, "write %d ran in another goroutine: a hand-off a lone pod does not need", i)
+	}
+}
+
+// jitteryCheckpointer writes after a random pause, fails now and then, and
+// needs a (slow) Prepare after some writes, so writes, preparations and
+// new batches overlap in every order.
+type jitteryCheckpointer struct {
+	MemoryCheckpointer
+	mu       sync.Mutex
+	rng      *rand.Rand
+	ready    bool
+	prepares atomic.Int64
+	fails    atomic.Int64
+}
+
+var errJitter = errors.New("jitter: write failed")
+
+func (j *jitteryCheckpointer) roll(n int) int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.rng.IntN(n)
+}
+
+func (j *jitteryCheckpointer) Write(e []CheckpointEntry) error {
+	time.Sleep(time.Duration(j.roll(50)) * time.Microsecond)
+	if j.roll(20) == 0 {
+		j.fails.Add(1)
+		return errJitter
+	}
+	j.mu.Lock()
+	j.ready = j.rng.IntN(2) == 0
+	j.mu.Unlock()
+	return j.MemoryCheckpointer.Write(e)
+}
+
+func (j *jitteryCheckpointer) Ready() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.ready
+}
+
+func (j *jitteryCheckpointer) Prepare() {
+	time.Sleep(time.Duration(j.roll(50)) * time.Microsecond)
+	j.mu.Lock()
+	j.ready = true
+	j.mu.Unlock()
+	j.prepares.Add(1)
+}
+
+// TestCommitNeverStrandsABatch: with writes, failures and preparations
+// overlapping at random, every mutation returns (a batch left with nobody
+// to write it would hang its waiters) and the last document written is
+// the store's state.
+func TestCommitNeverStrandsABatch(t *testing.T) {
+	cp := &jitteryCheckpointer{rng: rand.New(rand.NewPCG(1, 2))}
+	d := New(Config{Checkpointer: cp})
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 64)
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				k := key(fmt.Sprint("c", w))
+				for range 200 {
+					if _, err := d.Assign(k, meta(podName(w))); err != nil {
+						assert.ErrorIs(t, err, errJitter)
+						continue
+					}
+					for {
+						// A failed release is undone unless another pod took
+						// the address meanwhile; then it stands (the retry
+						// finds no such pod, as a retried DEL would).
+						_, err := d.Release(k)
+						if err == nil || errors.Is(err, ErrUnknownPod) {
+							break
+						}
+						assert.ErrorIs(t, err, errJitter)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("mutations still waiting after a minute (a stranded batch):\n%s", buf[:runtime.Stack(buf, true)])
+	}
+
+	// One more write so the document reflects the end state even if the
+	// last undo was left to the committer's goroutine.
+	cp.mu.Lock()
+	cp.rng = rand.New(rand.NewPCG(3, 4))
+	cp.mu.Unlock()
+	for {
+		if _, err := d.Assign(key("last"), meta("last")); err == nil {
+			break
+		}
+	}
+	require.NoError(t, d.Close())
+	entries, err := cp.Read()
+	require.NoError(t, err)
+	assert.Len(t, entries, len(d.Allocations()), "the checkpoint holds exactly the store's allocations")
+	assert.Len(t, entries, 1)
+	t.Logf("%d failed writes, %d preparations", cp.fails.Load(), cp.prepares.Load())
+	assert.Positive(t, cp.fails.Load())
+	assert.Positive(t, cp.prepares.Load())
+}
+
+// TestWaitAfterStopReturns: a batch formed after the final write
+// (an undo racing Close) completes with ErrClosed instead of hanging.
+func TestWaitAfterStopReturns(t *testing.T) {
+	d := New(Config{Checkpointer: &MemoryCheckpointer{}})
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 2)
+	require.NoError(t, d.Close())
+	d.mu.Lock()
+	b := d.commit.joinLocked()
+	d.mu.Unlock()
+	require.ErrorIs(t, b.wait(), ErrClosed)
+}

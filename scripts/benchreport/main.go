@@ -41,7 +41,7 @@ func main() {
 		results[j.Name] = r
 	}
 	fmt.Println()
-	printTable(os.Stdout, results)
+	printTable(os.Stdout, results, runtime.GOMAXPROCS(0))
 	fmt.Printf("\nload average at end %s; took %s\n", loadAverage(), time.Since(start).Round(time.Second))
 }
 
@@ -79,10 +79,13 @@ func runJob(log io.Writer, goBin string, j job, count int, benchtime string) job
 	return res
 }
 
-func printTable(w io.Writer, results map[string]jobResult) {
+// printTable prints the table, then a note for each unmet row whose
+// ceiling on this machine (cpus CPUs) is below its goal.
+func printTable(w io.Writer, results map[string]jobResult, cpus int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "figure\tupstream\tours\tgoal\tmet\tload (start, end)")
 	met, measured := 0, 0
+	var notes []string
 	for _, r := range rows {
 		res, ran := results[r.Job]
 		ours, verdict := "not run", "-"
@@ -94,6 +97,10 @@ func printTable(w io.Writer, results map[string]jobResult) {
 			if r.Met(v) {
 				met++
 				verdict = "yes"
+			} else if c, how, ok := ceilingOf(r, res.Figures, cpus); ok && !r.Met(c) {
+				verdict = "no: above this machine's ceiling, see below"
+				notes = append(notes, fmt.Sprintf("%s: the goal is above what this machine allows. Ceiling %s = %s; measured %s, %.0f%% of it.",
+					r.Figure, formatValue(c, r.Unit), how, formatValue(v, r.Unit), 100*v/c))
 			}
 		case res.Skipped != "":
 			ours = "skipped: " + res.Skipped
@@ -108,6 +115,16 @@ func printTable(w io.Writer, results map[string]jobResult) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d of %d measured figures meet their goal (%d rows)\n", met, measured, len(rows))
+	for _, n := range notes {
+		fmt.Fprintln(w, "note: "+n)
+	}
+}
+
+func ceilingOf(r row, f figures, cpus int) (float64, string, bool) {
+	if r.Ceiling == nil {
+		return 0, "", false
+	}
+	return r.Ceiling(f, cpus)
 }
 
 func formatValue(v float64, unit string) string {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // faults is the switchable failure behaviour and the call counters.
@@ -20,6 +21,8 @@ type faults struct {
 	delay    time.Duration
 	empty    bool
 	calls    map[string]int
+	// statusOf makes PodSandboxStatus of one sandbox fail (FailStatusOf).
+	statusOf map[string]codes.Code
 }
 
 // FailNext makes the next n calls of ListPodSandbox or PodSandboxStatus
@@ -50,6 +53,22 @@ func (r *Runtime) SetDelay(d time.Duration) {
 	r.faults.mu.Lock()
 	defer r.faults.mu.Unlock()
 	r.faults.delay = d
+}
+
+// FailStatusOf makes every PodSandboxStatus call for sandbox id fail with
+// code, until FailStatusOf(id, codes.OK). Other sandboxes and other calls
+// are unaffected: one sandbox the runtime cannot describe.
+func (r *Runtime) FailStatusOf(id string, code codes.Code) {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	if code == codes.OK {
+		delete(r.faults.statusOf, id)
+		return
+	}
+	if r.faults.statusOf == nil {
+		r.faults.statusOf = map[string]codes.Code{}
+	}
+	r.faults.statusOf[id] = code
 }
 
 // SetEmpty makes ListPodSandbox answer an empty list regardless of state.
@@ -92,12 +111,18 @@ func (r *Runtime) admit(method string) time.Duration {
 	return r.faults.delay
 }
 
-// injected returns the error an injected fault imposes on method, or nil.
-func (r *Runtime) injected(method string) error {
+// injected returns the error an injected fault imposes on a call of
+// method with req, or nil.
+func (r *Runtime) injected(method string, req any) error {
 	r.faults.mu.Lock()
 	defer r.faults.mu.Unlock()
 	if r.faults.errCode != codes.OK {
 		return status.Errorf(r.faults.errCode, "fakecri: injected error for %s", method)
+	}
+	if st, ok := req.(*runtimeapi.PodSandboxStatusRequest); ok {
+		if code, ok := r.faults.statusOf[st.GetPodSandboxId()]; ok {
+			return status.Errorf(code, "fakecri: injected failure for %s of %s", method, st.GetPodSandboxId())
+		}
 	}
 	if r.faults.failNext > 0 && failsNextEligible[method] {
 		r.faults.failNext--
@@ -131,7 +156,7 @@ func (r *Runtime) interceptor(stopping <-chan struct{}) grpc.UnaryServerIntercep
 		if err := sleep(ctx, r.admit(method), stopping); err != nil {
 			return nil, err
 		}
-		if err := r.injected(method); err != nil {
+		if err := r.injected(method, req); err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)

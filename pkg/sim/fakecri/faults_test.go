@@ -177,3 +177,27 @@ func TestCalls(t *testing.T) {
 	got["Version"] = 100
 	assert.Equal(t, 1, r.Calls()["Version"])
 }
+
+func TestFailStatusOf(t *testing.T) {
+	r, c := start(t)
+	ctx := context.Background()
+	bad := r.Add(Sandbox{Name: "bad", IP: "10.0.0.1"})
+	good := r.Add(Sandbox{Name: "good", IP: "10.0.0.2"})
+
+	r.FailStatusOf(bad.ID, codes.Internal)
+	for range 2 {
+		_, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: bad.ID})
+		requireCode(t, codes.Internal, err)
+	}
+	st, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: good.ID})
+	require.NoError(t, err, "other sandboxes answer")
+	assert.Equal(t, "10.0.0.2", st.GetStatus().GetNetwork().GetIp())
+	list, err := c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	require.NoError(t, err, "the list still answers")
+	assert.Len(t, list.GetItems(), 2)
+
+	r.FailStatusOf(bad.ID, codes.OK)
+	st, err = c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: bad.ID})
+	require.NoError(t, err)
+	assert.Equal(t, "10.0.0.1", st.GetStatus().GetNetwork().GetIp())
+}

@@ -60,15 +60,23 @@ func (r *Reconciler) CollectGarbage(ctx context.Context, network string, valid m
 		r.log.Warn("CNI GC: runtime list unavailable or empty; deferring", "error", err)
 		return 0, deferred + len(gone)
 	}
-	listed := make(map[string]bool, len(sandboxes))
-	for _, s := range sandboxes {
-		listed[s.ID] = true
+	defer r.listedIDs.forget()
+	view := r.releaseViewLocked(ctx, sandboxes)
+	if why := view.blocked(); why != "" {
+		r.log.Warn("CNI GC: deferring", "reason", why)
+		return 0, deferred + len(gone)
 	}
 	sort.Slice(gone, func(i, j int) bool { return gone[i].alloc.AssignedAt.Before(gone[j].alloc.AssignedAt) })
 	for _, c := range gone {
 		a := c.alloc
-		if listed[a.Key.ContainerID] {
+		if view.isListed(a.Key.ContainerID) {
 			delete(r.candidates, a.Key)
+			deferred++
+			continue
+		}
+		if _, used := view.user(a.IP); used {
+			// A running sandbox uses the address (the allocation came from
+			// an older checkpoint): a pass hands it over, never frees it.
 			deferred++
 			continue
 		}

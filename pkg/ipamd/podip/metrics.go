@@ -89,7 +89,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.reconcileCandidates, m.reconcileReclaimed, m.reconcileWouldReclaim, m.reconcileReadopted, m.reconcileSkipped, m.reconcilePassSeconds, m.reconcilerRunning, m.reclaimedForAdd, m.reconcileLeaked, m.podIPPending, m.runtimeReachable, m.reconcileLastSuccess, m.delQueueReplayed, m.delQueueBad, m.delQueueDepth)
-	for _, r := range []string{SkipCRIError, SkipCRITimeout, SkipEmptyList, SkipMassHeld} {
+	for _, r := range []string{SkipCRIError, SkipCRITimeout, SkipEmptyList, SkipMassHeld, SkipStatusUnknown} {
 		m.reconcileSkipped.WithLabelValues(r)
 	}
 	return m
@@ -101,6 +101,9 @@ const (
 	SkipCRITimeout = "cri_timeout"
 	SkipEmptyList  = "empty_sandbox_list"
 	SkipMassHeld   = "mass_release_held"
+	// SkipStatusUnknown: a listed sandbox holding no allocation has IPs
+	// the runtime has not told yet (see releaseView).
+	SkipStatusUnknown = "sandbox_status_unknown"
 )
 
 // MarkRunning sets awscni_ipamd_pod_ip_reconciler_running.

@@ -217,16 +217,18 @@ func (r *Reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 		r.skip(rep, SkipEmptyList, "the runtime listed no sandbox right before freeing")
 		return nil, false
 	}
-	listed := r.listedIDs.listed(fresh)
-	r.learnSandboxIPs(ctx, fresh)
-	users := r.usersOf(fresh)
+	view := r.releaseViewLocked(ctx, fresh)
+	if why := view.blocked(); why != "" {
+		r.skip(rep, SkipStatusUnknown, why)
+		return nil, false
+	}
 	for _, c := range confirmed {
 		a := c.alloc
-		if _, ok := listed[a.Key.ContainerID]; ok {
+		if view.isListed(a.Key.ContainerID) {
 			delete(r.candidates, a.Key) // it is there after all
 			continue
 		}
-		if s, used := users[a.IP]; used {
+		if s, used := view.user(a.IP); used {
 			r.handOver(ctx, c, s, rep, evs)
 			continue
 		}

@@ -43,19 +43,18 @@ func (r *Reconciler) ReclaimForAdd(ctx context.Context) bool {
 	if err != nil || len(sandboxes) == 0 {
 		return false
 	}
-	listed := make(map[string]bool, len(sandboxes))
-	for _, s := range sandboxes {
-		listed[s.ID] = true
+	defer r.listedIDs.forget()
+	view := r.releaseViewLocked(ctx, sandboxes)
+	if view.blocked() != "" {
+		return false // the next pass says why
 	}
-	r.learnSandboxIPs(ctx, sandboxes)
-	users := r.usersOf(sandboxes)
 	for _, c := range eligible {
 		a := c.alloc
-		if _, used := users[a.IP]; used {
+		if _, used := view.user(a.IP); used {
 			continue // a running sandbox uses it: the pass hands it over
 		}
 		delete(r.candidates, a.Key)
-		if listed[a.Key.ContainerID] {
+		if view.isListed(a.Key.ContainerID) {
 			continue
 		}
 		if _, err := r.store.ReclaimIfUnchanged(a.Key, a.AssignedAt); err != nil {

@@ -14,11 +14,19 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
-// unheldUser adds a READY sandbox that holds no allocation and uses ip
-// (a running pod whose allocation an outdated checkpoint lacks).
-func (f *reconFixture) unheldUser(ip string) fakecri.Sandbox {
-	return f.rt.Add(fakecri.Sandbox{ID: "9999999999999999999999999999999999999999999999999999999999999999", Name: "web", Namespace: "prod",
-		IP: ip, State: runtimeapi.PodSandboxState_SANDBOX_READY})
+// leakARunningPodUses starts three live pods (so one leak is no mass
+// release) and returns an allocation whose sandbox is gone and the READY
+// sandbox, holding no allocation, that uses its address: a running pod
+// whose allocation an outdated checkpoint lacks.
+func (f *reconFixture) leakARunningPodUses(t *testing.T) (datastore.Allocation, fakecri.Sandbox) {
+	t.Helper()
+	for _, name := range []string{"a", "b", "c"} {
+		f.pod(t, name, false)
+	}
+	stale := f.pod(t, "stale", true)
+	web := f.rt.Add(fakecri.Sandbox{ID: "9999999999999999999999999999999999999999999999999999999999999999", Name: "web", Namespace: "prod",
+		IP: stale.IP.String(), State: runtimeapi.PodSandboxState_SANDBOX_READY})
+	return stale, web
 }
 
 // validExcept is the CNI GC's valid attachments: every allocation but
@@ -42,11 +50,7 @@ func (f *reconFixture) validExcept(gone ...datastore.Allocation) map[[2]string]b
 // (never freed, so never handed out twice).
 func TestNothingFreedWhileASandboxsIPsAreUnknown(t *testing.T) {
 	f := newReconFixture(t)
-	for _, name := range []string{"a", "b", "c"} {
-		f.pod(t, name, false)
-	}
-	stale := f.pod(t, "stale", true)
-	web := f.unheldUser(stale.IP.String())
+	stale, web := f.leakARunningPodUses(t)
 	f.rt.FailStatusOf(web.ID, codes.Internal)
 	ctx := context.Background()
 
@@ -103,11 +107,7 @@ func TestStatusFailureOfASandboxWithAnAllocationHoldsNothing(t *testing.T) {
 // hands it over.
 func TestCNIGCNeverFreesAnAddressASandboxUses(t *testing.T) {
 	f := newReconFixture(t)
-	for _, name := range []string{"a", "b", "c"} {
-		f.pod(t, name, false)
-	}
-	stale := f.pod(t, "stale", true)
-	web := f.unheldUser(stale.IP.String())
+	stale, web := f.leakARunningPodUses(t)
 	ctx := context.Background()
 
 	f.clk.Advance(6 * time.Minute)

@@ -19,7 +19,10 @@ func (d *DataStore) Assign(key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 	if a, ok := d.byKey[key]; ok {
 		// A retried ADD: same answer, once the original is durable.
 		alloc := a.allocation()
-		b := d.commit.durableLocked()
+		b := a.batch
+		if b == nil {
+			b = d.commit.durableLocked()
+		}
 		d.mu.Unlock()
 		if err := b.wait(); err != nil {
 			return Allocation{}, fmt.Errorf("assign %s: persist checkpoint: %w", key, err)
@@ -54,6 +57,7 @@ func (d *DataStore) Assign(key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 // Requires d.mu.
 func (d *DataStore) persistAssignLocked(a *addr, key IPAMKey, now time.Time) (unchanged bool, err error) {
 	b := d.commit.joinLocked()
+	a.batch = b
 	d.mu.Unlock()
 	if err := b.wait(); err != nil {
 		d.mu.Lock()

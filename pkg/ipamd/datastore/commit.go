@@ -188,11 +188,14 @@ func (c *committer) flushLocked() {
 	d.mu.Unlock()
 	b.err = err
 	close(b.done)
-	c.unlockWriting()
 	// The committer's goroutine gets the checkpointer ready for its next
 	// write when that takes work (creating a temp file), off any caller's
-	// path.
-	if p, ok := c.cp.(preparer); ok && !p.Ready() {
+	// path. Asked while c.writing is held, so no other write can make the
+	// checkpointer keep this caller waiting.
+	p, ok := c.cp.(preparer)
+	unready := ok && !p.Ready()
+	c.unlockWriting()
+	if unready {
 		c.wake()
 	}
 }
@@ -219,8 +222,9 @@ func (c *committer) prepare() {
 }
 
 // stop writes what is pending, waits for any write in progress and closes
-// the checkpointer. Later waits return at once with the batch unwritten
-// only if the store is closed, which refuses new mutations first.
+// the checkpointer. The store refuses waited mutations once closed (before
+// stop), so every batch someone waits for is written; a batch joined later
+// (an undo) fails with ErrClosed.
 func (c *committer) stop() error {
 	close(c.quit)
 	<-c.stopped
@@ -233,6 +237,15 @@ func (c *committer) stop() error {
 		return err
 	}
 	c.cpClosed = true
+	c.d.mu.Lock()
+	if b := c.pending; b != nil {
+		// Joined after the final write: only an undo can, which nobody
+		// waits for; fail it rather than leave it unwritten and open.
+		c.pending = nil
+		b.err = ErrClosed
+		close(b.done)
+	}
+	c.d.mu.Unlock()
 	if cl, ok := c.cp.(interface{ Close() error }); ok {
 		if cerr := cl.Close(); cerr != nil && err == nil {
 			return cerr

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"runtime"
 	"strconv"
 	"sync"
@@ -181,4 +182,163 @@ func TestWaitAfterStopReturns(t *testing.T) {
 	b := d.commit.joinLocked()
 	d.mu.Unlock()
 	require.ErrorIs(t, b.wait(), ErrClosed)
+}
+
+// closeGate blocks Close until released, so a test can act while stop
+// holds the committer.
+type closeGate struct {
+	MemoryCheckpointer
+	closing chan struct{}
+	release chan struct{}
+}
+
+func (c *closeGate) Close() error { close(c.closing); <-c.release; return nil }
+
+// TestRemoveENIRacingCloseReturns: a forced ENI removal while the store
+// closes is refused (ErrClosed), never left waiting on a batch nobody
+// writes.
+func TestRemoveENIRacingCloseReturns(t *testing.T) {
+	cp := &closeGate{closing: make(chan struct{}), release: make(chan struct{})}
+	d := New(Config{Checkpointer: cp})
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 2)
+	_, err := d.Assign(key("c1"), meta("p1"))
+	require.NoError(t, err)
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	<-cp.closing // stop holds the committer; its goroutine has returned
+	removed := make(chan error, 1)
+	go func() { _, err := d.RemoveENI("eni-a", true); removed <- err }()
+	go func() { _, err := d.RemoveCIDR("eni-a", netip.MustParsePrefix("10.0.0.10/32"), true); removed <- err }()
+	go func() { _, err := d.Restore(); removed <- err }()
+	for range 3 {
+		select {
+		case err := <-removed:
+			assert.ErrorIs(t, err, ErrClosed)
+		case <-time.After(time.Minute):
+			close(cp.release)
+			t.Fatal("a mutation racing Close never returned")
+		}
+	}
+	close(cp.release)
+	require.NoError(t, <-closed)
+}
+
+// failFirstWrite is a checkpointer whose first write fails and whose
+// Ready runs a hook once (after that failed write, before its waiters
+// wake).
+type failFirstWrite struct {
+	MemoryCheckpointer
+	writes atomic.Int32
+	once   sync.Once
+	hook   func()
+}
+
+func (f *failFirstWrite) Write(e []CheckpointEntry) error {
+	if f.writes.Add(1) == 1 {
+		return errJitter
+	}
+	return f.MemoryCheckpointer.Write(e)
+}
+
+func (f *failFirstWrite) Ready() bool { f.once.Do(f.hook); return true }
+func (f *failFirstWrite) Prepare()    {}
+
+// TestRetriedAddIsNotAcknowledgedWhenTheWriteFailed: a retried ADD that
+// arrives after the first ADD's write failed, but before the first ADD
+// undid its assignment, gets the error too. Before, it was acknowledged
+// with the address, which the undo then freed for another pod.
+func TestRetriedAddIsNotAcknowledgedWhenTheWriteFailed(t *testing.T) {
+	cp := &failFirstWrite{}
+	d := New(Config{Checkpointer: cp})
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 4)
+	var retryErr error
+	cp.hook = func() { _, retryErr = d.Assign(key("c1"), meta("p1")) } // between the failed write and the undo
+	_, err := d.Assign(key("c1"), meta("p1"))
+	require.ErrorIs(t, err, errJitter)
+	require.ErrorIs(t, retryErr, errJitter, "the retry must not be acknowledged")
+	_, held := d.Find(key("c1"))
+	assert.False(t, held, "the failed assignment is undone")
+
+	a, err := d.Assign(key("c1"), meta("p1"))
+	require.NoError(t, err, "a later retry assigns afresh")
+	entries, err := cp.Read()
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, a.IP, entries[0].IP)
+}
+
+// gatedWrites is a checkpointer that, like FileCheckpointer, holds its
+// own lock for a whole write and in Ready. Its first write starts a second
+// ADD; its second write waits for the gate.
+type gatedWrites struct {
+	MemoryCheckpointer
+	mu       sync.Mutex
+	n        atomic.Int32
+	onFirst  func()
+	inSecond chan struct{}
+	gate     chan struct{}
+	// readyCalls counts Ready calls.
+	readyCalls atomic.Int32
+}
+
+func (g *gatedWrites) Write(e []CheckpointEntry) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch g.n.Add(1) {
+	case 1:
+		g.onFirst()
+	case 2:
+		close(g.inSecond)
+		<-g.gate
+	}
+	return g.MemoryCheckpointer.Write(e)
+}
+
+func (g *gatedWrites) Ready() bool {
+	if g.readyCalls.Add(1) == 1 {
+		// Let the second write start first if it can (it cannot while
+		// the first write's leader still holds the committer).
+		select {
+		case <-g.inSecond:
+		case <-time.After(time.Second):
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return true
+}
+
+func (g *gatedWrites) Prepare() {}
+
+// TestLeaderDoesNotWaitForTheNextWrite: an ADD whose batch is written
+// returns without waiting for the write of a batch formed meanwhile.
+func TestLeaderDoesNotWaitForTheNextWrite(t *testing.T) {
+	g := &gatedWrites{inSecond: make(chan struct{}), gate: make(chan struct{})}
+	d := New(Config{Checkpointer: g})
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 4)
+	second := make(chan error, 1)
+	g.onFirst = func() {
+		go func() { _, err := d.Assign(key("c2"), meta("p2")); second <- err }()
+		for { // c2 has joined the next batch
+			d.mu.Lock()
+			p := d.commit.pending
+			d.mu.Unlock()
+			if p != nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	first := make(chan error, 1)
+	go func() { _, err := d.Assign(key("c1"), meta("p1")); first <- err }()
+	<-g.inSecond // c2's batch is being written, and held there
+	select {
+	case err := <-first:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Error("c1's batch was written but its Assign waited for c2's write")
+	}
+	close(g.gate)
+	require.NoError(t, <-second)
+	require.NoError(t, d.Close())
 }

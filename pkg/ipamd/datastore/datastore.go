@@ -176,6 +176,7 @@ func (d *DataStore) assignLocked(a *addr, key IPAMKey, meta IPAMMetadata, at tim
 	a.meta = meta
 	a.assignedAt = at
 	a.unassignedAt = time.Time{}
+	a.batch = nil
 	if d.commit != nil {
 		a.encoded = appendEntry(make([]byte, 0, 192), &CheckpointEntry{Key: key, IP: a.ip, AssignedAt: at, Metadata: meta})
 	}

@@ -80,6 +80,10 @@ func (d *DataStore) addV6Locked(e *eni, p netip.Prefix) error {
 func (d *DataStore) RemoveCIDR(eniID string, p netip.Prefix, force bool) ([]Allocation, error) {
 	p = p.Masked()
 	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, ErrClosed
+	}
 	e, ok := d.enis[eniID]
 	if !ok {
 		d.mu.Unlock()
@@ -108,6 +112,10 @@ func (d *DataStore) RemoveCIDR(eniID string, p netip.Prefix, force bool) ([]Allo
 // returned) once that is durable.
 func (d *DataStore) RemoveENI(eniID string, force bool) ([]Allocation, error) {
 	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, ErrClosed
+	}
 	e, ok := d.enis[eniID]
 	if !ok {
 		d.mu.Unlock()

@@ -75,6 +75,11 @@ type addr struct {
 	// free or when there is no checkpointer); a fresh slice per assignment
 	// because a checkpoint write may still be reading the previous one.
 	encoded []byte
+	// batch is the checkpoint batch that records the current assignment
+	// (nil when none is known: the store's outstanding batch, if any,
+	// decides). A retried ADD is answered only once that batch is written,
+	// and never if its write failed (the first ADD then undoes it).
+	batch *batch
 	// onFree, freePrev and freeNext link a free IPv6 address into its
 	// prefix's free list (ipv6.go).
 	onFree             bool

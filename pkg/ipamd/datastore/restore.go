@@ -29,6 +29,10 @@ func (d *DataStore) Restore() (RestoreReport, error) {
 		return rep, fmt.Errorf("restore: %w", err)
 	}
 	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return rep, ErrClosed
+	}
 	for _, e := range entries {
 		a, ok := d.byIP[e.IP]
 		c := d.v6ContainingLocked(e.IP)

@@ -19,7 +19,7 @@ func (r *Reconciler) readoptLocked(ctx context.Context, sandboxes []cri.Sandbox,
 	for _, a := range allocs {
 		held[a.Key.ContainerID] = struct{}{}
 	}
-	r.learnSandboxIPs(ctx, sandboxes)
+	r.learnSandboxIPs(ctx, sandboxes, held)
 	for _, s := range sandboxes {
 		if _, ok := held[s.ID]; !s.Ready || ok {
 			continue

@@ -218,9 +218,11 @@ func (r *Reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 		return nil, false
 	}
 	view := r.releaseViewLocked(ctx, fresh)
-	if why := view.blocked(); why != "" {
-		r.skip(rep, SkipStatusUnknown, why)
-		return nil, false
+	blocked := view.blocked()
+	if blocked != "" {
+		// Nothing is freed; hand-overs (which free nothing) and the
+		// reverse check still run.
+		r.skip(rep, SkipStatusUnknown, blocked)
 	}
 	for _, c := range confirmed {
 		a := c.alloc
@@ -230,6 +232,9 @@ func (r *Reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 		}
 		if s, used := view.user(a.IP); used {
 			r.handOver(ctx, c, s, rep, evs)
+			continue
+		}
+		if blocked != "" {
 			continue
 		}
 		age := r.now().Sub(a.AssignedAt).Round(time.Second)

@@ -29,14 +29,14 @@ type releaseView struct {
 // set is r.listedIDs': the caller forgets it when done. Requires r.mu.
 func (r *Reconciler) releaseViewLocked(ctx context.Context, sandboxes []cri.Sandbox) releaseView {
 	v := releaseView{listed: r.listedIDs.listed(sandboxes)}
-	complete := r.learnSandboxIPs(ctx, sandboxes)
-	v.users = r.usersOf(sandboxes)
-	if complete {
-		return v
-	}
 	held := r.heldIDs.reset()
 	for _, a := range r.store.Allocations() {
 		held[a.Key.ContainerID] = struct{}{}
+	}
+	complete := r.learnSandboxIPs(ctx, sandboxes, held)
+	v.users = r.usersOf(sandboxes)
+	if complete {
+		return v
 	}
 	for i, s := range sandboxes {
 		if _, known := r.sandboxIPs[s.ID]; known {

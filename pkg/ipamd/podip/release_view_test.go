@@ -126,3 +126,73 @@ func TestCNIGCNeverFreesAnAddressASandboxUses(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, stale.IP, got.IP)
 }
+
+// TestUnknownSandboxStopsOnlyTheFrees: while a sandbox's IPs are unknown,
+// the pass frees nothing but still re-adopts: a running pod whose
+// allocation was lost gets its address back, so no ADD can be given it.
+func TestUnknownSandboxStopsOnlyTheFrees(t *testing.T) {
+	f := newReconFixture(t)
+	for _, n := range []string{"a", "b", "c"} {
+		f.pod(t, n, false)
+	}
+	orphan := f.pod(t, "orphan", false)
+	stale := f.pod(t, "stale", true)
+	stuck := f.rt.Add(fakecri.Sandbox{ID: "5555555555555555555555555555555555555555555555555555555555555555", Name: "stuck",
+		Namespace: "kube-system", IP: "192.168.77.7", State: runtimeapi.PodSandboxState_SANDBOX_READY})
+	f.rt.FailStatusOf(stuck.ID, codes.Internal)
+	f.clk.Advance(6 * time.Minute)
+	require.Equal(t, 1, f.pass(t).Candidates)
+	_, err := f.store.Release(orphan.Key) // its allocation lost, its sandbox still running
+	require.NoError(t, err)
+	f.clk.Advance(time.Minute)
+
+	rep := f.pass(t)
+	assert.Equal(t, SkipStatusUnknown, rep.Skipped)
+	assert.Zero(t, rep.Reclaimed)
+	assert.True(t, f.held(stale), "nothing freed")
+	assert.Equal(t, 1, rep.Readopted, "the reverse check still runs")
+	got, ok := f.store.Find(orphan.Key)
+	require.True(t, ok)
+	assert.Equal(t, orphan.IP, got.IP)
+}
+
+// TestHeldSandboxStatusFailureDoesNotHideOthers: the status call of a
+// sandbox that holds an allocation keeps failing; sandboxes without one
+// are asked first, so a new one (here a deleted pod's NOTREADY sandbox)
+// is still learned and the leak is freed.
+func TestHeldSandboxStatusFailureDoesNotHideOthers(t *testing.T) {
+	f := newReconFixture(t)
+	a := f.pod(t, "a", false)
+	f.pod(t, "b", false)
+	f.pod(t, "c", false)
+	stale := f.pod(t, "stale", true)
+	f.rt.FailStatusOf(a.Key.ContainerID, codes.Internal)
+	f.clk.Advance(6 * time.Minute)
+	require.Equal(t, 1, f.pass(t).Candidates)
+	f.rt.Add(fakecri.Sandbox{ID: "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", Name: "deleted",
+		Namespace: "default", State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY, CreatedAt: f.clk.Now()})
+	f.clk.Advance(time.Minute)
+	rep := f.pass(t)
+	assert.Empty(t, rep.Skipped)
+	assert.Equal(t, 1, rep.Reclaimed)
+	assert.False(t, f.held(stale))
+}
+
+// TestCancelledStatusCallIsNotAFailure: a status call cut short by its
+// caller's context (an ADD or a GC that gave up) does not mark a healthy
+// sandbox as failing.
+func TestCancelledStatusCallIsNotAFailure(t *testing.T) {
+	f := newReconFixture(t)
+	f.pod(t, "a", false)
+	web := f.rt.Add(fakecri.Sandbox{ID: "7777777777777777777777777777777777777777777777777777777777777777", Name: "web",
+		Namespace: "prod", IP: "192.168.1.9", State: runtimeapi.PodSandboxState_SANDBOX_READY})
+	sandboxes, err := f.r.cri.ListSandboxes(context.Background())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f.r.mu.Lock()
+	defer f.r.mu.Unlock()
+	assert.False(t, f.r.learnSandboxIPs(ctx, sandboxes, nil))
+	assert.NotContains(t, f.r.statusFailed, web.ID)
+	assert.True(t, f.r.learnSandboxIPs(context.Background(), sandboxes, nil), "asked again at once")
+}

@@ -40,8 +40,12 @@ const (
 
 // learnSandboxIPs asks the runtime for the IPs of listed sandboxes it does
 // not know yet and forgets sandboxes no longer listed. It reports whether
-// every listed sandbox's IPs are now known.
-func (r *Reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbox) bool {
+// every listed sandbox's IPs are now known. Sandboxes in held (IDs that
+// hold an allocation; nil for none) are asked last: a sandbox holding an
+// allocation uses that allocation's address, so the others' IPs matter
+// more, and a held sandbox whose status call fails must not keep them
+// unknown.
+func (r *Reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbox, held map[string]struct{}) bool {
 	listed := r.listedIDs.listed(sandboxes)
 	for id := range r.statusFailed {
 		if _, ok := listed[id]; !ok {
@@ -51,38 +55,32 @@ func (r *Reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbo
 	complete, calls, stop := true, 0, false
 	known := 0 // cached entries that are listed
 	now := r.now()
-	for _, s := range sandboxes {
-		if _, ok := r.sandboxIPs[s.ID]; ok {
-			known++
-			continue
+	for _, heldPhase := range []bool{false, true} {
+		if heldPhase && len(held) == 0 {
+			break
 		}
-		if stop || calls >= maxStatusCallsPerLearn || now.Sub(r.statusFailed[s.ID]) < statusRetryAfter {
-			complete = false
-			continue
-		}
-		calls++
-		st, err := r.cri.SandboxStatus(ctx, s.ID)
-		if err != nil {
+		for _, s := range sandboxes {
+			if _, isHeld := held[s.ID]; isHeld != heldPhase {
+				continue
+			}
+			if _, ok := r.sandboxIPs[s.ID]; ok {
+				known++
+				continue
+			}
+			if stop || calls >= maxStatusCallsPerLearn || now.Sub(r.statusFailed[s.ID]) < statusRetryAfter {
+				complete = false
+				continue
+			}
+			calls++
+			if r.learnOne(ctx, s, now) {
+				known++
+				continue
+			}
 			// One failure ends this round (a hung runtime must not cost a
-			// timeout per sandbox), and this sandbox is asked again only
-			// after a while. Until it answers, pending addresses wait.
-			if _, seen := r.statusFailed[s.ID]; !seen {
-				r.log.Warn("sandbox status failed; pending addresses wait until it answers", "sandbox", s.ID,
-					"pod", s.Namespace+"/"+s.Name, "error", err)
-			}
-			r.statusFailed[s.ID] = now
+			// timeout per sandbox). Until it answers, pending addresses
+			// wait.
 			complete, stop = false, true
-			continue
 		}
-		delete(r.statusFailed, s.ID)
-		var ips []netip.Addr
-		for _, v := range append([]string{st.IP}, st.AdditionalIPs...) {
-			if ip, err := netip.ParseAddr(v); err == nil {
-				ips = append(ips, ip)
-			}
-		}
-		r.sandboxIPs[s.ID] = sandboxAddrs{ips: ips, name: st.Name, namespace: st.Namespace}
-		known++
 	}
 	// With distinct IDs listed, a cache no larger than what was found in
 	// it holds nothing unlisted: the usual pass, spared a walk of the cache.
@@ -90,6 +88,33 @@ func (r *Reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbo
 		r.forgetUnlisted(listed)
 	}
 	return complete
+}
+
+// learnOne asks the runtime for s's IPs and caches them. A failed call is
+// asked again only after statusRetryAfter, unless it failed because ctx
+// ended (the caller gave up; the runtime said nothing about s).
+func (r *Reconciler) learnOne(ctx context.Context, s cri.Sandbox, now time.Time) bool {
+	st, err := r.cri.SandboxStatus(ctx, s.ID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		if _, seen := r.statusFailed[s.ID]; !seen {
+			r.log.Warn("sandbox status failed; pending addresses wait until it answers", "sandbox", s.ID,
+				"pod", s.Namespace+"/"+s.Name, "error", err)
+		}
+		r.statusFailed[s.ID] = now
+		return false
+	}
+	delete(r.statusFailed, s.ID)
+	var ips []netip.Addr
+	for _, v := range append([]string{st.IP}, st.AdditionalIPs...) {
+		if ip, err := netip.ParseAddr(v); err == nil {
+			ips = append(ips, ip)
+		}
+	}
+	r.sandboxIPs[s.ID] = sandboxAddrs{ips: ips, name: st.Name, namespace: st.Namespace}
+	return true
 }
 
 // forgetUnlisted drops what is cached about sandboxes no longer listed.
@@ -147,7 +172,7 @@ func (r *Reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 		res.Reason = WaitEmptyList
 		return res
 	}
-	if !r.learnSandboxIPs(ctx, sandboxes) {
+	if !r.learnSandboxIPs(ctx, sandboxes, nil) {
 		res.Reason = WaitStatuses
 		return res
 	}

@@ -96,7 +96,7 @@ func TestSandboxIPCacheForgetsUnlisted(t *testing.T) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		defer r.listedIDs.forget()
-		require.True(t, r.learnSandboxIPs(context.Background(), src.sandboxes))
+		require.True(t, r.learnSandboxIPs(context.Background(), src.sandboxes, nil))
 		return slices.Sorted(maps.Keys(r.sandboxIPs))
 	}
 	assert.Equal(t, []string{"a", "b", "c"}, learn("a", "b", "c"))

@@ -52,6 +52,13 @@ test:
 bench:
 	$(GO) test -run='^$$' -bench='$(BENCH)' -benchmem -benchtime=$(BENCHTIME) ./...
 
+## upstream-plugin: build upstream v1.23.1's aws-cni as upstream ships it
+## (from the Go module proxy) into build/upstream/aws-cni, for bench-report's
+## side-by-side plugin row.
+.PHONY: upstream-plugin
+upstream-plugin:
+	GO='$(GO)' scripts/build-upstream-plugin.sh
+
 ## bench-report: issue 16's fast-path table (upstream, ours, goal, met)
 ## with the load average; BENCH_REPORT_ARGS e.g. "-count 5 -jobs grpc".
 bench-report:

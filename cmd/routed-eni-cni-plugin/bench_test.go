@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,13 +81,26 @@ func BenchmarkPluginAddDel(b *testing.B) {
 // hits both alike. It reports p50s in ms: add, del, del+netns (DEL plus
 // the runtime's namespace deletion), pair (ADD+DEL) and pair+netns, for
 // "new" and "base".
+//
+// With AWS_CNI_BENCH_UPSTREAM set to an upstream aws-cni binary instead
+// (scripts/build-upstream-plugin.sh builds v1.23.1's as shipped), "base"
+// is that binary, against the same ipamd: issue 16's "0.7x upstream's"
+// measured side by side. Upstream's plugin dials ipamd at its fixed path,
+// so the node's ipamd listens there (/var/run/aws-node/ipamd.sock) for
+// the run; the benchmark skips if something else already does.
 func BenchmarkPluginAddDelBaseline(b *testing.B) {
-	rev := os.Getenv("AWS_CNI_BENCH_BASELINE")
-	if rev == "" {
-		b.Skip("set AWS_CNI_BENCH_BASELINE to a git revision to compare with")
+	var base string
+	var opts []nodeOption
+	switch rev, up := os.Getenv("AWS_CNI_BENCH_BASELINE"), os.Getenv("AWS_CNI_BENCH_UPSTREAM"); {
+	case up != "":
+		base = up
+		opts = append(opts, atUpstreamSocket(b))
+	case rev != "":
+		base = buildBaseline(b, rev)
+	default:
+		b.Skip("set AWS_CNI_BENCH_BASELINE to a git revision, or AWS_CNI_BENCH_UPSTREAM to an upstream aws-cni binary, to compare with")
 	}
-	base := buildBaseline(b, rev)
-	n := newTestNode(b, devpool.Pool{ENIs: 2, PerENI: 10})
+	n := newTestNode(b, devpool.Pool{ENIs: 2, PerENI: 10}, opts...)
 	bins := map[string]string{"new": pluginBin, "base": base}
 	samples := map[string][]sample{}
 	b.Logf("load before: %s", loadavg())
@@ -211,6 +225,28 @@ func buildBaseline(b *testing.B, rev string) string {
 		b.Fatalf("build %s: %v\n%s", rev, err, out)
 	}
 	return bin
+}
+
+// upstreamSocket is where upstream's aws-cni always dials ipamd.
+const upstreamSocket = "/var/run/aws-node/ipamd.sock"
+
+// atUpstreamSocket has the node's ipamd listen at upstreamSocket, which
+// must be free (no file, or a socket nobody listens on), and removes it
+// after the run.
+func atUpstreamSocket(b *testing.B) nodeOption {
+	b.Helper()
+	if c, err := net.Dial("unix", upstreamSocket); err == nil {
+		_ = c.Close()
+		b.Skipf("something already listens at %s (a real aws-node?)", upstreamSocket)
+	}
+	if err := os.MkdirAll(filepath.Dir(upstreamSocket), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Remove(upstreamSocket); err != nil && !os.IsNotExist(err) {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.Remove(upstreamSocket) })
+	return func(n *testNode) { n.socket = upstreamSocket }
 }
 
 // loadavg is the machine's load (/proc/loadavg).

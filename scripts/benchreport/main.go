@@ -17,7 +17,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -57,11 +59,22 @@ func runJob(log io.Writer, goBin string, j job, count int, benchtime string) job
 	if j.Root && os.Geteuid() != 0 {
 		return jobResult{Skipped: "needs root (network namespaces)"}
 	}
+	env := j.Env
+	if j.Upstream {
+		bin, err := filepath.Abs(upstreamPlugin)
+		if _, serr := os.Stat(bin); err != nil || serr != nil {
+			return jobResult{Skipped: "needs upstream's aws-cni at " + upstreamPlugin + ": make upstream-plugin"}
+		}
+		env = append(slices.Clone(env), "AWS_CNI_BENCH_UPSTREAM="+bin)
+	}
+	if j.Benchtime != "" {
+		benchtime = j.Benchtime
+	}
 	args := []string{"test", "-run", "^$", "-bench", j.Bench, "-benchmem",
 		"-benchtime", benchtime, "-count", fmt.Sprint(count), j.Pkg}
 	fmt.Fprintf(log, "== %s: %s %s\n", j.Name, goBin, strings.Join(args, " "))
 	cmd := exec.Command(goBin, args...)
-	cmd.Env = append(os.Environ(), j.Env...)
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout = io.MultiWriter(&out, log)
 	cmd.Stderr = log
@@ -129,6 +142,8 @@ func ceilingOf(r row, f figures, cpus int) (float64, string, bool) {
 
 func formatValue(v float64, unit string) string {
 	switch {
+	case unit == "x" && v < 1:
+		return fmt.Sprintf("%.2fx", v)
 	case unit == "x":
 		return fmt.Sprintf("%.1fx", v)
 	case v >= 100:

@@ -60,6 +60,9 @@ func TestPrintTable(t *testing.T) {
 			"BenchmarkAddDelConcurrencyRatio":     {"ratio": 9},
 		}},
 		"plugin": {Skipped: "needs root (network namespaces)"},
+		"plugin-upstream": {Figures: figures{
+			"BenchmarkPluginAddDelBaseline": {"new-pair-p50-ms": 12.8, "base-pair-p50-ms": 30.5},
+		}},
 	}
 	var b strings.Builder
 	printTable(&b, results, 2)
@@ -80,7 +83,8 @@ func TestPrintTable(t *testing.T) {
 	assert.Regexp(t, `9\.0x .* yes`, find("32 concurrent"))
 	assert.Contains(t, find("aws-cni exec"), "skipped: needs root")
 	assert.Contains(t, find("reconcile pass"), "not run")
-	assert.Contains(t, out, "3 of 4 measured figures meet their goal (8 rows)")
+	assert.Regexp(t, `ours / upstream .* 0\.42x +<= 0\.7x +yes`, find("aws-cni exec ADD+DEL, ours / upstream"), "ours over upstream's, measured side by side")
+	assert.Contains(t, out, "4 of 5 measured figures meet their goal (9 rows)")
 }
 
 // A ratio goal above what the CPUs allow is reported with the ceiling the

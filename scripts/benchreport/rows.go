@@ -12,7 +12,16 @@ type job struct {
 	DiskLoad bool
 	// Root: the job needs root (network namespaces); skipped otherwise.
 	Root bool
+	// Upstream: the job runs upstream's aws-cni (upstreamPlugin, built by
+	// `make upstream-plugin`), passed in AWS_CNI_BENCH_UPSTREAM; skipped
+	// when it is not built.
+	Upstream bool
+	// Benchtime overrides -benchtime for this job.
+	Benchtime string
 }
+
+// upstreamPlugin is where `make upstream-plugin` puts upstream's aws-cni.
+const upstreamPlugin = "build/upstream/aws-cni"
 
 var jobs = []job{
 	{Name: "datastore-disk", Pkg: "./pkg/ipamd/datastore", Bench: "^BenchmarkAssignRelease$/^disk$/"},
@@ -20,6 +29,7 @@ var jobs = []job{
 	{Name: "datastore-tmpfs", Pkg: "./pkg/ipamd/datastore", Bench: "^BenchmarkAssignRelease$/^disk$/^30$", Env: []string{"TMPDIR=/dev/shm"}},
 	{Name: "grpc", Pkg: "./pkg/ipamd", Bench: "^(BenchmarkAddDelNetworkNewConnection|BenchmarkAddDelConcurrencyRatio)$"},
 	{Name: "plugin", Pkg: "./cmd/routed-eni-cni-plugin", Bench: "^BenchmarkPluginAddDel$/^1$", Root: true},
+	{Name: "plugin-upstream", Pkg: "./cmd/routed-eni-cni-plugin", Bench: "^BenchmarkPluginAddDelBaseline$", Root: true, Upstream: true, Benchtime: "60x"},
 	{Name: "reconcile", Pkg: "./pkg/ipamd/podip", Bench: "^BenchmarkReconcilePass$/^allocations=1000$"},
 }
 
@@ -82,6 +92,8 @@ var rows = []row{
 		Job: "grpc", Unit: "x", Value: concurrencyRatio, Met: atLeast(8), Ceiling: concurrencyCeiling},
 	{Figure: "aws-cni exec ADD+DEL against ipamd, p50", Upstream: "25 ms", Goal: "<= 0.7x upstream (<= 17.5 ms)",
 		Job: "plugin", Unit: "ms", Value: pluginPairMS, Met: atMost(17.5)},
+	{Figure: "aws-cni exec ADD+DEL, ours / upstream v1.23.1's, side by side, p50", Upstream: "1.00x", Goal: "<= 0.7x",
+		Job: "plugin-upstream", Unit: "x", Value: pluginVsUpstream, Met: atMost(0.7)},
 	{Figure: "reconcile pass over 1,000 allocations", Upstream: "(none: no reconciler)", Goal: "< 2 ms",
 		Job: "reconcile", Unit: "ms", Value: nsToMS("BenchmarkReconcilePass/allocations=1000"), Met: below(2)},
 }
@@ -117,6 +129,18 @@ func concurrencyCeiling(f figures, cpus int) (float64, string, bool) {
 	ceiling := float64(cpus) * wallPerPod / cpuPerPod
 	how := fmt.Sprintf("%d CPUs x %.0f us wall per pod one at a time / %.0f us CPU per pod 32 at a time", cpus, wallPerPod, cpuPerPod)
 	return ceiling, how, true
+}
+
+// pluginVsUpstream is ours over upstream's pair p50, both binaries run
+// alternately, pair by pair, against the same ipamd.
+func pluginVsUpstream(f figures) (float64, bool) {
+	const name = "BenchmarkPluginAddDelBaseline"
+	ours, ok1 := f.get(name, "new-pair-p50-ms")
+	theirs, ok2 := f.get(name, "base-pair-p50-ms")
+	if !ok1 || !ok2 || theirs <= 0 {
+		return 0, false
+	}
+	return ours / theirs, true
 }
 
 func pluginPairMS(f figures) (float64, bool) {

@@ -38,24 +38,7 @@ func TestConcurrentChurnKeepsInvariants(t *testing.T) {
 		"": true, "PrivateIpAddressLimitExceeded": true, "InsufficientFreeAddressesInSubnet": true,
 		"InsufficientCidrBlocks": true, "InvalidParameterValue": true, "RequestLimitExceeded": true,
 	}
-	stop := make(chan struct{})
-	var faults sync.WaitGroup
-	faults.Add(1)
-	go func() { // flip faults and read IMDS while the churn runs
-		defer faults.Done()
-		md := imdsClient(sim)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(3 * time.Millisecond):
-			}
-			sim.SetThrottle(float64(i%3) * 0.1)
-			sim.SetIMDSLag(time.Duration(i%4) * 5 * time.Millisecond)
-			_, _ = metadata(t, md, "network/interfaces/macs")
-			_ = sim.ENIs()
-		}
-	}()
+	stopFaults := flipFaults(t, sim, "network/interfaces/macs", func() { _ = sim.ENIs() })
 
 	var wg sync.WaitGroup
 	errs := make(chan string, 1000)
@@ -99,8 +82,7 @@ func TestConcurrentChurnKeepsInvariants(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	faults.Wait()
+	stopFaults()
 	close(errs)
 	for code := range errs {
 		require.True(t, tolerated[code], "unexpected error code %q", code)
@@ -127,4 +109,31 @@ func TestConcurrentChurnKeepsInvariants(t *testing.T) {
 		}
 	}
 	require.Equal(t, int32(256-5-len(used)), subnetFree(t, c, subnet))
+}
+
+// flipFaults varies the throttle and the IMDS lag every 3 ms and reads
+// the IMDS path (then runs also, if set) while a test's churn runs; the
+// returned func stops it and waits.
+func flipFaults(t *testing.T, sim *ec2sim.Sim, path string, also func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		md := imdsClient(sim)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			sim.SetThrottle(float64(i%3) * 0.1)
+			sim.SetIMDSLag(time.Duration(i%4) * 5 * time.Millisecond)
+			_, _ = metadata(t, md, path)
+			if also != nil {
+				also()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }

@@ -450,23 +450,7 @@ func TestIPv6ConcurrentChurn(t *testing.T) {
 	tolerated := map[string]bool{
 		"": true, ec2sim.CodeIPAddressLimitExceeded: true, ec2sim.CodeInvalidParameterValue: true, ec2sim.CodeRequestLimitExceeded: true,
 	}
-	stop := make(chan struct{})
-	var flips sync.WaitGroup
-	flips.Add(1)
-	go func() {
-		defer flips.Done()
-		md := imdsClient(sim)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(3 * time.Millisecond):
-			}
-			sim.SetThrottle(float64(i%3) * 0.1)
-			sim.SetIMDSLag(time.Duration(i%4) * 5 * time.Millisecond)
-			_, _ = metadata(t, md, "ipv6")
-		}
-	}()
+	stopFaults := flipFaults(t, sim, "ipv6", nil)
 	var wg sync.WaitGroup
 	errs := make(chan string, 1000)
 	for w := range 6 {
@@ -508,8 +492,7 @@ func TestIPv6ConcurrentChurn(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	flips.Wait()
+	stopFaults()
 	close(errs)
 	for code := range errs {
 		require.True(t, tolerated[code], "unexpected error code %q", code)

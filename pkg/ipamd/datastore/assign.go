@@ -133,7 +133,7 @@ func (d *DataStore) release(key IPAMKey, assignedAt *time.Time, cooldown bool) (
 		_, taken := d.byKey[alloc.Key]
 		if d.byIP[a.ip] == a && a.state != stateAssigned && !taken && a.unassignedAt.Equal(now) {
 			d.assignLocked(a, alloc.Key, alloc.Metadata, alloc.AssignedAt)
-			d.commit.scheduleLocked()
+			d.keepAssignmentLocked(a)
 		} else {
 			d.log.Error("release could not be persisted nor undone", "key", alloc.Key.String(), "ip", alloc.IP.String())
 		}

@@ -75,14 +75,24 @@ func (c *committer) joinLocked() *batch {
 	return c.pending
 }
 
-// scheduleLocked joins the pending batch for a change nobody waits for and
-// has the committer's goroutine write it. Requires d.mu. Nil-safe.
-func (c *committer) scheduleLocked() {
+// scheduleLocked joins the pending batch for a change nobody waits for,
+// has the committer's goroutine write it, and returns it. Requires d.mu.
+// Nil-safe.
+func (c *committer) scheduleLocked() *batch {
 	if c == nil {
-		return
+		return nil
 	}
-	c.joinLocked()
+	b := c.joinLocked()
 	c.wake()
+	return b
+}
+
+// keepAssignmentLocked schedules a write for an assignment that stands
+// after its own write failed (undone back to its holder, or kept because
+// undoing it is no longer possible), and makes it the batch a retried ADD
+// of a's key answers with. Requires d.mu.
+func (d *DataStore) keepAssignmentLocked(a *addr) {
+	a.batch = d.commit.scheduleLocked()
 }
 
 func (c *committer) wake() {

@@ -342,3 +342,102 @@ func TestLeaderDoesNotWaitForTheNextWrite(t *testing.T) {
 	require.NoError(t, <-second)
 	require.NoError(t, d.Close())
 }
+
+// hookFailFirst fails its first write and runs hook inside it (while the
+// write is in progress); later writes succeed.
+type hookFailFirst struct {
+	MemoryCheckpointer
+	mu   sync.Mutex
+	n    int
+	hook func()
+}
+
+func (h *hookFailFirst) Write(e []CheckpointEntry) error {
+	h.mu.Lock()
+	h.n++
+	n := h.n
+	h.mu.Unlock()
+	if n == 1 {
+		if h.hook != nil {
+			h.hook()
+		}
+		return errJitter
+	}
+	return h.MemoryCheckpointer.Write(e)
+}
+
+// armed makes the next write the failing one, running hook.
+func (h *hookFailFirst) armed(hook func()) {
+	h.mu.Lock()
+	h.n, h.hook = 0, hook
+	h.mu.Unlock()
+}
+
+func (h *hookFailFirst) onDisk(t *testing.T, k IPAMKey, ip netip.Addr) bool {
+	t.Helper()
+	entries, err := h.Read()
+	require.NoError(t, err)
+	for _, e := range entries {
+		if e.Key == k && e.IP == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTransferKeptAfterAFailedWriteReachesTheDisk: a transfer whose write
+// failed but which can no longer be undone (the old key took another
+// address meanwhile) stands; it is written by a later write, and a retried
+// ADD for the new key is answered, not failed forever with the old error.
+func TestTransferKeptAfterAFailedWriteReachesTheDisk(t *testing.T) {
+	cp := &hookFailFirst{n: 1}
+	d := New(Config{Checkpointer: cp})
+	defer d.Close()
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 3)
+	stale, err := d.Assign(key("stale"), meta("gone"))
+	require.NoError(t, err)
+
+	staleAgain := make(chan error, 1)
+	cp.armed(func() { // during the transfer's write: the old key comes back
+		go func() { _, err := d.Assign(key("stale"), meta("gone")); staleAgain <- err }()
+		for {
+			d.mu.Lock()
+			_, ok := d.byKey[key("stale")]
+			d.mu.Unlock()
+			if ok {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	_, err = d.Transfer(key("stale"), stale.AssignedAt, key("live"), meta("web"))
+	require.ErrorIs(t, err, errJitter)
+	require.NoError(t, <-staleAgain)
+
+	live, ok := d.Find(key("live"))
+	require.True(t, ok, "the transfer stands (the old key is taken)")
+	assert.Equal(t, stale.IP, live.IP)
+	got, err := d.Assign(key("live"), meta("web"))
+	require.NoError(t, err, "a retried ADD of a standing assignment is answered")
+	assert.Equal(t, live.IP, got.IP)
+	assert.True(t, cp.onDisk(t, key("live"), live.IP), "and it is on disk")
+}
+
+// TestUndoneReleaseIsDurableBeforeARetryIsAnswered: a release whose write
+// failed is undone; a retried ADD of the key is answered only from the
+// write that records the undo.
+func TestUndoneReleaseIsDurableBeforeARetryIsAnswered(t *testing.T) {
+	cp := &hookFailFirst{n: 1}
+	d := New(Config{Checkpointer: cp})
+	defer d.Close()
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 3)
+	a, err := d.Assign(key("c1"), meta("p1"))
+	require.NoError(t, err)
+	cp.armed(nil)
+	_, err = d.Release(key("c1"))
+	require.ErrorIs(t, err, errJitter)
+	got, err := d.Assign(key("c1"), meta("p1"))
+	require.NoError(t, err)
+	assert.Equal(t, a.IP, got.IP, "the undone release gave the address back")
+	assert.True(t, cp.onDisk(t, key("c1"), a.IP), "answered only once on disk")
+}

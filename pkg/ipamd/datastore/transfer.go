@@ -38,10 +38,15 @@ func (d *DataStore) Transfer(from IPAMKey, assignedAt time.Time, key IPAMKey, me
 	d.assignLocked(a, key, meta, now)
 	alloc := a.allocation()
 	if unchanged, err := d.persistAssignLocked(a, key, now); err != nil {
-		if _, taken := d.byKey[old.Key]; unchanged && !taken {
+		switch _, taken := d.byKey[old.Key]; {
+		case unchanged && !taken:
 			d.releaseLocked(a, now, false)
 			d.assignLocked(a, old.Key, old.Metadata, old.AssignedAt)
-			d.commit.scheduleLocked()
+			d.keepAssignmentLocked(a)
+		case unchanged:
+			// The old key holds another address by now: the transfer
+			// stands, and must still reach the disk.
+			d.keepAssignmentLocked(a)
 		}
 		d.mu.Unlock()
 		return Allocation{}, fmt.Errorf("transfer %s from %s to %s: persist checkpoint: %w", old.IP, from, key, err)

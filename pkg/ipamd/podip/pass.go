@@ -83,9 +83,11 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 	if len(confirmed) > 0 {
 		if fresh, ok := r.release(ctx, confirmed, len(allocs), &rep, evs); ok {
 			sandboxes = fresh
-		} else {
-			return rep
+		} else if rep.Skipped != SkipMassHeld {
+			return rep // no usable fresh list
 		}
+		// A held mass release stops the frees only: the reverse check,
+		// which frees nothing, runs on the pass's list.
 	} else {
 		r.massStreak = 0
 	}

@@ -196,3 +196,27 @@ func TestCancelledStatusCallIsNotAFailure(t *testing.T) {
 	assert.NotContains(t, f.r.statusFailed, web.ID)
 	assert.True(t, f.r.learnSandboxIPs(context.Background(), sandboxes, nil), "asked again at once")
 }
+
+// TestMassReleaseHoldStillReadopts: while a mass release is held (most
+// allocations look leaked, as after an old checkpoint came back), a
+// running pod whose allocation was lost still gets its address back: the
+// hold stops frees only.
+func TestMassReleaseHoldStillReadopts(t *testing.T) {
+	f := newReconFixture(t)
+	for _, n := range []string{"a", "b", "c", "d"} {
+		f.pod(t, n, true)
+	}
+	orphan := f.pod(t, "orphan", false)
+	f.clk.Advance(10 * time.Minute)
+	f.pass(t) // first sighting
+	_, err := f.store.Release(orphan.Key)
+	require.NoError(t, err)
+	f.clk.Advance(time.Minute)
+	rep := f.pass(t)
+	require.Equal(t, SkipMassHeld, rep.Skipped)
+	assert.Zero(t, rep.Reclaimed)
+	assert.Equal(t, 1, rep.Readopted)
+	got, ok := f.store.Find(orphan.Key)
+	require.True(t, ok)
+	assert.Equal(t, orphan.IP, got.IP)
+}

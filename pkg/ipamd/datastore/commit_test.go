@@ -366,6 +366,17 @@ func (h *hookFailFirst) Write(e []CheckpointEntry) error {
 	return h.MemoryCheckpointer.Write(e)
 }
 
+// newHookStore is a store of 3 addresses on a hookFailFirst that is not
+// armed yet (writes succeed).
+func newHookStore(t *testing.T) (*DataStore, *hookFailFirst) {
+	t.Helper()
+	cp := &hookFailFirst{n: 1}
+	d := New(Config{Checkpointer: cp})
+	t.Cleanup(func() { d.Close() })
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 3)
+	return d, cp
+}
+
 // armed makes the next write the failing one, running hook.
 func (h *hookFailFirst) armed(hook func()) {
 	h.mu.Lock()
@@ -390,10 +401,7 @@ func (h *hookFailFirst) onDisk(t *testing.T, k IPAMKey, ip netip.Addr) bool {
 // address meanwhile) stands; it is written by a later write, and a retried
 // ADD for the new key is answered, not failed forever with the old error.
 func TestTransferKeptAfterAFailedWriteReachesTheDisk(t *testing.T) {
-	cp := &hookFailFirst{n: 1}
-	d := New(Config{Checkpointer: cp})
-	defer d.Close()
-	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 3)
+	d, cp := newHookStore(t)
 	stale, err := d.Assign(key("stale"), meta("gone"))
 	require.NoError(t, err)
 
@@ -427,10 +435,7 @@ func TestTransferKeptAfterAFailedWriteReachesTheDisk(t *testing.T) {
 // failed is undone; a retried ADD of the key is answered only from the
 // write that records the undo.
 func TestUndoneReleaseIsDurableBeforeARetryIsAnswered(t *testing.T) {
-	cp := &hookFailFirst{n: 1}
-	d := New(Config{Checkpointer: cp})
-	defer d.Close()
-	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 3)
+	d, cp := newHookStore(t)
 	a, err := d.Assign(key("c1"), meta("p1"))
 	require.NoError(t, err)
 	cp.armed(nil)

@@ -29,6 +29,19 @@ func (f *reconFixture) leakARunningPodUses(t *testing.T) (datastore.Allocation, 
 	return stale, web
 }
 
+// leakWithAFailingHeldStatus starts three live pods, the first of which
+// has a status call that keeps failing, and a leak (an allocation whose
+// sandbox is gone); it returns the first pod's and the leak's allocations.
+func (f *reconFixture) leakWithAFailingHeldStatus(t *testing.T) (a, stale datastore.Allocation) {
+	t.Helper()
+	a = f.pod(t, "a", false)
+	f.pod(t, "b", false)
+	f.pod(t, "c", false)
+	stale = f.pod(t, "stale", true)
+	f.rt.FailStatusOf(a.Key.ContainerID, codes.Internal)
+	return a, stale
+}
+
 // validExcept is the CNI GC's valid attachments: every allocation but
 // those of the given containers.
 func (f *reconFixture) validExcept(gone ...datastore.Allocation) map[[2]string]bool {
@@ -85,11 +98,7 @@ func TestNothingFreedWhileASandboxsIPsAreUnknown(t *testing.T) {
 // status call does not stop a leak elsewhere from being freed.
 func TestStatusFailureOfASandboxWithAnAllocationHoldsNothing(t *testing.T) {
 	f := newReconFixture(t)
-	a := f.pod(t, "a", false)
-	f.pod(t, "b", false)
-	f.pod(t, "c", false)
-	stale := f.pod(t, "stale", true)
-	f.rt.FailStatusOf(a.Key.ContainerID, codes.Internal)
+	a, stale := f.leakWithAFailingHeldStatus(t)
 
 	f.clk.Advance(6 * time.Minute)
 	require.Equal(t, 1, f.pass(t).Candidates)
@@ -162,11 +171,7 @@ func TestUnknownSandboxStopsOnlyTheFrees(t *testing.T) {
 // is still learned and the leak is freed.
 func TestHeldSandboxStatusFailureDoesNotHideOthers(t *testing.T) {
 	f := newReconFixture(t)
-	a := f.pod(t, "a", false)
-	f.pod(t, "b", false)
-	f.pod(t, "c", false)
-	stale := f.pod(t, "stale", true)
-	f.rt.FailStatusOf(a.Key.ContainerID, codes.Internal)
+	_, stale := f.leakWithAFailingHeldStatus(t)
 	f.clk.Advance(6 * time.Minute)
 	require.Equal(t, 1, f.pass(t).Candidates)
 	f.rt.Add(fakecri.Sandbox{ID: "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd", Name: "deleted",

@@ -118,10 +118,7 @@ const maxFromRules = 64
 // type unspecified makes the kernel remove the first rule matching the
 // rest, so it is repeated until the kernel finds none.
 func deleteAllFromRules(host handle, ip net.IP) (int, error) {
-	r := netlink.NewRule()
-	r.Family = familyOf(ip)
-	r.Priority = FromPodRulePriority
-	r.Src = hostPrefix(ip)
+	r := ruleFrom(ip, 0) // table 0: any table
 	for n := range maxFromRules {
 		if err := host.RuleDel(r); err != nil {
 			if isNotFound(err) {

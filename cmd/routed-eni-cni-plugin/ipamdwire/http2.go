@@ -223,7 +223,7 @@ func (s *stream) readFrame() error {
 			return err
 		}
 		if len(s.body)+len(data) > maxReply+5 {
-			return &Error{Code: 8, Message: fmt.Sprintf("reply larger than %d bytes", maxReply)} // ResourceExhausted
+			return &Error{Code: ResourceExhausted, Message: fmt.Sprintf("reply larger than %d bytes", maxReply)}
 		}
 		s.body = append(s.body, data...)
 		s.ended = flags&flagEndStream != 0
@@ -284,7 +284,8 @@ func (s *stream) applySettings(p []byte) error {
 			s.initialWindow = int64(v)
 		case settingMaxFrameSize:
 			if v >= defaultMaxFrame {
-				s.maxFrame = int(v)
+				// A frame's length has 24 bits (RFC 9113 allows no more).
+				s.maxFrame = int(min(v, 1<<24-1))
 			}
 		}
 	}

@@ -308,10 +308,11 @@ func (r *GarbageCollectReply) unmarshal(b []byte) error {
 // unmarshalHealth decodes grpc.health.v1.HealthCheckResponse (status = 1).
 func unmarshalHealth(b []byte) (HealthStatus, error) {
 	s := HealthUnknown
-	return s, eachField(b, func(f field) error {
+	err := eachField(b, func(f field) error {
 		if f.num == 1 && f.typ == varintType {
 			s = HealthStatus(f.int32())
 		}
 		return nil
 	})
+	return s, err
 }

@@ -10,13 +10,16 @@ type Code uint32
 
 // The codes the plugin tells apart, with gRPC's numbers.
 const (
-	OK               Code = 0
-	Canceled         Code = 1
-	Unknown          Code = 2
-	DeadlineExceeded Code = 4
-	Unimplemented    Code = 12
-	Internal         Code = 13
-	Unavailable      Code = 14
+	OK                Code = 0
+	Canceled          Code = 1
+	Unknown           Code = 2
+	DeadlineExceeded  Code = 4
+	PermissionDenied  Code = 7
+	ResourceExhausted Code = 8
+	Unimplemented     Code = 12
+	Internal          Code = 13
+	Unavailable       Code = 14
+	Unauthenticated   Code = 16
 )
 
 var codeNames = [...]string{"OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
@@ -63,9 +66,9 @@ func httpStatusCode(status string) Code {
 	case "400":
 		return Internal
 	case "401":
-		return 16 // Unauthenticated
+		return Unauthenticated
 	case "403":
-		return 7 // PermissionDenied
+		return PermissionDenied
 	case "404":
 		return Unimplemented
 	case "429", "502", "503", "504":

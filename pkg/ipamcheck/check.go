@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 )
 
 // Exit codes.
@@ -52,8 +53,12 @@ func Main(args []string, env func(string) (string, bool), stdout, stderr io.Writ
 	}
 	ipamd := newIntrospection(o.introspectionAddr, o.timeout)
 	introspectionHint := "set its address with -introspection-addr or INTROSPECTION_BIND_ADDRESS (ipamd reads the same variable)"
-	if v, _ := env("DISABLE_INTROSPECTION"); strings.EqualFold(strings.TrimSpace(v), "true") {
-		introspectionHint += "; DISABLE_INTROSPECTION=true is set, which turns ipamd's introspection off"
+	// Parsed as ipamd parses it (1, t, true, ...); a bad value is ipamd's
+	// to report, so this says nothing of it.
+	quiet := envutil.Env{Lookup: env, Warn: func(string, string, string) {}}
+	if quiet.StrictBool("DISABLE_INTROSPECTION", false) {
+		v, _ := quiet.Value("DISABLE_INTROSPECTION")
+		introspectionHint += "; DISABLE_INTROSPECTION=" + v + " is set, which turns ipamd's introspection off"
 	}
 	enis, err := ipamd.enis(ctx)
 	if err != nil {

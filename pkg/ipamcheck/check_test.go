@@ -311,6 +311,8 @@ func TestCheckUnreachable(t *testing.T) {
 	assert.Contains(t, stderr, "ipamd's introspection unreachable at "+n.introspect)
 	assert.Contains(t, stderr, "-introspection-addr or INTROSPECTION_BIND_ADDRESS")
 	assert.Contains(t, stderr, "DISABLE_INTROSPECTION=true")
+	_, _, stderr = check(map[string]string{"DISABLE_INTROSPECTION": "1"}, "-introspection-addr", n.introspect, "-runtime-endpoint", n.criEndpoint)
+	assert.Contains(t, stderr, "DISABLE_INTROSPECTION=1 is set", "parsed as ipamd parses it")
 
 	code, _, stderr = check(nil, "-o", "yaml")
 	assert.Equal(t, ipamcheck.ExitCannotCheck, code)

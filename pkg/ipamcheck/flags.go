@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 )
 
 // options are the command's flags.
@@ -19,9 +21,10 @@ type options struct {
 // parseFlags reads args; defaults come from ipamd's variables in env,
 // then d. When it returns ok false the command ends with code.
 func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer, d Defaults) (o options, code int, ok bool) {
+	e := envutil.Env{Lookup: env}
 	getenv := func(k, def string) string {
-		if v, ok := env(k); ok && strings.TrimSpace(v) != "" {
-			return strings.TrimSpace(v)
+		if v, ok := e.Value(k); ok {
+			return v
 		}
 		return def
 	}

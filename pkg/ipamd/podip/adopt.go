@@ -30,7 +30,7 @@ func (r *Reconciler) readoptLocked(ctx context.Context, sandboxes []cri.Sandbox,
 			case !inPool || !free:
 				// Not ours, cooling, pending (verification adopts it) or
 				// held by another key (if that key's sandbox is gone the
-				// forward check frees it, and this sandbox gets it back).
+				// forward check hands it over to this sandbox).
 			case r.cfg.Mode == Report:
 				r.log.Warn("report mode: would re-adopt the IP of a running sandbox that the datastore lost", "ip", ip.String(), "sandbox", s.ID)
 			default:

@@ -28,14 +28,27 @@ func (r *Reconciler) handOver(ctx context.Context, c *candidate, s cri.Sandbox, 
 		}
 		return
 	}
-	delete(r.candidates, a.Key)
 	key := datastore.IPAMKey{NetworkName: r.cfg.NetworkName, ContainerID: s.ID, IfName: r.cfg.IfName}
 	meta := datastore.IPAMMetadata{K8SPodNamespace: s.Namespace, K8SPodName: s.Name}
-	if _, err := r.store.Transfer(a.Key, a.AssignedAt, key, meta); err != nil {
-		if !errors.Is(err, datastore.ErrUnknownPod) && !errors.Is(err, datastore.ErrAllocationChanged) {
-			r.log.Error("could not hand a leaked address over to the running sandbox that uses it", "ip", a.IP.String(),
-				"sandbox", s.ID, "error", err)
+	_, err := r.store.Transfer(a.Key, a.AssignedAt, key, meta)
+	switch {
+	case err == nil, errors.Is(err, datastore.ErrUnknownPod), errors.Is(err, datastore.ErrAllocationChanged):
+		delete(r.candidates, a.Key) // done, or the allocation is no longer this one
+	case errors.Is(err, datastore.ErrKeyExists):
+		// The sandbox holds another address already; this one stays held
+		// (never freed while the sandbox uses it). Said once.
+		if !c.reported {
+			c.reported = true
+			r.log.Warn("allocation of a gone sandbox holds an address a running sandbox uses, and that sandbox holds another address; kept",
+				"ip", a.IP.String(), "containerID", a.Key.ContainerID, "sandbox", s.ID, "pod", s.Namespace+"/"+s.Name)
 		}
+	default:
+		// A failed checkpoint write: the candidate stays confirmed, and the
+		// next pass tries again.
+		r.log.Error("could not hand a leaked address over to the running sandbox that uses it", "ip", a.IP.String(),
+			"sandbox", s.ID, "error", err)
+	}
+	if err != nil {
 		return
 	}
 	rep.Readopted++

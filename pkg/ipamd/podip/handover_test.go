@@ -66,3 +66,29 @@ func TestLeakWhoseAddressASandboxUsesIsHandedOver(t *testing.T) {
 	assert.Equal(t, waiting.IP, got.IP)
 	assert.False(t, f.held(waiting))
 }
+
+// TestHandOverRefusedKeepsTheCandidate: the running sandbox that uses a
+// leak's address already holds another one, so the hand-over is refused
+// (datastore.ErrKeyExists). The leak stays held and stays a confirmed
+// candidate, pass after pass: it is neither freed nor confirmed afresh.
+func TestHandOverRefusedKeepsTheCandidate(t *testing.T) {
+	f := newReconFixture(t)
+	for _, name := range []string{"a", "b", "c"} {
+		f.pod(t, name, false)
+	}
+	stale := f.pod(t, "stale", true)
+	web := f.pod(t, "web", false)
+	f.rt.ShowWithIP(web.Key.ContainerID, stale.IP.String()) // it reports the leak's address
+
+	f.clk.Advance(6 * time.Minute)
+	require.Equal(t, 1, f.pass(t).Candidates)
+	for range 3 {
+		f.clk.Advance(time.Minute)
+		rep := f.pass(t)
+		assert.Zero(t, rep.Readopted)
+		assert.Zero(t, rep.Reclaimed)
+		assert.Equal(t, 1, rep.Candidates, "kept as a candidate")
+		assert.True(t, f.held(stale))
+		assert.True(t, f.held(web))
+	}
+}

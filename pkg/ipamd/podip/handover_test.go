@@ -2,6 +2,7 @@ package podip
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -90,5 +91,34 @@ func TestHandOverRefusedKeepsTheCandidate(t *testing.T) {
 		assert.Equal(t, 1, rep.Candidates, "kept as a candidate")
 		assert.True(t, f.held(stale))
 		assert.True(t, f.held(web))
+	}
+}
+
+// TestHandOversAreNotBraked: after an old checkpoint came back, most
+// allocations belong to gone sandboxes whose addresses running pods use.
+// Handing those over frees nothing, so neither the mass-release hold nor
+// the per-pass cap delays it: all are handed over on the first pass that
+// confirms them.
+func TestHandOversAreNotBraked(t *testing.T) {
+	f := newReconFixture(t, func(c *Config) { c.MaxReleasePerPass = 1 })
+	f.pod(t, "live", false)
+	var stale []datastore.Allocation
+	for i := range 4 {
+		a := f.pod(t, fmt.Sprint("stale-", i), true)
+		stale = append(stale, a)
+		f.rt.Add(fakecri.Sandbox{ID: fmt.Sprintf("%064d", i+100), Name: fmt.Sprint("web-", i), Namespace: "prod",
+			IP: a.IP.String(), State: runtimeapi.PodSandboxState_SANDBOX_READY})
+	}
+	f.clk.Advance(6 * time.Minute)
+	require.Equal(t, 4, f.pass(t).Candidates)
+	f.clk.Advance(time.Minute)
+	rep := f.pass(t)
+	assert.Empty(t, rep.Skipped, "4 of 5 would be a mass release, but nothing is freed")
+	assert.Equal(t, 4, rep.Readopted, "all handed over, past the cap of 1")
+	assert.Zero(t, rep.Reclaimed)
+	for i, a := range stale {
+		got, ok := f.store.Find(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprintf("%064d", i+100), IfName: "eth0"})
+		require.True(t, ok)
+		assert.Equal(t, a.IP, got.IP)
 	}
 }

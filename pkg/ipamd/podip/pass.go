@@ -81,13 +81,11 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 	confirmed := r.updateCandidates(sandboxes, allocs, triggered)
 	rep.Candidates, rep.Confirmed = len(r.candidates), len(confirmed)
 	if len(confirmed) > 0 {
-		if fresh, ok := r.release(ctx, confirmed, len(allocs), &rep, evs); ok {
-			sandboxes = fresh
-		} else if rep.Skipped != SkipMassHeld {
+		fresh, ok := r.release(ctx, confirmed, len(allocs), &rep, evs)
+		if !ok {
 			return rep // no usable fresh list
 		}
-		// A held mass release stops the frees only: the reverse check,
-		// which frees nothing, runs on the pass's list.
+		sandboxes = fresh
 	} else {
 		r.massStreak = 0
 	}
@@ -177,55 +175,22 @@ func (r *Reconciler) updateCandidates(sandboxes []cri.Sandbox, allocs []datastor
 	return confirmed
 }
 
-// release applies the brakes, re-lists, and frees what is still absent. It
-// returns the fresh sandbox list, or false when the pass had to stop.
+// release re-lists, settles first what frees nothing (candidates whose
+// sandbox is listed after all, and those whose address a running sandbox
+// uses, handed over to it), then applies the brakes and frees what is
+// still absent. It returns the fresh sandbox list, or false when there is
+// none to use.
 func (r *Reconciler) release(ctx context.Context, confirmed []*candidate, allocations int, rep *PassReport, evs *eventBatch) ([]cri.Sandbox, bool) {
-	if 2*len(confirmed) > allocations {
-		r.massStreak++
-		if r.massStreak < 3 {
-			evs.warning("PodIPMassReleaseHeld", "ReconcilePodIPs", fmt.Sprintf(
-				"%d of %d pod IP allocations have no sandbox; holding the release until this repeats on 3 passes (%d so far)",
-				len(confirmed), allocations, r.massStreak))
-			r.skip(rep, SkipMassHeld, fmt.Sprintf("%d of %d allocations would go", len(confirmed), allocations))
-			return nil, false
-		}
-		verb := "releasing"
-		if r.cfg.Mode == Report {
-			verb = "report mode, would release"
-		}
-		evs.warning("PodIPMassReleaseProceeding", "ReconcilePodIPs", fmt.Sprintf(
-			"%d of %d pod IP allocations have had no sandbox for %d passes; %s at most %d per pass",
-			len(confirmed), allocations, r.massStreak, verb, r.maxRelease()))
-	} else {
-		r.massStreak = 0
-	}
-	limit := r.maxRelease()
-	if r.cfg.Mode == Enforce {
-		limit = min(limit, r.budget)
-	}
-	if len(confirmed) > limit {
-		confirmed = confirmed[:limit]
-		rep.Capped = true
-	}
 	fresh, ok := r.list(ctx, rep)
 	if !ok {
 		return nil, false
-	}
-	if limit == 0 {
-		rep.Capped = true
-		return fresh, true // CNI GC used this window's budget
 	}
 	if len(fresh) == 0 {
 		r.skip(rep, SkipEmptyList, "the runtime listed no sandbox right before freeing")
 		return nil, false
 	}
 	view := r.releaseViewLocked(ctx, fresh)
-	blocked := view.blocked()
-	if blocked != "" {
-		// Nothing is freed; hand-overs (which free nothing) and the
-		// reverse check still run.
-		r.skip(rep, SkipStatusUnknown, blocked)
-	}
+	var toFree []*candidate
 	for _, c := range confirmed {
 		a := c.alloc
 		if view.isListed(a.Key.ContainerID) {
@@ -236,9 +201,29 @@ func (r *Reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 			r.handOver(ctx, c, s, rep, evs)
 			continue
 		}
-		if blocked != "" {
-			continue
-		}
+		toFree = append(toFree, c)
+	}
+	// The brakes are for frees only.
+	if !r.massBrakeReleased(len(toFree), allocations, rep, evs) {
+		return fresh, true
+	}
+	limit := r.maxRelease()
+	if r.cfg.Mode == Enforce {
+		limit = min(limit, r.budget)
+	}
+	if len(toFree) > limit {
+		toFree = toFree[:limit]
+		rep.Capped = true
+	}
+	if len(toFree) == 0 {
+		return fresh, true
+	}
+	if blocked := view.blocked(); blocked != "" {
+		r.skip(rep, SkipStatusUnknown, blocked)
+		return fresh, true
+	}
+	for _, c := range toFree {
+		a := c.alloc
 		age := r.now().Sub(a.AssignedAt).Round(time.Second)
 		if r.cfg.Mode == Report {
 			if c.reported {
@@ -271,6 +256,33 @@ func (r *Reconciler) release(ctx context.Context, confirmed []*candidate, alloca
 			"reclaimed %s held by %s (container %s, age %s): its sandbox no longer exists", a.IP, podRef(a.Metadata), a.Key.ContainerID, age))
 	}
 	return fresh, true
+}
+
+// massBrakeReleased applies the mass-release brake to n frees out of
+// allocations: more than half is held until it repeats on 3 passes, then
+// proceeds at the per-pass cap, loudly. It reports whether freeing may go
+// ahead.
+func (r *Reconciler) massBrakeReleased(n, allocations int, rep *PassReport, evs *eventBatch) bool {
+	if 2*n <= allocations {
+		r.massStreak = 0
+		return true
+	}
+	r.massStreak++
+	if r.massStreak < 3 {
+		evs.warning("PodIPMassReleaseHeld", "ReconcilePodIPs", fmt.Sprintf(
+			"%d of %d pod IP allocations have no sandbox; holding the release until this repeats on 3 passes (%d so far)",
+			n, allocations, r.massStreak))
+		r.skip(rep, SkipMassHeld, fmt.Sprintf("%d of %d allocations would go", n, allocations))
+		return false
+	}
+	verb := "releasing"
+	if r.cfg.Mode == Report {
+		verb = "report mode, would release"
+	}
+	evs.warning("PodIPMassReleaseProceeding", "ReconcilePodIPs", fmt.Sprintf(
+		"%d of %d pod IP allocations have had no sandbox for %d passes; %s at most %d per pass",
+		n, allocations, r.massStreak, verb, r.maxRelease()))
+	return true
 }
 
 func podRef(m datastore.IPAMMetadata) string {

@@ -50,11 +50,7 @@ func (inv *invocation) add() error {
 		log.Warn("pod asks for a multi-NIC attachment; not supported by this plugin, attaching one interface")
 	}
 
-	client, err := dialIPAMD(conf.IPAMDSocket)
-	if err != nil {
-		return types.NewError(types.ErrTryAgainLater, "cannot reach ipamd", err.Error())
-	}
-	defer client.Close()
+	client := newIPAMDClient(conf.IPAMDSocket)
 	reply, err := client.addNetwork(&rpc.AddNetworkRequest{
 		K8S_POD_NAME:               inv.pod.Name,
 		K8S_POD_NAMESPACE:          inv.pod.Namespace,

@@ -128,12 +128,7 @@ func (inv *invocation) del() error {
 
 // callDelNetwork asks ipamd to release the pod's address.
 func (inv *invocation) callDelNetwork() (*rpc.DelNetworkReply, error) {
-	client, err := dialIPAMD(inv.conf.IPAMDSocket)
-	if err != nil {
-		return nil, err
-	}
-	defer client.Close()
-	return client.delNetwork(inv.delRequest(reasonPodDeleted))
+	return newIPAMDClient(inv.conf.IPAMDSocket).delNetwork(inv.delRequest(reasonPodDeleted))
 }
 
 // prevInfo parses prevResult, logging (not failing) when it is unusable.

@@ -27,14 +27,11 @@ type ipamdClient struct {
 	c rpc.Client
 }
 
-// dialIPAMD prepares the client; nothing is sent until the first call,
-// where an absent socket surfaces as rpc.Unavailable.
-func dialIPAMD(socket string) (*ipamdClient, error) {
-	return &ipamdClient{c: rpc.Client{Socket: socket}}, nil
+// newIPAMDClient returns a client of the socket; nothing is sent until the
+// first call, where an absent socket surfaces as rpc.Unavailable.
+func newIPAMDClient(socket string) *ipamdClient {
+	return &ipamdClient{c: rpc.Client{Socket: socket}}
 }
-
-// Close is kept for the callers' shape: calls close their connections.
-func (c *ipamdClient) Close() {}
 
 func (c *ipamdClient) addNetwork(req *rpc.AddNetworkRequest) (*rpc.AddNetworkReply, error) {
 	req.ClientVersion = version.RPCVersion

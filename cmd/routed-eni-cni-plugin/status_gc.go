@@ -23,11 +23,7 @@ func cmdStatus(args *skel.CmdArgs) error {
 	}
 	log, done := openLog(conf, "STATUS")
 	defer done()
-	client, err := dialIPAMD(conf.IPAMDSocket)
-	if err != nil {
-		return types.NewError(errPluginNotAvailable, "cannot reach ipamd", err.Error())
-	}
-	defer client.Close()
+	client := newIPAMDClient(conf.IPAMDSocket)
 	st, err := client.poolStatus()
 	switch {
 	case err == nil:
@@ -73,12 +69,7 @@ func cmdGC(args *skel.CmdArgs) error {
 	for _, a := range conf.ValidAttachments {
 		req.ValidAttachments = append(req.ValidAttachments, &rpc.Attachment{ContainerID: a.ContainerID, IfName: a.IfName})
 	}
-	client, err := dialIPAMD(conf.IPAMDSocket)
-	if err != nil {
-		return types.NewError(types.ErrTryAgainLater, "cannot reach ipamd", err.Error())
-	}
-	defer client.Close()
-	reply, err := client.garbageCollect(req)
+	reply, err := newIPAMDClient(conf.IPAMDSocket).garbageCollect(req)
 	switch {
 	case err == nil:
 		log.Info("GC done", "network", conf.Name, "validAttachments", len(req.ValidAttachments),

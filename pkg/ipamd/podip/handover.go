@@ -28,9 +28,8 @@ func (r *Reconciler) handOver(ctx context.Context, c *candidate, s cri.Sandbox, 
 		}
 		return
 	}
-	key := datastore.IPAMKey{NetworkName: r.cfg.NetworkName, ContainerID: s.ID, IfName: r.cfg.IfName}
-	meta := datastore.IPAMMetadata{K8SPodNamespace: s.Namespace, K8SPodName: s.Name}
-	_, err := r.store.Transfer(a.Key, a.AssignedAt, key, meta)
+	meta := sandboxMeta(s)
+	_, err := r.store.Transfer(a.Key, a.AssignedAt, r.sandboxKey(s), meta)
 	switch {
 	case err == nil, errors.Is(err, datastore.ErrUnknownPod), errors.Is(err, datastore.ErrAllocationChanged):
 		delete(r.candidates, a.Key) // done, or the allocation is no longer this one

@@ -278,22 +278,37 @@ func (r *Reconciler) verifyNowLocked(ctx context.Context) (VerifyResult, error) 
 	return res, nil
 }
 
+// sandboxKey is the datastore key of sandbox s's pod interface, as the
+// plugin's ADD would have made it.
+func (r *Reconciler) sandboxKey(s cri.Sandbox) datastore.IPAMKey {
+	return datastore.IPAMKey{NetworkName: r.cfg.NetworkName, ContainerID: s.ID, IfName: r.cfg.IfName}
+}
+
+func sandboxMeta(s cri.Sandbox) datastore.IPAMMetadata {
+	return datastore.IPAMMetadata{K8SPodNamespace: s.Namespace, K8SPodName: s.Name}
+}
+
 // adopt assigns ip to the READY sandbox s that uses it.
 func (r *Reconciler) adopt(ctx context.Context, s cri.Sandbox, ip netip.Addr, evs *eventBatch) bool {
-	key := datastore.IPAMKey{NetworkName: r.cfg.NetworkName, ContainerID: s.ID, IfName: r.cfg.IfName}
-	meta := datastore.IPAMMetadata{K8SPodNamespace: s.Namespace, K8SPodName: s.Name}
-	if _, err := r.store.Adopt(ip, key, meta); err != nil {
+	if _, err := r.store.Adopt(ip, r.sandboxKey(s), sandboxMeta(s)); err != nil {
 		if !errors.Is(err, datastore.ErrIPBusy) {
 			r.log.Error("could not adopt the IP of a running sandbox", "ip", ip.String(), "sandbox", s.ID, "error", err)
 		}
 		return false
 	}
+	r.noteAdopted(s, ip, evs)
+	return true
+}
+
+// noteAdopted counts, logs and announces that ip, free in the datastore,
+// was assigned to the running sandbox s that uses it.
+func (r *Reconciler) noteAdopted(s cri.Sandbox, ip netip.Addr, evs *eventBatch) {
+	pod := podRef(sandboxMeta(s))
 	r.m.reconcileReadopted.Inc()
 	r.log.Warn("adopted the IP of a running sandbox that the datastore did not hold", "ip", ip.String(),
-		"pod", podRef(meta), "sandbox", s.ID)
+		"pod", pod, "sandbox", s.ID, "mode", r.cfg.Mode)
 	evs.warning("PodIPReadopted", "AdoptPodIP", fmt.Sprintf(
-		"%s is used by running pod %s (sandbox %s) but was not assigned in ipamd's datastore; assigned to it", ip, podRef(meta), s.ID))
-	return true
+		"%s is used by running pod %s (sandbox %s) but was not assigned in ipamd's datastore; assigned to it", ip, pod, s.ID))
 }
 
 // settlePrefix settles a whole pending IPv6 prefix: every address in it a
@@ -310,7 +325,7 @@ func (r *Reconciler) settlePrefix(ctx context.Context, p datastore.Pending, user
 		if !p.Prefix.Contains(ip) {
 			continue
 		}
-		key := datastore.IPAMKey{NetworkName: r.cfg.NetworkName, ContainerID: s.ID, IfName: r.cfg.IfName}
+		key := r.sandboxKey(s)
 		if a, held := r.store.Find(key); held && a.IP == ip {
 			continue
 		}
@@ -320,16 +335,11 @@ func (r *Reconciler) settlePrefix(ctx context.Context, p datastore.Pending, user
 			ok = false
 			continue
 		}
-		meta := datastore.IPAMMetadata{K8SPodNamespace: s.Namespace, K8SPodName: s.Name}
-		_, err := r.store.Adopt(ip, key, meta)
+		_, err := r.store.Adopt(ip, key, sandboxMeta(s))
 		switch {
 		case err == nil:
 			adopted++
-			r.m.reconcileReadopted.Inc()
-			r.log.Warn("adopted the IP of a running sandbox that the datastore did not hold", "ip", ip.String(),
-				"pod", podRef(meta), "sandbox", s.ID, "mode", r.cfg.Mode)
-			evs.warning("PodIPReadopted", "AdoptPodIP", fmt.Sprintf(
-				"%s is used by running pod %s (sandbox %s) but was not assigned in ipamd's datastore; assigned to it", ip, podRef(meta), s.ID))
+			r.noteAdopted(s, ip, evs)
 		case errors.Is(err, datastore.ErrIPBusy):
 			r.log.Error("an address of the IPv6 prefix joining the pool is used by a sandbox but assigned to another key; it stays assigned",
 				"ip", ip.String(), "sandbox", s.ID, "pod", s.Namespace+"/"+s.Name)

@@ -94,10 +94,10 @@ func (d *DataStore) ReleaseIfUnchanged(key IPAMKey, assignedAt time.Time) (Alloc
 	return d.release(key, &assignedAt, true)
 }
 
-// ReclaimIfUnchanged is ReleaseIfUnchanged without the cooldown: for an
-// allocation whose sandbox has been gone for longer than the cooldown
-// already (a confirmed leak reclaimed for an ADD that found no address).
-func (d *DataStore) ReclaimIfUnchanged(key IPAMKey, assignedAt time.Time) (Allocation, error) {
+// ReleaseRestedIfUnchanged is ReleaseIfUnchanged for an address that has
+// already rested for the cooldown: its sandbox has been gone for longer
+// than the cooldown (a leak the reconciler frees), so it is free at once.
+func (d *DataStore) ReleaseRestedIfUnchanged(key IPAMKey, assignedAt time.Time) (Allocation, error) {
 	return d.release(key, &assignedAt, false)
 }
 

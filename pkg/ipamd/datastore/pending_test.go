@@ -129,16 +129,16 @@ func TestTurningVerificationOffFreesPending(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestReclaimIfUnchangedSkipsCooldown(t *testing.T) {
+func TestReleaseRestedIfUnchangedSkipsCooldown(t *testing.T) {
 	clk := clocktest.New()
 	d := New(Config{Cooldown: DefaultCooldown, Now: clk.Now})
 	defer d.Close()
 	addSecondaryENI(t, d, "eni-1", 0, "10.0.0.10", 1)
 	a, err := d.Assign(key("dead"), meta("dead"))
 	require.NoError(t, err)
-	_, err = d.ReclaimIfUnchanged(key("dead"), a.AssignedAt.Add(1))
+	_, err = d.ReleaseRestedIfUnchanged(key("dead"), a.AssignedAt.Add(1))
 	require.ErrorIs(t, err, ErrAllocationChanged)
-	_, err = d.ReclaimIfUnchanged(key("dead"), a.AssignedAt)
+	_, err = d.ReleaseRestedIfUnchanged(key("dead"), a.AssignedAt)
 	require.NoError(t, err)
 	b, err := d.Assign(key("new"), meta("new"))
 	require.NoError(t, err, "a reclaimed leak is reusable at once")

@@ -57,7 +57,7 @@ func (r *Reconciler) ReclaimForAdd(ctx context.Context) bool {
 		if view.isListed(a.Key.ContainerID) {
 			continue
 		}
-		if _, err := r.store.ReclaimIfUnchanged(a.Key, a.AssignedAt); err != nil {
+		if _, err := r.store.ReleaseRestedIfUnchanged(a.Key, a.AssignedAt); err != nil {
 			continue
 		}
 		r.budget--

@@ -40,7 +40,7 @@ type SandboxSource interface {
 type Store interface {
 	Allocations() []datastore.Allocation
 	ReleaseIfUnchanged(datastore.IPAMKey, time.Time) (datastore.Allocation, error)
-	ReclaimIfUnchanged(datastore.IPAMKey, time.Time) (datastore.Allocation, error)
+	ReleaseRestedIfUnchanged(datastore.IPAMKey, time.Time) (datastore.Allocation, error)
 	Adopt(netip.Addr, datastore.IPAMKey, datastore.IPAMMetadata) (datastore.Allocation, error)
 	Transfer(from datastore.IPAMKey, assignedAt time.Time, key datastore.IPAMKey, meta datastore.IPAMMetadata) (datastore.Allocation, error)
 	Find(datastore.IPAMKey) (datastore.Allocation, bool)

@@ -53,7 +53,7 @@ func TestExhaustedADDWakesThePoolAndRetriesAfterAReclaim(t *testing.T) {
 
 	h.Reclaim = func(context.Context) bool { // the reconciler frees "a" (a confirmed leak)
 		a, _ := store.Find(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "a", IfName: "eth0"})
-		_, err := store.ReclaimIfUnchanged(a.Key, a.AssignedAt)
+		_, err := store.ReleaseRestedIfUnchanged(a.Key, a.AssignedAt)
 		return err == nil
 	}
 	r, err = h.AddNetwork(context.Background(), addRequest("b"))

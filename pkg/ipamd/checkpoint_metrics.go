@@ -7,15 +7,18 @@ import (
 )
 
 // timedCheckpointer records how long each checkpoint write takes and how
-// many fail, without the datastore knowing about metrics.
+// many fail, without the datastore knowing about metrics. It embeds the
+// file writer itself, not the Checkpointer interface, so every method the
+// datastore looks for (Prepare, Ready, Close) is the writer's own: only
+// Write is wrapped.
 type timedCheckpointer struct {
-	datastore.Checkpointer
+	*datastore.FileCheckpointer
 	m *agentMetrics
 }
 
 func (t timedCheckpointer) Write(entries []datastore.CheckpointEntry) error {
 	start := time.Now()
-	err := t.Checkpointer.Write(entries)
+	err := t.FileCheckpointer.Write(entries)
 	result := "success"
 	if err != nil {
 		result = "error"
@@ -23,18 +26,4 @@ func (t timedCheckpointer) Write(entries []datastore.CheckpointEntry) error {
 	}
 	t.m.checkpointWrites.WithLabelValues(result).Observe(time.Since(start).Seconds())
 	return err
-}
-
-// Prepare and Close pass through to checkpointers that have them.
-func (t timedCheckpointer) Prepare() {
-	if p, ok := t.Checkpointer.(interface{ Prepare() }); ok {
-		p.Prepare()
-	}
-}
-
-func (t timedCheckpointer) Close() error {
-	if c, ok := t.Checkpointer.(interface{ Close() error }); ok {
-		return c.Close()
-	}
-	return nil
 }

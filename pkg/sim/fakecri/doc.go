@@ -21,8 +21,10 @@
 // Tests drive the state directly through the Go API (Add, Show, SetState,
 // Remove, Sandboxes) or through an ordinary CRI client (RunPodSandbox,
 // StopPodSandbox, RemovePodSandbox), and inject faults with FailNext,
-// SetError, SetDelay and SetEmpty. Calls reports how often each RPC method
-// was invoked. Every method of Runtime is safe for concurrent use.
+// SetError, SetDelay, SetEmpty, FailStatusOf and OmitFromList (a partial
+// list whose sandboxes still answer PodSandboxStatus). Calls reports how
+// often each RPC method was invoked. Every method of Runtime is safe for
+// concurrent use.
 //
 // It never imports pkg/ipamd/...: the reconciler reaches it only through a
 // CRI client on its socket.

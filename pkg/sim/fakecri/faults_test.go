@@ -201,3 +201,29 @@ func TestFailStatusOf(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "10.0.0.1", st.GetStatus().GetNetwork().GetIp())
 }
+
+func TestOmitFromList(t *testing.T) {
+	r, c := start(t)
+	ctx := context.Background()
+	a := r.Add(Sandbox{Name: "a", IP: "10.0.0.1", State: runtimeapi.PodSandboxState_SANDBOX_READY})
+	b := r.Add(Sandbox{Name: "b", IP: "10.0.0.2", State: runtimeapi.PodSandboxState_SANDBOX_READY})
+	list := func() []string {
+		t.Helper()
+		resp, err := c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		require.NoError(t, err)
+		return ids(resp.GetItems())
+	}
+	require.ElementsMatch(t, []string{a.ID, b.ID}, list())
+
+	r.OmitFromList(a.ID, true)
+	assert.Equal(t, []string{b.ID}, list(), "a partial answer leaves a out")
+	st, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: a.ID})
+	require.NoError(t, err, "asked by its ID, the sandbox is there")
+	assert.Equal(t, "10.0.0.1", st.GetStatus().GetNetwork().GetIp())
+	gen, err := (&server{r: r}).ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{b.ID}, ids(gen.GetItems()), "the generated answer leaves it out too")
+
+	r.OmitFromList(a.ID, false)
+	require.ElementsMatch(t, []string{a.ID, b.ID}, list())
+}

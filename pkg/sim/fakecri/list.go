@@ -103,7 +103,7 @@ func (r *Runtime) encodedList(filter *runtimeapi.PodSandboxFilter) (encodedList,
 	listed := make([][]byte, 0, len(r.order))
 	size := 0
 	for _, sb := range r.order {
-		if sb.Hidden || !matches(*sb, filter) {
+		if sb.Hidden || r.omitted[sb.ID] || !matches(*sb, filter) {
 			continue
 		}
 		enc, ok := r.encoded[sb.ID]

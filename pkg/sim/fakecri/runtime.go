@@ -59,6 +59,9 @@ type Runtime struct {
 	encoded map[string][]byte
 	order   []*Sandbox
 	all     encodedList
+	// omitted are sandboxes ListPodSandbox leaves out while PodSandboxStatus
+	// still describes them (OmitFromList): a partial answer.
+	omitted map[string]bool
 
 	faults faults
 
@@ -136,6 +139,24 @@ func (r *Runtime) ShowWithIP(id, ip string) {
 	}
 }
 
+// OmitFromList makes ListPodSandbox leave sandbox id out (omit true) or
+// list it again (false), while PodSandboxStatus keeps describing it: a
+// runtime whose list answer is partial. Unlike Hidden (an ADD in flight),
+// the sandbox exists and says so when asked by its ID.
+func (r *Runtime) OmitFromList(id string, omit bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if omit {
+		if r.omitted == nil {
+			r.omitted = map[string]bool{}
+		}
+		r.omitted[id] = true
+	} else {
+		delete(r.omitted, id)
+	}
+	r.changedLocked(id, false)
+}
+
 // SetState changes a sandbox's state. Unknown IDs are ignored.
 func (r *Runtime) SetState(id string, s runtimeapi.PodSandboxState) {
 	r.mu.Lock()
@@ -167,14 +188,14 @@ func (r *Runtime) Sandboxes() []Sandbox {
 	return out
 }
 
-// visible returns copies of the sandboxes a client may see, in the same
-// order as Sandboxes.
+// visible returns copies of the sandboxes a list shows (not hidden, not
+// omitted), in the same order as Sandboxes.
 func (r *Runtime) visible() []Sandbox {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]Sandbox, 0, len(r.sandboxes))
 	for _, sb := range r.sandboxes {
-		if !sb.Hidden {
+		if !sb.Hidden && !r.omitted[sb.ID] {
 			out = append(out, sb.clone())
 		}
 	}

@@ -1,6 +1,9 @@
 package datastore
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Group commit: every mutation joins the pending batch and waits for it. A
 // flush takes the pending batch and a snapshot of all allocations under the
@@ -92,6 +95,24 @@ func (c *committer) scheduleLocked() *batch {
 	b := c.joinLocked()
 	c.wake()
 	return b
+}
+
+// joinAssignmentLocked joins the pending batch for a's assignment, made at
+// at, and makes it the batch a retried ADD of a's key answers with.
+// Requires d.mu.
+func (d *DataStore) joinAssignmentLocked(a *addr, at time.Time) change {
+	a.batch = d.commit.joinLocked()
+	return change{b: a.batch, a: a, at: at}
+}
+
+// assignmentBatchLocked is the batch a retried ADD of a's key answers
+// with: the one that records a's assignment or, when none is known, any
+// batch still outstanding. Requires d.mu.
+func (d *DataStore) assignmentBatchLocked(a *addr) *batch {
+	if a.batch != nil {
+		return a.batch
+	}
+	return d.commit.durableLocked()
 }
 
 // keepAssignmentLocked schedules a write for an assignment that stands

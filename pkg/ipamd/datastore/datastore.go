@@ -101,16 +101,13 @@ func (d *DataStore) IPv6() bool { return d.mode == kindIPv6 }
 // mutations fail with ErrClosed.
 func (d *DataStore) Close() error {
 	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return nil
-	}
+	wasClosed := d.closed
 	d.closed = true
 	d.mu.Unlock()
-	if d.commit != nil {
-		return d.commit.stop()
+	if wasClosed || d.commit == nil {
+		return nil
 	}
-	return nil
+	return d.commit.stop()
 }
 
 // ---- state transitions; all require d.mu ----

@@ -252,7 +252,7 @@ func (d *DataStore) undoAdoptLocked(ad adoption, key IPAMKey) {
 	}
 	// Back to pending: it was never verified free.
 	a := ad.a
-	d.addUsed(a.cidr, 1)
+	d.addUsedLocked(a.cidr, 1)
 	d.count[a.cidr.kind].pending++
 	a.state, a.joinSeq, a.joinedAt = statePending, ad.seq, ad.joined
 }

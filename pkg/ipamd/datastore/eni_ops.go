@@ -51,7 +51,7 @@ func (d *DataStore) AddCIDR(eniID string, p netip.Prefix) error {
 	if d.verify {
 		d.holdPendingLocked(c)
 	}
-	d.reindex(c)
+	d.reindexLocked(c)
 	return nil
 }
 

@@ -428,6 +428,23 @@ func TestClosedStoreRefusesMutations(t *testing.T) {
 	require.NoError(t, d.Close(), "Close is idempotent")
 }
 
+// TestClosedStoreRefusesAdoptAndTransfer: like Assign and Release, the
+// other mutations that wait for a write refuse a closed store.
+func TestClosedStoreRefusesAdoptAndTransfer(t *testing.T) {
+	d := New(Config{Checkpointer: &MemoryCheckpointer{}})
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 2)
+	a, err := d.Assign(key("c1"), meta("p1"))
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	_, err = d.Adopt(netip.MustParseAddr("10.0.0.11"), key("c2"), meta("p2"))
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = d.Transfer(key("c1"), a.AssignedAt, key("c2"), meta("p2"))
+	require.ErrorIs(t, err, ErrClosed)
+	got, ok := d.Find(key("c1"))
+	require.True(t, ok, "nothing changed")
+	assert.Equal(t, a, got)
+}
+
 // TestConcurrentChurn runs many ADD/DEL loops at once (run under -race) and
 // checks the store's invariants throughout.
 func TestConcurrentChurn(t *testing.T) {

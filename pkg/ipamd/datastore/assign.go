@@ -212,7 +212,7 @@ type adoption struct {
 }
 
 // beginAdoptLocked assigns ip to key (see Adopt), or finds that key already
-// holds it. Requires d.mu.
+// holds it (nothing to undo). Requires d.mu.
 func (d *DataStore) beginAdoptLocked(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Allocation, adoption, error) {
 	if d.closed {
 		return Allocation{}, adoption{}, ErrClosed
@@ -223,10 +223,11 @@ func (d *DataStore) beginAdoptLocked(ip netip.Addr, key IPAMKey, meta IPAMMetada
 		return Allocation{}, adoption{}, ErrNotInPool
 	}
 	if held, ok := d.byKey[key]; ok {
-		if held == a {
-			return a.allocation(), adoption{}, nil
+		if held != a {
+			return Allocation{}, adoption{}, ErrKeyExists
 		}
-		return Allocation{}, adoption{}, ErrKeyExists
+		// Repeated: answered once the first is durable, as a retried ADD.
+		return a.allocation(), adoption{change: change{b: d.assignmentBatchLocked(a)}}, nil
 	}
 	if a == nil {
 		// An IPv6 address never handed out.

@@ -59,8 +59,8 @@ func (d *DataStore) beginTransferLocked(from IPAMKey, assignedAt time.Time, key 
 }
 
 // undoTransferLocked puts the old allocation back after the transfer's
-// write failed, unless the address changed since. Either way the
-// assignment that stands is scheduled for a write. Requires d.mu.
+// write failed, and schedules the assignment that then stands for a write;
+// nothing when the address changed since. Requires d.mu.
 func (d *DataStore) undoTransferLocked(tr transfer, key IPAMKey) {
 	if !d.stillAssignedLocked(tr.change, key) {
 		return

@@ -12,58 +12,67 @@ import (
 // written the assignment is undone and the error returned.
 func (d *DataStore) Assign(key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return Allocation{}, ErrClosed
+	alloc, ch, err := d.beginAssignLocked(key, meta)
+	d.mu.Unlock()
+	if err != nil {
+		return Allocation{}, err
 	}
-	if a, ok := d.byKey[key]; ok {
-		// A retried ADD: same answer, once the original is durable.
-		alloc := a.allocation()
-		b := a.batch
-		if b == nil {
-			b = d.commit.durableLocked()
-		}
-		d.mu.Unlock()
-		if err := b.wait(); err != nil {
-			return Allocation{}, fmt.Errorf("assign %s: persist checkpoint: %w", key, err)
-		}
-		return alloc, nil
-	}
-	now := d.now()
-	d.expireLocked(now)
-	a := d.pickLocked()
-	if a == nil {
-		d.mu.Unlock()
-		return Allocation{}, ErrNoAvailableIP
-	}
-	d.assignLocked(a, key, meta, now)
-	alloc := a.allocation()
-	if unchanged, err := d.persistAssignLocked(a, key, now); err != nil {
-		if unchanged {
-			// Never reported to anyone: no cooldown needed.
-			d.releaseLocked(a, now, false)
-			d.commit.scheduleLocked()
-		}
+	if err := ch.b.wait(); err != nil {
+		d.mu.Lock()
+		d.undoAssignLocked(ch, key)
 		d.mu.Unlock()
 		return Allocation{}, fmt.Errorf("assign %s: persist checkpoint: %w", key, err)
 	}
 	return alloc, nil
 }
 
-// persistAssignLocked joins the checkpoint batch, releases d.mu and waits
-// for the write that records a's assignment to key at now. On failure it
-// returns with d.mu held again, saying whether a is still that assignment
-// (the caller undoes it, joins the batch for the undo and unlocks).
-// Requires d.mu.
-func (d *DataStore) persistAssignLocked(a *addr, key IPAMKey, now time.Time) (unchanged bool, err error) {
-	b := d.commit.joinLocked()
-	a.batch = b
-	d.mu.Unlock()
-	if err := b.wait(); err != nil {
-		d.mu.Lock()
-		return d.byIP[a.ip] == a && a.state == stateAssigned && a.key == key && a.assignedAt.Equal(now), err
+// change is a mutation made in memory, answered once b, the batch whose
+// write records it, is written. If that write fails, a is put back (nil:
+// nothing to put back) unless it changed after at, when the mutation was
+// made.
+type change struct {
+	b  *batch
+	a  *addr
+	at time.Time
+}
+
+// beginAssignLocked gives key a free address, or finds the one it already
+// holds (a retried ADD: nothing to undo). Requires d.mu.
+func (d *DataStore) beginAssignLocked(key IPAMKey, meta IPAMMetadata) (Allocation, change, error) {
+	if d.closed {
+		return Allocation{}, change{}, ErrClosed
 	}
-	return false, nil
+	if a, ok := d.byKey[key]; ok {
+		// A retried ADD: same answer, once the original is durable.
+		return a.allocation(), change{b: d.assignmentBatchLocked(a)}, nil
+	}
+	now := d.now()
+	d.expireLocked(now)
+	a := d.pickLocked()
+	if a == nil {
+		return Allocation{}, change{}, ErrNoAvailableIP
+	}
+	d.assignLocked(a, key, meta, now)
+	return a.allocation(), d.joinAssignmentLocked(a, now), nil
+}
+
+// undoAssignLocked takes back the assignment to key that ch made, after its
+// write failed, unless it changed since; it reports whether it did. Never
+// reported to anyone: no cooldown needed. Requires d.mu.
+func (d *DataStore) undoAssignLocked(ch change, key IPAMKey) bool {
+	if !d.stillAssignedLocked(ch, key) {
+		return false
+	}
+	d.releaseLocked(ch.a, ch.at, false)
+	d.commit.scheduleLocked()
+	return true
+}
+
+// stillAssignedLocked: ch.a still holds the assignment to key that ch made.
+// Requires d.mu.
+func (d *DataStore) stillAssignedLocked(ch change, key IPAMKey) bool {
+	a := ch.a
+	return a != nil && d.byIP[a.ip] == a && a.state == stateAssigned && a.key == key && a.assignedAt.Equal(ch.at)
 }
 
 // pickLocked returns a free, assignable address of the datastore's mode,
@@ -106,41 +115,54 @@ func (d *DataStore) Cooldown() time.Duration { return d.cool }
 
 func (d *DataStore) release(key IPAMKey, assignedAt *time.Time, cooldown bool) (Allocation, error) {
 	d.mu.Lock()
-	if d.closed {
+	alloc, ch, err := d.beginReleaseLocked(key, assignedAt, cooldown)
+	d.mu.Unlock()
+	if err != nil {
+		return Allocation{}, err
+	}
+	if err := ch.b.wait(); err != nil {
+		d.mu.Lock()
+		d.undoReleaseLocked(ch, alloc)
 		d.mu.Unlock()
-		return Allocation{}, ErrClosed
+		return Allocation{}, fmt.Errorf("release %s: persist checkpoint: %w", key, err)
+	}
+	return alloc, nil
+}
+
+// beginReleaseLocked frees key's address (see release) and returns what
+// was released. Requires d.mu.
+func (d *DataStore) beginReleaseLocked(key IPAMKey, assignedAt *time.Time, cooldown bool) (Allocation, change, error) {
+	if d.closed {
+		return Allocation{}, change{}, ErrClosed
 	}
 	a, ok := d.byKey[key]
 	if !ok && assignedAt == nil {
 		a, ok = d.byKey[migratedKey(key)]
 	}
 	if !ok {
-		d.mu.Unlock()
-		return Allocation{}, ErrUnknownPod
+		return Allocation{}, change{}, ErrUnknownPod
 	}
 	if assignedAt != nil && !a.assignedAt.Equal(*assignedAt) {
-		d.mu.Unlock()
-		return Allocation{}, ErrAllocationChanged
+		return Allocation{}, change{}, ErrAllocationChanged
 	}
 	alloc := a.allocation()
 	now := d.now()
 	d.releaseLocked(a, now, cooldown)
-	b := d.commit.joinLocked()
-	d.mu.Unlock()
+	return alloc, change{b: d.commit.joinLocked(), a: a, at: now}, nil
+}
 
-	if err := b.wait(); err != nil {
-		d.mu.Lock()
-		_, taken := d.byKey[alloc.Key]
-		if d.byIP[a.ip] == a && a.state != stateAssigned && !taken && a.unassignedAt.Equal(now) {
-			d.assignLocked(a, alloc.Key, alloc.Metadata, alloc.AssignedAt)
-			d.keepAssignmentLocked(a)
-		} else {
-			d.log.Error("release could not be persisted nor undone", "key", alloc.Key.String(), "ip", alloc.IP.String())
-		}
-		d.mu.Unlock()
-		return Allocation{}, fmt.Errorf("release %s: persist checkpoint: %w", key, err)
+// undoReleaseLocked gives the address ch released back to alloc's key
+// after the release's write failed, unless the address or the key changed
+// since. Requires d.mu.
+func (d *DataStore) undoReleaseLocked(ch change, alloc Allocation) {
+	a := ch.a
+	_, taken := d.byKey[alloc.Key]
+	if d.byIP[a.ip] != a || a.state == stateAssigned || taken || !a.unassignedAt.Equal(ch.at) {
+		d.log.Error("release could not be persisted nor undone", "key", alloc.Key.String(), "ip", alloc.IP.String())
+		return
 	}
-	return alloc, nil
+	d.assignLocked(a, alloc.Key, alloc.Metadata, alloc.AssignedAt)
+	d.keepAssignmentLocked(a)
 }
 
 // Find returns key's allocation.
@@ -166,22 +188,46 @@ func IsUnknownPod(err error) bool { return errors.Is(err, ErrUnknownPod) }
 // address. Durable on return, like Assign.
 func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 	d.mu.Lock()
-	if d.closed {
+	alloc, ad, err := d.beginAdoptLocked(ip, key, meta)
+	d.mu.Unlock()
+	if err != nil {
+		return Allocation{}, err
+	}
+	if err := ad.b.wait(); err != nil {
+		d.mu.Lock()
+		d.undoAdoptLocked(ad, key)
 		d.mu.Unlock()
-		return Allocation{}, ErrClosed
+		return Allocation{}, fmt.Errorf("adopt %s for %s: persist checkpoint: %w", ip, key, err)
+	}
+	return alloc, nil
+}
+
+// adoption is an Adopt's change and the pending period of the address
+// before it, which an undone adoption puts back.
+type adoption struct {
+	change
+	wasPending bool
+	seq        uint64
+	joined     time.Time
+}
+
+// beginAdoptLocked assigns ip to key (see Adopt), or finds that key already
+// holds it (nothing to undo). Requires d.mu.
+func (d *DataStore) beginAdoptLocked(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Allocation, adoption, error) {
+	if d.closed {
+		return Allocation{}, adoption{}, ErrClosed
 	}
 	a, ok := d.byIP[ip]
 	c := d.v6ContainingLocked(ip)
 	if !ok && c == nil {
-		d.mu.Unlock()
-		return Allocation{}, ErrNotInPool
+		return Allocation{}, adoption{}, ErrNotInPool
 	}
 	if held, ok := d.byKey[key]; ok {
-		d.mu.Unlock()
-		if held == a {
-			return a.allocation(), nil
+		if held != a {
+			return Allocation{}, adoption{}, ErrKeyExists
 		}
-		return Allocation{}, ErrKeyExists
+		// Repeated: answered once the first is durable, as a retried ADD.
+		return a.allocation(), adoption{change: change{b: d.assignmentBatchLocked(a)}}, nil
 	}
 	if a == nil {
 		// An IPv6 address never handed out.
@@ -191,27 +237,25 @@ func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Alloca
 	d.expireLocked(now)
 	// A free entry of a pending IPv6 prefix is pending: adoptable too.
 	if a.state != stateFree && a.state != statePending {
-		d.mu.Unlock()
-		return Allocation{}, ErrIPBusy
+		return Allocation{}, adoption{}, ErrIPBusy
 	}
-	wasPending, seq, joined := a.state == statePending, a.joinSeq, a.joinedAt
+	ad := adoption{wasPending: a.state == statePending, seq: a.joinSeq, joined: a.joinedAt}
 	d.assignLocked(a, key, meta, now)
-	alloc := a.allocation()
-	if unchanged, err := d.persistAssignLocked(a, key, now); err != nil {
-		if unchanged {
-			d.releaseLocked(a, now, false)
-			if wasPending {
-				// Back to pending: it was never verified free.
-				d.addUsed(a.cidr, 1)
-				d.count[a.cidr.kind].pending++
-				a.state, a.joinSeq, a.joinedAt = statePending, seq, joined
-			}
-			d.commit.scheduleLocked()
-		}
-		d.mu.Unlock()
-		return Allocation{}, fmt.Errorf("adopt %s for %s: persist checkpoint: %w", ip, key, err)
+	ad.change = d.joinAssignmentLocked(a, now)
+	return a.allocation(), ad, nil
+}
+
+// undoAdoptLocked takes back the adoption after its write failed, unless it
+// changed since. Requires d.mu.
+func (d *DataStore) undoAdoptLocked(ad adoption, key IPAMKey) {
+	if !d.undoAssignLocked(ad.change, key) || !ad.wasPending {
+		return
 	}
-	return alloc, nil
+	// Back to pending: it was never verified free.
+	a := ad.a
+	d.addUsedLocked(a.cidr, 1)
+	d.count[a.cidr.kind].pending++
+	a.state, a.joinSeq, a.joinedAt = statePending, ad.seq, ad.joined
 }
 
 // Holds reports whether ip is one of the store's addresses, and whether it

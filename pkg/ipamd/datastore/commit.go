@@ -1,6 +1,9 @@
 package datastore
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Group commit: every mutation joins the pending batch and waits for it. A
 // flush takes the pending batch and a snapshot of all allocations under the
@@ -15,6 +18,12 @@ import "sync"
 // progress is flushed by the committer's goroutine, which the finishing
 // write wakes; so is a batch nobody waits for (an undo after a failed
 // write).
+//
+// Locks: c.writing is held for the whole of a write, d.mu only for the
+// bounded steps around it (taking the batch and its snapshot, recording the
+// result). Every function here that takes a lock releases it before it
+// returns; a function named ...Locked is called with a lock held and says
+// which.
 
 type batch struct {
 	c    *committer
@@ -40,8 +49,9 @@ type committer struct {
 	quit chan struct{}
 	// stopped is closed when the committer's goroutine has returned.
 	stopped chan struct{}
-	// writing is held for the whole of a flush: one write at a time, in the
+	// writing is held for the whole of a write: one write at a time, in the
 	// order the snapshots were taken. Lock order: writing, then d.mu.
+	// Whoever releases it calls handOff next.
 	writing  sync.Mutex
 	cpClosed bool              // guarded by writing
 	pending  *batch            // guarded by d.mu
@@ -87,6 +97,24 @@ func (c *committer) scheduleLocked() *batch {
 	return b
 }
 
+// joinAssignmentLocked joins the pending batch for a's assignment, made at
+// at, and makes it the batch a retried ADD of a's key answers with.
+// Requires d.mu.
+func (d *DataStore) joinAssignmentLocked(a *addr, at time.Time) change {
+	a.batch = d.commit.joinLocked()
+	return change{b: a.batch, a: a, at: at}
+}
+
+// assignmentBatchLocked is the batch a retried ADD of a's key answers
+// with: the one that records a's assignment or, when none is known, any
+// batch still outstanding. Requires d.mu.
+func (d *DataStore) assignmentBatchLocked(a *addr) *batch {
+	if a.batch != nil {
+		return a.batch
+	}
+	return d.commit.durableLocked()
+}
+
 // keepAssignmentLocked schedules a write for an assignment that stands
 // after its own write failed (undone back to its holder, or kept because
 // undoing it is no longer possible), and makes it the batch a retried ADD
@@ -116,33 +144,14 @@ func (c *committer) durableLocked() *batch {
 
 // lead writes b in the caller's goroutine if b is still pending and no
 // write is in progress; otherwise the write in progress, when it ends,
-// wakes the committer's goroutine for b.
+// wakes the committer's goroutine for b. Must be called without d.mu.
 func (c *committer) lead(b *batch) {
 	if !c.writing.TryLock() {
 		return
 	}
-	c.d.mu.Lock()
-	if c.pending != b {
-		c.d.mu.Unlock()
-		c.unlockWriting()
-		return
-	}
-	c.flushLocked()
-}
-
-// unlockWriting releases c.writing and wakes the committer's goroutine if a
-// batch is pending: its waiters may have found c.writing held and left the
-// write to whoever held it. Checked after the release, so a batch formed
-// from here on is led by its own waiter instead. Must be called without
-// d.mu.
-func (c *committer) unlockWriting() {
+	prepare := c.writeLocked(b)
 	c.writing.Unlock()
-	c.d.mu.Lock()
-	next := c.pending != nil
-	c.d.mu.Unlock()
-	if next {
-		c.wake()
-	}
+	c.handOff(prepare)
 }
 
 func (c *committer) loop() {
@@ -159,33 +168,47 @@ func (c *committer) loop() {
 	}
 }
 
+// flush writes the pending batch, if any, once the write in progress (if
+// any) has ended. Must be called without d.mu.
 func (c *committer) flush() {
 	c.writing.Lock()
-	c.d.mu.Lock()
-	c.flushLocked()
+	prepare := c.writeLocked(nil)
+	c.writing.Unlock()
+	c.handOff(prepare)
 }
 
-// flushLocked writes the pending batch, if any. Requires c.writing and d.mu;
-// releases both.
-func (c *committer) flushLocked() {
+// handOff wakes the committer's goroutine if a batch is pending, or if
+// prepare says the checkpointer needs getting ready. Whoever releases
+// c.writing calls it next: a batch's waiters may have found c.writing held
+// and left the write to whoever held it. Checked after the release, so a
+// batch formed from here on is led by its own waiter instead. Must be
+// called without d.mu.
+func (c *committer) handOff(prepare bool) {
+	if prepare || c.hasPending() {
+		c.wake()
+	}
+}
+
+// hasPending reports whether a batch is pending. Takes d.mu.
+func (c *committer) hasPending() bool {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	return c.pending != nil
+}
+
+// writeLocked writes the pending batch if it is want (any pending batch
+// when want is nil) and releases that batch's waiters. It reports whether
+// the checkpointer then needs Prepare. Requires c.writing, and must be
+// called without d.mu: it takes d.mu itself for the bounded steps before
+// and after the write, never across it.
+func (c *committer) writeLocked(want *batch) (prepare bool) {
 	d := c.d
-	b := c.pending
-	if b != nil && c.cpClosed {
-		// Joined after the final write (only an undo can): never written.
-		c.pending = nil
-		b.err = ErrClosed
-		close(b.done)
-		b = nil
-	}
-	if b == nil {
-		d.mu.Unlock()
-		c.unlockWriting()
-		return
-	}
-	c.pending = nil
-	c.flushing = b
-	c.scratch = d.snapshotLocked(c.scratch[:0])
+	d.mu.Lock()
+	b := c.takeLocked(want)
 	d.mu.Unlock()
+	if b == nil {
+		return false
+	}
 
 	err := c.cp.Write(c.scratch)
 	if err != nil {
@@ -203,10 +226,37 @@ func (c *committer) flushLocked() {
 	// path. Asked while c.writing is held, so no other write can make the
 	// checkpointer keep this caller waiting.
 	p, ok := c.cp.(preparer)
-	unready := ok && !p.Ready()
-	c.unlockWriting()
-	if unready {
-		c.wake()
+	return ok && !p.Ready()
+}
+
+// takeLocked takes the pending batch for a write if it is want (any
+// pending batch when want is nil) and leaves the snapshot to write in
+// c.scratch. It returns nil when there is nothing to write: no such batch,
+// or the checkpointer is closed (the batch then fails). Requires c.writing
+// and d.mu.
+func (c *committer) takeLocked(want *batch) *batch {
+	b := c.pending
+	if b == nil || want != nil && b != want {
+		return nil
+	}
+	if c.cpClosed {
+		// Joined after the final write (only an undo can): never written.
+		c.failPendingLocked()
+		return nil
+	}
+	c.pending = nil
+	c.flushing = b
+	c.scratch = c.d.snapshotLocked(c.scratch[:0])
+	return b
+}
+
+// failPendingLocked completes the pending batch, if any, with ErrClosed:
+// it was joined after the final write. Requires c.writing and d.mu.
+func (c *committer) failPendingLocked() {
+	if b := c.pending; b != nil {
+		c.pending = nil
+		b.err = ErrClosed
+		close(b.done)
 	}
 }
 
@@ -228,33 +278,25 @@ func (c *committer) prepare() {
 	if !c.cpClosed {
 		p.Prepare()
 	}
-	c.unlockWriting()
+	c.writing.Unlock()
+	c.handOff(false)
 }
 
 // stop writes what is pending, waits for any write in progress and closes
 // the checkpointer. The store refuses waited mutations once closed (before
 // stop), so every batch someone waits for is written; a batch joined later
-// (an undo) fails with ErrClosed.
+// (an undo) fails with ErrClosed. Called once, by Close.
 func (c *committer) stop() error {
 	close(c.quit)
 	<-c.stopped
 	c.writing.Lock()
 	defer c.writing.Unlock()
-	c.d.mu.Lock()
-	err := c.lastErr
-	c.d.mu.Unlock()
-	if c.cpClosed {
-		return err
-	}
 	c.cpClosed = true
 	c.d.mu.Lock()
-	if b := c.pending; b != nil {
-		// Joined after the final write: only an undo can, which nobody
-		// waits for; fail it rather than leave it unwritten and open.
-		c.pending = nil
-		b.err = ErrClosed
-		close(b.done)
-	}
+	err := c.lastErr
+	// Joined after the final write: only an undo can, which nobody waits
+	// for; fail it rather than leave it unwritten and open.
+	c.failPendingLocked()
 	c.d.mu.Unlock()
 	if cl, ok := c.cp.(interface{ Close() error }); ok {
 		if cerr := cl.Close(); cerr != nil && err == nil {

@@ -267,6 +267,30 @@ func TestRetriedAddIsNotAcknowledgedWhenTheWriteFailed(t *testing.T) {
 	assert.Equal(t, a.IP, entries[0].IP)
 }
 
+// TestRepeatedAdoptIsNotAcknowledgedWhenTheWriteFailed: an Adopt repeated
+// between the first one's failed write and its undo gets the error too, as
+// a retried ADD does (it was answered at once, before any write).
+func TestRepeatedAdoptIsNotAcknowledgedWhenTheWriteFailed(t *testing.T) {
+	cp := &failFirstWrite{}
+	d := New(Config{Checkpointer: cp})
+	t.Cleanup(func() { _ = d.Close() })
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 2)
+	ip := netip.MustParseAddr("10.0.0.11")
+	var againErr error
+	cp.hook = func() { _, againErr = d.Adopt(ip, key("live"), meta("web")) } // between the failed write and the undo
+	_, err := d.Adopt(ip, key("live"), meta("web"))
+	require.ErrorIs(t, err, errJitter)
+	require.ErrorIs(t, againErr, errJitter, "the repeated adoption must not be acknowledged")
+	_, held := d.Find(key("live"))
+	assert.False(t, held, "the failed adoption is undone")
+
+	a, err := d.Adopt(ip, key("live"), meta("web"))
+	require.NoError(t, err, "a later adoption adopts afresh")
+	again, err := d.Adopt(ip, key("live"), meta("web"))
+	require.NoError(t, err, "and a repeat of it is answered")
+	assert.Equal(t, a, again)
+}
+
 // gatedWrites is a checkpointer that, like FileCheckpointer, holds its
 // own lock for a whole write and in Ready. Its first write starts a second
 // ADD; its second write waits for the gate.

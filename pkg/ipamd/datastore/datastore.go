@@ -37,7 +37,9 @@ type Config struct {
 }
 
 // DataStore is safe for concurrent use. One mutex guards everything; it is
-// held only for in-memory steps, never across checkpoint I/O.
+// held only for in-memory steps, never across checkpoint I/O. A method that
+// takes it releases it before it returns; a helper called with it held is
+// named ...Locked.
 type DataStore struct {
 	mu      sync.Mutex
 	mode    kind
@@ -101,32 +103,30 @@ func (d *DataStore) IPv6() bool { return d.mode == kindIPv6 }
 // mutations fail with ErrClosed.
 func (d *DataStore) Close() error {
 	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return nil
-	}
+	wasClosed := d.closed
 	d.closed = true
 	d.mu.Unlock()
-	if d.commit != nil {
-		return d.commit.stop()
+	if wasClosed || d.commit == nil {
+		return nil
 	}
-	return nil
+	return d.commit.stop()
 }
 
 // ---- state transitions; all require d.mu ----
 
-// reindex puts an IPv4 CIDR where it belongs in the free index. IPv6
-// prefixes are not indexed: takeV6Locked walks them.
-func (d *DataStore) reindex(c *cidr) {
+// reindexLocked puts an IPv4 CIDR where it belongs in the free index. IPv6
+// prefixes are not indexed: takeV6Locked walks them. Requires d.mu.
+func (d *DataStore) reindexLocked(c *cidr) {
 	if c.v6 != nil {
 		return
 	}
 	d.free[c.kind].update(c, !c.eni.excluded)
 }
 
-// addUsed changes how many addresses of c are busy and keeps the free-prefix
-// count, the pending count of an IPv6 prefix and the free index in step.
-func (d *DataStore) addUsed(c *cidr, delta int) {
+// addUsedLocked changes how many addresses of c are busy and keeps the
+// free-prefix count, the pending count of an IPv6 prefix and the free index
+// in step. Requires d.mu.
+func (d *DataStore) addUsedLocked(c *cidr, delta int) {
 	wasIdle := c.idle()
 	c.used += delta
 	if c.v6 != nil && c.v6.pending {
@@ -134,11 +134,11 @@ func (d *DataStore) addUsed(c *cidr, delta int) {
 		d.count[kindIPv6].pending -= delta
 	}
 	d.noteIdleLocked(c, wasIdle)
-	d.reindex(c)
+	d.reindexLocked(c)
 }
 
 // noteIdleLocked keeps the free-prefix count in step after c may have
-// become idle or busy.
+// become idle or busy. Requires d.mu.
 func (d *DataStore) noteIdleLocked(c *cidr, wasIdle bool) {
 	if !c.isPrefix() || wasIdle == c.idle() {
 		return
@@ -151,13 +151,15 @@ func (d *DataStore) noteIdleLocked(c *cidr, wasIdle bool) {
 }
 
 // markFreeLocked records that a has become free: an IPv6 address joins its
-// prefix's free list, to be reused before any unused one.
+// prefix's free list, to be reused before any unused one. Requires d.mu.
 func markFreeLocked(a *addr) {
 	if v6 := a.cidr.v6; v6 != nil {
 		v6.free.push(a)
 	}
 }
 
+// assignLocked gives a to key, assigned at at, whatever state a was in.
+// Requires d.mu.
 func (d *DataStore) assignLocked(a *addr, key IPAMKey, meta IPAMMetadata, at time.Time) {
 	switch a.state {
 	case stateCooling:
@@ -183,10 +185,11 @@ func (d *DataStore) assignLocked(a *addr, key IPAMKey, meta IPAMMetadata, at tim
 	a.cidr.assigned++
 	d.count[a.cidr.kind].assigned++
 	d.byKey[key] = a
-	d.addUsed(a.cidr, 1)
+	d.addUsedLocked(a.cidr, 1)
 }
 
 // releaseLocked frees a; with cooldown the address rests before reuse.
+// Requires d.mu.
 func (d *DataStore) releaseLocked(a *addr, now time.Time, cooldown bool) {
 	delete(d.byKey, a.key)
 	a.key = IPAMKey{}
@@ -202,22 +205,23 @@ func (d *DataStore) releaseLocked(a *addr, now time.Time, cooldown bool) {
 		return
 	}
 	a.state = stateFree
-	d.addUsed(a.cidr, -1)
+	d.addUsedLocked(a.cidr, -1)
 	markFreeLocked(a)
 }
 
-// endCooldownLocked makes a cooling address free.
+// endCooldownLocked makes a cooling address free. Requires d.mu.
 func (d *DataStore) endCooldownLocked(a *addr) {
 	d.cooling.Remove(a.coolElem)
 	a.coolElem = nil
 	a.state = stateFree
 	d.count[a.cidr.kind].cooling--
-	d.addUsed(a.cidr, -1)
+	d.addUsedLocked(a.cidr, -1)
 	markFreeLocked(a)
 }
 
 // expireLocked frees every address whose cooldown is over. Releases are
 // queued in time order, so this stops at the first one still resting.
+// Requires d.mu.
 func (d *DataStore) expireLocked(now time.Time) {
 	for e := d.cooling.Front(); e != nil; e = d.cooling.Front() {
 		a := e.Value.(*addr)

@@ -428,6 +428,50 @@ func TestClosedStoreRefusesMutations(t *testing.T) {
 	require.NoError(t, d.Close(), "Close is idempotent")
 }
 
+// TestClosedStoreRefusesAdoptAndTransfer: like Assign and Release, the
+// other mutations that wait for a write refuse a closed store.
+func TestClosedStoreRefusesAdoptAndTransfer(t *testing.T) {
+	d := New(Config{Checkpointer: &MemoryCheckpointer{}})
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 2)
+	a, err := d.Assign(key("c1"), meta("p1"))
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	_, err = d.Adopt(netip.MustParseAddr("10.0.0.11"), key("c2"), meta("p2"))
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = d.Transfer(key("c1"), a.AssignedAt, key("c2"), meta("p2"))
+	require.ErrorIs(t, err, ErrClosed)
+	got, ok := d.Find(key("c1"))
+	require.True(t, ok, "nothing changed")
+	assert.Equal(t, a, got)
+}
+
+// TestRepeatedAdoptRacingRelease: an Adopt of an address its key already
+// holds, racing the key's release, answers with the allocation as it was
+// under the lock (run under -race; it was read after the unlock).
+func TestRepeatedAdoptRacingRelease(t *testing.T) {
+	d := New(Config{Checkpointer: &MemoryCheckpointer{}})
+	t.Cleanup(func() { _ = d.Close() })
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 1)
+	ip := netip.MustParseAddr("10.0.0.10")
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for range 5000 {
+			if a, err := d.Adopt(ip, key("live"), meta("web")); err == nil {
+				assert.Equal(t, key("live"), a.Key)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for range 5000 {
+			_, _ = d.Release(key("live"))
+		}
+	}()
+	wg.Wait()
+}
+
 // TestConcurrentChurn runs many ADD/DEL loops at once (run under -race) and
 // checks the store's invariants throughout.
 func TestConcurrentChurn(t *testing.T) {

@@ -51,7 +51,7 @@ func (d *DataStore) AddCIDR(eniID string, p netip.Prefix) error {
 	if d.verify {
 		d.holdPendingLocked(c)
 	}
-	d.reindex(c)
+	d.reindexLocked(c)
 	return nil
 }
 
@@ -80,31 +80,36 @@ func (d *DataStore) addV6Locked(e *eni, p netip.Prefix) error {
 func (d *DataStore) RemoveCIDR(eniID string, p netip.Prefix, force bool) ([]Allocation, error) {
 	p = p.Masked()
 	d.mu.Lock()
+	released, b, err := d.removeCIDRLocked(eniID, p, force)
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return released, b.wait()
+}
+
+// removeCIDRLocked takes the CIDR off the ENI (see RemoveCIDR) and returns
+// what it released and the batch that records that. Requires d.mu.
+func (d *DataStore) removeCIDRLocked(eniID string, p netip.Prefix, force bool) ([]Allocation, *batch, error) {
 	if d.closed {
-		d.mu.Unlock()
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	e, ok := d.enis[eniID]
 	if !ok {
-		d.mu.Unlock()
-		return nil, fmt.Errorf("remove %s: %w %s", p, ErrUnknownENI, eniID)
+		return nil, nil, fmt.Errorf("remove %s: %w %s", p, ErrUnknownENI, eniID)
 	}
 	c, ok := e.cidrs[p]
 	if !ok {
-		d.mu.Unlock()
-		return nil, fmt.Errorf("remove %s from %s: %w", p, eniID, ErrUnknownCIDR)
+		return nil, nil, fmt.Errorf("remove %s from %s: %w", p, eniID, ErrUnknownCIDR)
 	}
 	if !force {
 		d.expireLocked(d.now()) // a rested address no longer blocks
 		if err := c.busyErr(); err != nil {
-			d.mu.Unlock()
-			return nil, fmt.Errorf("remove %s from %s: %w", p, eniID, err)
+			return nil, nil, fmt.Errorf("remove %s from %s: %w", p, eniID, err)
 		}
 	}
 	released := d.dropCIDRLocked(c)
-	b := d.commitJoinIf(len(released) > 0)
-	d.mu.Unlock()
-	return released, b.wait()
+	return released, d.joinIfReleasedLocked(released), nil
 }
 
 // RemoveENI removes an ENI and its CIDRs. Without force it refuses an ENI
@@ -112,20 +117,28 @@ func (d *DataStore) RemoveCIDR(eniID string, p netip.Prefix, force bool) ([]Allo
 // returned) once that is durable.
 func (d *DataStore) RemoveENI(eniID string, force bool) ([]Allocation, error) {
 	d.mu.Lock()
+	released, b, err := d.removeENILocked(eniID, force)
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return released, b.wait()
+}
+
+// removeENILocked removes the ENI (see RemoveENI) and returns what it
+// released and the batch that records that. Requires d.mu.
+func (d *DataStore) removeENILocked(eniID string, force bool) ([]Allocation, *batch, error) {
 	if d.closed {
-		d.mu.Unlock()
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	e, ok := d.enis[eniID]
 	if !ok {
-		d.mu.Unlock()
-		return nil, fmt.Errorf("remove ENI: %w %s", ErrUnknownENI, eniID)
+		return nil, nil, fmt.Errorf("remove ENI: %w %s", ErrUnknownENI, eniID)
 	}
 	if !force {
 		for _, c := range e.cidrs {
 			if c.assigned > 0 {
-				d.mu.Unlock()
-				return nil, fmt.Errorf("remove ENI %s: %w", eniID, ErrENIInUse)
+				return nil, nil, fmt.Errorf("remove ENI %s: %w", eniID, ErrENIInUse)
 			}
 		}
 	}
@@ -134,9 +147,7 @@ func (d *DataStore) RemoveENI(eniID string, force bool) ([]Allocation, error) {
 		released = append(released, d.dropCIDRLocked(c)...)
 	}
 	delete(d.enis, eniID)
-	b := d.commitJoinIf(len(released) > 0)
-	d.mu.Unlock()
-	return released, b.wait()
+	return released, d.joinIfReleasedLocked(released), nil
 }
 
 func (c *cidr) busyErr() error {
@@ -180,9 +191,10 @@ func (d *DataStore) dropCIDRLocked(c *cidr) []Allocation {
 	return released
 }
 
-// commitJoinIf joins the pending checkpoint batch when cond holds.
-func (d *DataStore) commitJoinIf(cond bool) *batch {
-	if !cond {
+// joinIfReleasedLocked joins the pending checkpoint batch when released
+// holds anything: the checkpoint records only assignments. Requires d.mu.
+func (d *DataStore) joinIfReleasedLocked(released []Allocation) *batch {
+	if len(released) == 0 {
 		return nil
 	}
 	return d.commit.joinLocked()

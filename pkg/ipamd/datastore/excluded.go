@@ -27,7 +27,7 @@ func (d *DataStore) SetExcluded(eniID string, excluded bool) error {
 	}
 	e.excluded = excluded
 	for _, c := range e.cidrs {
-		d.reindex(c)
+		d.reindexLocked(c)
 	}
 	return nil
 }

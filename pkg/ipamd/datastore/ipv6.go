@@ -157,6 +157,7 @@ func (l *freeList) pop() *addr {
 // ---- datastore side; all require d.mu ----
 
 // v6ContainingLocked returns the IPv6 prefix that holds ip, or nil.
+// Requires d.mu.
 func (d *DataStore) v6ContainingLocked(ip netip.Addr) *cidr {
 	if !ip.Is6() {
 		return nil
@@ -169,8 +170,8 @@ func (d *DataStore) v6ContainingLocked(ip netip.Addr) *cidr {
 	return nil
 }
 
-// v6Prefix returns the IPv6 prefix p exactly, or nil.
-func (d *DataStore) v6Prefix(p netip.Prefix) *cidr {
+// v6PrefixLocked returns the IPv6 prefix p exactly, or nil. Requires d.mu.
+func (d *DataStore) v6PrefixLocked(p netip.Prefix) *cidr {
 	for _, c := range d.v6 {
 		if c.prefix == p {
 			return c
@@ -180,7 +181,7 @@ func (d *DataStore) v6Prefix(p netip.Prefix) *cidr {
 }
 
 // v6EntryLocked returns ip's entry in prefix c, creating a free one (on no
-// free list: it was never handed out) when it has none.
+// free list: it was never handed out) when it has none. Requires d.mu.
 func (d *DataStore) v6EntryLocked(c *cidr, ip netip.Addr) *addr {
 	if a, ok := c.v6.entries[ip]; ok {
 		return a
@@ -194,7 +195,7 @@ func (d *DataStore) v6EntryLocked(c *cidr, ip netip.Addr) *addr {
 // takeV6Locked picks an address for an assignment in IPv6 mode: a rested
 // free address of any eligible prefix first, else the next unused address
 // of the first eligible prefix that has one. Prefixes are few (one per ENI
-// at most), so walking them is cheap.
+// at most), so walking them is cheap. Requires d.mu.
 func (d *DataStore) takeV6Locked() *addr {
 	for _, c := range d.v6 {
 		if c.assignable() {
@@ -219,6 +220,7 @@ func (d *DataStore) takeV6Locked() *addr {
 func (c *cidr) assignable() bool { return !c.eni.excluded && (c.v6 == nil || !c.v6.pending) }
 
 // insertV6Locked adds c to the address-ordered list of IPv6 prefixes.
+// Requires d.mu.
 func (d *DataStore) insertV6Locked(c *cidr) {
 	i := 0
 	for i < len(d.v6) && d.v6[i].prefix.Addr().Less(c.prefix.Addr()) {
@@ -229,6 +231,7 @@ func (d *DataStore) insertV6Locked(c *cidr) {
 	d.v6[i] = c
 }
 
+// removeV6Locked takes c off the list of IPv6 prefixes. Requires d.mu.
 func (d *DataStore) removeV6Locked(c *cidr) {
 	for i, x := range d.v6 {
 		if x == c {
@@ -239,7 +242,7 @@ func (d *DataStore) removeV6Locked(c *cidr) {
 }
 
 // setV6PendingLocked puts a whole IPv6 prefix in or out of the pending
-// state, keeping the pending and free-prefix counts in step.
+// state, keeping the pending and free-prefix counts in step. Requires d.mu.
 func (d *DataStore) setV6PendingLocked(c *cidr, on bool) {
 	s := c.v6
 	if s.pending == on {

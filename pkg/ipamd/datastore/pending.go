@@ -33,6 +33,7 @@ type Pending struct {
 }
 
 // holdPendingLocked marks every address of a newly added CIDR pending.
+// Requires d.mu.
 func (d *DataStore) holdPendingLocked(c *cidr) {
 	now := d.now()
 	for i := range c.addrs {
@@ -41,15 +42,16 @@ func (d *DataStore) holdPendingLocked(c *cidr) {
 		a.state, a.joinSeq, a.joinedAt = statePending, d.joinSeq, now
 	}
 	d.count[c.kind].pending += len(c.addrs)
-	d.addUsed(c, len(c.addrs))
+	d.addUsedLocked(c, len(c.addrs))
 }
 
-// settlePendingLocked ends a's pending state, leaving it free.
+// settlePendingLocked ends a's pending state, leaving it free. Requires
+// d.mu.
 func (d *DataStore) settlePendingLocked(a *addr) {
 	a.state = stateFree
 	a.joinSeq, a.joinedAt = 0, time.Time{}
 	d.count[a.cidr.kind].pending--
-	d.addUsed(a.cidr, -1)
+	d.addUsedLocked(a.cidr, -1)
 }
 
 // PendingAddresses lists the addresses awaiting verification, oldest first.
@@ -85,7 +87,7 @@ func (d *DataStore) Verify(ps []Pending) int {
 	n := 0
 	for _, p := range ps {
 		if p.Prefix.IsValid() {
-			if c := d.v6Prefix(p.Prefix); c != nil && c.v6.pending && c.v6.joinSeq == p.Seq {
+			if c := d.v6PrefixLocked(p.Prefix); c != nil && c.v6.pending && c.v6.joinSeq == p.Seq {
 				d.setV6PendingLocked(c, false)
 				n++
 			}

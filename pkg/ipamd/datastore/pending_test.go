@@ -1,6 +1,7 @@
 package datastore
 
 import (
+	"errors"
 	"net/netip"
 	"testing"
 
@@ -143,4 +144,34 @@ func TestReleaseRestedIfUnchangedSkipsCooldown(t *testing.T) {
 	b, err := d.Assign(key("new"), meta("new"))
 	require.NoError(t, err, "a reclaimed leak is reusable at once")
 	require.Equal(t, a.IP, b.IP)
+}
+
+// TestUndoneAdoptionOfAPendingAddressKeepsItPending: a pending address
+// whose adoption could not be written is pending again, in the same
+// pending period: never handed out, and the earlier listing verifies it.
+func TestUndoneAdoptionOfAPendingAddressKeepsItPending(t *testing.T) {
+	cp := &MemoryCheckpointer{}
+	d := New(Config{VerifyNewAddresses: true, Checkpointer: cp})
+	t.Cleanup(func() { _ = d.Close() })
+	addSecondaryENI(t, d, "eni-1", 0, "10.0.0.10", 1)
+	listed := d.PendingAddresses()
+	require.Len(t, listed, 1)
+
+	cp.SetFail(errors.New("disk full"))
+	_, err := d.Adopt(listed[0].IP, key("live"), meta("live"))
+	require.ErrorContains(t, err, "disk full")
+	cp.SetFail(nil)
+	_, held := d.Find(key("live"))
+	require.False(t, held, "the adoption is undone")
+	require.Equal(t, listed, d.PendingAddresses(), "pending again, in the same period")
+	s := d.Stats()
+	require.Equal(t, 1, s.PendingIPs)
+	require.Zero(t, s.AssignedIPs)
+	_, err = d.Assign(key("new"), meta("new"))
+	require.ErrorIs(t, err, ErrNoAvailableIP, "the address is not free: it was never verified")
+
+	require.Equal(t, 1, d.Verify(listed))
+	a, err := d.Assign(key("new"), meta("new"))
+	require.NoError(t, err)
+	require.Equal(t, listed[0].IP, a.IP)
 }

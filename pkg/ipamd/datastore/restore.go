@@ -20,18 +20,31 @@ type RestoreReport struct {
 // then rewritten to match what was kept. Checkpoint errors (missing file is
 // not one) are returned as is: see FileCheckpointer.Read.
 func (d *DataStore) Restore() (RestoreReport, error) {
-	var rep RestoreReport
 	if d.commit == nil {
-		return rep, nil
+		return RestoreReport{}, nil
 	}
 	entries, err := d.commit.cp.Read()
 	if err != nil {
-		return rep, fmt.Errorf("restore: %w", err)
+		return RestoreReport{}, fmt.Errorf("restore: %w", err)
 	}
 	d.mu.Lock()
+	rep, b, err := d.restoreLocked(entries)
+	d.mu.Unlock()
+	if err != nil {
+		return rep, err
+	}
+	if err := b.wait(); err != nil {
+		return rep, fmt.Errorf("restore: rewrite checkpoint: %w", err)
+	}
+	return rep, nil
+}
+
+// restoreLocked assigns the entries' addresses (see Restore) and returns
+// the batch that rewrites the checkpoint. Requires d.mu.
+func (d *DataStore) restoreLocked(entries []CheckpointEntry) (RestoreReport, *batch, error) {
+	var rep RestoreReport
 	if d.closed {
-		d.mu.Unlock()
-		return rep, ErrClosed
+		return rep, nil, ErrClosed
 	}
 	for _, e := range entries {
 		a, ok := d.byIP[e.IP]
@@ -52,10 +65,5 @@ func (d *DataStore) Restore() (RestoreReport, error) {
 		d.assignLocked(a, e.Key, e.Metadata, e.AssignedAt)
 		rep.Restored++
 	}
-	b := d.commit.joinLocked()
-	d.mu.Unlock()
-	if err := b.wait(); err != nil {
-		return rep, fmt.Errorf("restore: rewrite checkpoint: %w", err)
-	}
-	return rep, nil
+	return rep, d.commit.joinLocked(), nil
 }

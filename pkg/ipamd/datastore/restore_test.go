@@ -1,6 +1,7 @@
 package datastore
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -330,4 +331,17 @@ func TestRestoreWithoutCheckpointer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, RestoreReport{}, rep)
 	assert.Empty(t, d.Allocations())
+}
+
+// TestRestoreReportsAFailedRewrite: a restore whose rewrite of the
+// checkpoint fails says so, with what it restored.
+func TestRestoreReportsAFailedRewrite(t *testing.T) {
+	cp := seeded(t, []CheckpointEntry{entry("c1", "10.0.0.10", 1_700_000_000_000_000_001, "p1")})
+	d := New(Config{Checkpointer: cp})
+	t.Cleanup(func() { _ = d.Close() })
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 2)
+	cp.SetFail(errors.New("disk full"))
+	rep, err := d.Restore()
+	require.ErrorContains(t, err, "restore: rewrite checkpoint: disk full")
+	assert.Equal(t, 1, rep.Restored)
 }

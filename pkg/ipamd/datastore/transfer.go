@@ -15,41 +15,62 @@ import (
 // old allocation is put back.
 func (d *DataStore) Transfer(from IPAMKey, assignedAt time.Time, key IPAMKey, meta IPAMMetadata) (Allocation, error) {
 	d.mu.Lock()
-	if d.closed {
+	alloc, tr, err := d.beginTransferLocked(from, assignedAt, key, meta)
+	d.mu.Unlock()
+	if err != nil {
+		return Allocation{}, err
+	}
+	if err := tr.b.wait(); err != nil {
+		d.mu.Lock()
+		d.undoTransferLocked(tr, key)
 		d.mu.Unlock()
-		return Allocation{}, ErrClosed
+		return Allocation{}, fmt.Errorf("transfer %s from %s to %s: persist checkpoint: %w", tr.old.IP, from, key, err)
+	}
+	return alloc, nil
+}
+
+// transfer is a Transfer's change and the allocation it replaced.
+type transfer struct {
+	change
+	old Allocation
+}
+
+// beginTransferLocked moves the address (see Transfer). Requires d.mu.
+func (d *DataStore) beginTransferLocked(from IPAMKey, assignedAt time.Time, key IPAMKey, meta IPAMMetadata) (Allocation, transfer, error) {
+	if d.closed {
+		return Allocation{}, transfer{}, ErrClosed
 	}
 	a, ok := d.byKey[from]
 	switch {
 	case !ok:
-		d.mu.Unlock()
-		return Allocation{}, ErrUnknownPod
+		return Allocation{}, transfer{}, ErrUnknownPod
 	case !a.assignedAt.Equal(assignedAt):
-		d.mu.Unlock()
-		return Allocation{}, ErrAllocationChanged
+		return Allocation{}, transfer{}, ErrAllocationChanged
 	}
 	if _, taken := d.byKey[key]; taken {
-		d.mu.Unlock()
-		return Allocation{}, ErrKeyExists
+		return Allocation{}, transfer{}, ErrKeyExists
 	}
-	old := a.allocation()
+	tr := transfer{old: a.allocation()}
 	now := d.now()
 	d.releaseLocked(a, now, false)
 	d.assignLocked(a, key, meta, now)
-	alloc := a.allocation()
-	if unchanged, err := d.persistAssignLocked(a, key, now); err != nil {
-		switch _, taken := d.byKey[old.Key]; {
-		case unchanged && !taken:
-			d.releaseLocked(a, now, false)
-			d.assignLocked(a, old.Key, old.Metadata, old.AssignedAt)
-			d.keepAssignmentLocked(a)
-		case unchanged:
-			// The old key holds another address by now: the transfer
-			// stands, and must still reach the disk.
-			d.keepAssignmentLocked(a)
-		}
-		d.mu.Unlock()
-		return Allocation{}, fmt.Errorf("transfer %s from %s to %s: persist checkpoint: %w", old.IP, from, key, err)
+	tr.change = d.joinAssignmentLocked(a, now)
+	return a.allocation(), tr, nil
+}
+
+// undoTransferLocked puts the old allocation back after the transfer's
+// write failed, and schedules the assignment that then stands for a write;
+// nothing when the address changed since. Requires d.mu.
+func (d *DataStore) undoTransferLocked(tr transfer, key IPAMKey) {
+	if !d.stillAssignedLocked(tr.change, key) {
+		return
 	}
-	return alloc, nil
+	a := tr.a
+	if _, taken := d.byKey[tr.old.Key]; !taken {
+		d.releaseLocked(a, tr.at, false)
+		d.assignLocked(a, tr.old.Key, tr.old.Metadata, tr.old.AssignedAt)
+	}
+	// Otherwise the old key holds another address by now: the transfer
+	// stands, and must still reach the disk.
+	d.keepAssignmentLocked(a)
 }

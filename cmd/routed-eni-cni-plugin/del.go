@@ -32,12 +32,17 @@ import (
 //     veth costs the kernel about 20 ms). Only when the namespace has
 //     already outlived a completed DEL (this DEL repeats one ipamd has
 //     seen) is the pair deleted here.
-func cmdDel(args *skel.CmdArgs) error {
+func cmdDel(args *skel.CmdArgs) error { return runDel(args) }
+
+// runDel is cmdDel with options for the driver's release of each address
+// on the node (tests pause a DEL in its ownership check with them).
+func runDel(args *skel.CmdArgs, release ...driver.ReleaseOption) error {
 	inv, done, err := start("DEL", args, false)
 	if err != nil {
 		return err
 	}
 	defer done()
+	inv.releaseOpts = release
 	began := time.Now()
 	if err := inv.del(); err != nil {
 		inv.log.Error("DEL failed", "error", err, "took", time.Since(began).String())
@@ -240,7 +245,7 @@ func (inv *invocation) removeContainerLink() {
 // veth) and the rules of ip; an address routed to another live interface
 // is not an error.
 func (inv *invocation) releaseHostRouting(ip net.IP, peer int) error {
-	err := driver.ReleaseHostRouting(ip, peer, inv.addressLocks(), inv.log)
+	err := driver.ReleaseHostRouting(ip, peer, inv.addressLocks(), inv.log, inv.releaseOpts...)
 	if errors.Is(err, driver.ErrAddressInUse) {
 		return nil
 	}

@@ -32,12 +32,17 @@ import (
 //     veth costs the kernel about 20 ms). Only when the namespace has
 //     already outlived a completed DEL (this DEL repeats one ipamd has
 //     seen) is the pair deleted here.
-func cmdDel(args *skel.CmdArgs) error {
+func cmdDel(args *skel.CmdArgs) error { return runDel(args) }
+
+// runDel is cmdDel with options for the driver's release of each address
+// on the node (tests pause a DEL in its ownership check with them).
+func runDel(args *skel.CmdArgs, release ...driver.ReleaseOption) error {
 	inv, done, err := start("DEL", args, false)
 	if err != nil {
 		return err
 	}
 	defer done()
+	inv.releaseOpts = release
 	began := time.Now()
 	if err := inv.del(); err != nil {
 		inv.log.Error("DEL failed", "error", err, "took", time.Since(began).String())
@@ -47,83 +52,142 @@ func cmdDel(args *skel.CmdArgs) error {
 	return nil
 }
 
+// del releases the pod's address at ipamd and removes the pod's node-side
+// state according to what became of the address.
 func (inv *invocation) del() error {
-	args, conf, log := inv.args, inv.conf, inv.log
-	log.Info("DEL", "netns", args.Netns, "network", conf.Name)
-
+	inv.log.Info("DEL", "netns", inv.args.Netns, "network", inv.conf.Name)
 	prev := inv.prevInfo()
-	if prev != nil && prev.VlanID != 0 {
-		// A branch-ENI pod set up by upstream's plugin: its address
-		// belongs to the VPC resource controller, not ipamd.
-		return inv.teardownBranch(prev.VlanID, prev.Attachments)
+	r, err := inv.release(prev)
+	if err != nil {
+		return err
 	}
+	switch r.outcome {
+	case branchPod:
+		return inv.teardownBranch(r.vlan, r.ips)
+	case released:
+		return inv.removeReleased(r.ips)
+	default: // alreadyReleased, queued: no reply names the addresses
+		inv.removeFromPrev(prev, r.outcome == alreadyReleased)
+		return nil
+	}
+}
 
+// releaseOutcome is what became of the pod's address at ipamd.
+type releaseOutcome int
+
+const (
+	// branchPod: a branch-ENI pod; its address is not ipamd's.
+	branchPod releaseOutcome = iota
+	// released: ipamd released the addresses its reply names.
+	released
+	// alreadyReleased: ipamd held nothing (an earlier DEL completed).
+	alreadyReleased
+	// queued: ipamd did not release; the DEL is queued for it to replay.
+	queued
+)
+
+// releaseResult is an outcome and, for branchPod and released, the pod's
+// addresses (and a branch-ENI pod's VLAN).
+type releaseResult struct {
+	outcome releaseOutcome
+	vlan    int
+	ips     []net.IP
+}
+
+// release asks ipamd to release the pod's address, unless prevResult shows
+// a branch-ENI pod set up by upstream's plugin (its address belongs to the
+// VPC resource controller). When ipamd does not release it, the DEL is
+// queued; only a refusal (Success=false) fails the DEL.
+func (inv *invocation) release(prev *prevInfo) (releaseResult, error) {
+	if prev != nil && prev.VlanID != 0 {
+		return releaseResult{outcome: branchPod, vlan: prev.VlanID, ips: prev.ips()}, nil
+	}
 	reply, err := inv.callDelNetwork()
-	repeat := false
 	switch {
 	case err == nil && !reply.Success:
-		return errors.New("ipamd could not release the pod's address")
+		return releaseResult{}, errors.New("ipamd could not release the pod's address")
 	case err == nil:
-		log.Info("ipamd released", "allocations", reply.IPAllocationMetadata)
-		if reply.NetworkPolicyMode != "" {
-			log.Warn("network policy enforcement is not supported by this plugin; no policy agent is told about the deletion",
-				"networkPolicyMode", reply.NetworkPolicyMode)
-		}
+		inv.logReleased(reply)
+		r := releaseResult{outcome: released, ips: replyAddresses(reply)}
 		if reply.PodVlanId != 0 {
-			var as []attachment
-			for _, md := range reply.IPAllocationMetadata {
-				if ip := replyAddress(md); ip != nil {
-					as = append(as, attachment{IP: ip})
-				}
-			}
-			return inv.teardownBranch(int(reply.PodVlanId), as)
+			r.outcome, r.vlan = branchPod, int(reply.PodVlanId)
 		}
-		peer := inv.hostPeer()
-		var errs []error
-		found := false
-		for _, md := range reply.IPAllocationMetadata {
-			ip := replyAddress(md)
-			if ip == nil {
-				continue
-			}
-			found = true
-			if err := inv.releaseHostRouting(ip, peer); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if !found {
-			log.Warn("ipamd's reply carries no address; nothing to remove on the node")
-		}
-		return errors.Join(errs...)
+		return r, nil
 	case isUnknownPod(err):
-		log.Info("ipamd holds nothing for this pod (already released)")
-		repeat = true
+		inv.log.Info("ipamd holds nothing for this pod (already released)")
+		return releaseResult{outcome: alreadyReleased}, nil
 	default:
-		log.Warn("ipamd did not release the address; queueing the DEL and tearing down from prevResult", "error", err)
-		reason := "ipamd error: "
-		if isUnreachable(err) {
-			reason = "ipamd unreachable: "
-		}
-		inv.queueDel(reason + err.Error())
+		inv.log.Warn("ipamd did not release the address; queueing the DEL and tearing down from prevResult", "error", err)
+		inv.queueDel(queueReason(err))
+		return releaseResult{outcome: queued}, nil
 	}
+}
+
+// logReleased logs ipamd's release, and that no policy agent is told.
+func (inv *invocation) logReleased(reply *rpc.DelNetworkReply) {
+	inv.log.Info("ipamd released", "allocations", reply.IPAllocationMetadata)
+	if reply.NetworkPolicyMode != "" {
+		inv.log.Warn("network policy enforcement is not supported by this plugin; no policy agent is told about the deletion",
+			"networkPolicyMode", reply.NetworkPolicyMode)
+	}
+}
+
+// replyAddresses are the pod addresses of ipamd's reply that parse.
+func replyAddresses(reply *rpc.DelNetworkReply) []net.IP {
+	var ips []net.IP
+	for _, md := range reply.IPAllocationMetadata {
+		if ip := replyAddress(md); ip != nil {
+			ips = append(ips, ip)
+		}
+	}
+	return ips
+}
+
+// queueReason is the queued DEL's reason for a DelNetwork that failed.
+func queueReason(err error) string {
+	if isUnreachable(err) {
+		return "ipamd unreachable: " + err.Error()
+	}
+	return "ipamd error: " + err.Error()
+}
+
+// removeReleased removes the node routing of the addresses ipamd released;
+// a failure fails the DEL, so the runtime retries it.
+func (inv *invocation) removeReleased(ips []net.IP) error {
+	peer := inv.hostPeer()
+	var errs []error
+	for _, ip := range ips {
+		if err := inv.releaseHostRouting(ip, peer); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(ips) == 0 {
+		inv.log.Warn("ipamd's reply carries no address; nothing to remove on the node")
+	}
+	return errors.Join(errs...)
+}
+
+// removeFromPrev removes the node routing of the addresses prevResult
+// names, when ipamd's reply named none; failures are only logged (the
+// release is ipamd's, or queued for it). After a repeated DEL (repeat) a
+// pod veth still there means the namespace outlives DELs: the runtime
+// keeps it (or retries after a later plugin failed), so the pair would
+// not go with it and is deleted here.
+func (inv *invocation) removeFromPrev(prev *prevInfo, repeat bool) {
 	peer := inv.hostPeer()
 	if prev == nil {
-		log.Info("no usable prevResult; no address to remove from the node")
+		inv.log.Info("no usable prevResult; no address to remove from the node")
 	} else {
 		for _, a := range prev.Attachments {
 			if err := inv.releaseHostRouting(a.IP, peer); err != nil {
-				log.Warn("could not remove the node's route and rules from prevResult", "ip", a.IP.String(), "error", err)
+				inv.log.Warn("could not remove the node's route and rules from prevResult", "ip", a.IP.String(), "error", err)
 			}
 		}
 	}
 	if repeat && peer > 0 {
-		// An earlier DEL completed, yet the namespace and the pod's veth
-		// are still here: the runtime keeps the namespace (or retries
-		// after a later plugin failed), so the pair would not go with it.
-		log.Info("namespace outlived an earlier DEL; deleting the pod's veth")
+		inv.log.Info("namespace outlived an earlier DEL; deleting the pod's veth")
 		inv.removeContainerLink()
 	}
-	return nil
 }
 
 // callDelNetwork asks ipamd to release the pod's address.
@@ -181,7 +245,7 @@ func (inv *invocation) removeContainerLink() {
 // veth) and the rules of ip; an address routed to another live interface
 // is not an error.
 func (inv *invocation) releaseHostRouting(ip net.IP, peer int) error {
-	err := driver.ReleaseHostRouting(ip, peer, inv.addressLocks(), inv.log)
+	err := driver.ReleaseHostRouting(ip, peer, inv.addressLocks(), inv.log, inv.releaseOpts...)
 	if errors.Is(err, driver.ErrAddressInUse) {
 		return nil
 	}
@@ -194,14 +258,14 @@ func (inv *invocation) releaseHostRouting(ip net.IP, peer int) error {
 
 // teardownBranch cleans a branch-ENI pod (only with a namespace: the
 // runtime's second DEL has none and finds nothing left to do).
-func (inv *invocation) teardownBranch(vlan int, as []attachment) error {
+func (inv *invocation) teardownBranch(vlan int, ips []net.IP) error {
 	if inv.args.Netns == "" {
 		inv.log.Info("branch-ENI pod DEL without a namespace; nothing to do", "vlan", vlan)
 		return nil
 	}
 	var ip net.IP
-	if len(as) > 0 {
-		ip = as[0].IP
+	if len(ips) > 0 {
+		ip = ips[0]
 	}
 	if err := driver.TeardownBranchENI(vlan, ip, inv.log); err != nil {
 		return fmt.Errorf("tear down branch-ENI pod (vlan %d): %w", vlan, err)

@@ -57,14 +57,11 @@ func TestLateDelCheckedBeforeAnAddCannotStripItsRules(t *testing.T) {
 	resume := make(chan struct{})
 	var resumeOnce sync.Once
 	letGo := func() { resumeOnce.Do(func() { close(resume) }) }
-	driver.AfterOwnershipCheck = func(ip net.IP) {
+	pause := driver.AfterOwnershipCheck(func(ip net.IP) {
 		checked <- ip
 		<-resume
-	}
-	t.Cleanup(func() {
-		letGo()
-		driver.AfterOwnershipCheck = nil
 	})
+	t.Cleanup(letGo)
 
 	// The late DEL of the old pod, with its prevResult and no namespace.
 	delDone := make(chan error, 1)
@@ -77,7 +74,7 @@ func TestLateDelCheckedBeforeAnAddCannotStripItsRules(t *testing.T) {
 			StdinData:   n.netconf("1.0.0", withPrev(rawOld)),
 		}
 		var derr error
-		nerr := n.node.Do(func(ns.NetNS) error { derr = cmdDel(args); return nil })
+		nerr := n.node.Do(func(ns.NetNS) error { derr = runDel(args, pause); return nil })
 		delDone <- errors.Join(nerr, derr)
 	}()
 	select {

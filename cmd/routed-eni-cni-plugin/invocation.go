@@ -5,6 +5,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 
+	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/driver"
 	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/hostlock"
 	rpc "github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/ipamdwire"
 )
@@ -15,6 +16,9 @@ type invocation struct {
 	conf *NetConf
 	pod  pod
 	log  *slog.Logger
+	// releaseOpts go to each driver.ReleaseHostRouting of a DEL (runDel's
+	// options; none when the plugin runs).
+	releaseOpts []driver.ReleaseOption
 }
 
 // start validates the inputs common to every pod verb and opens the log.

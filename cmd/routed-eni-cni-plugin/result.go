@@ -74,6 +74,15 @@ type prevInfo struct {
 	Attachments []attachment
 }
 
+// ips are the pod's addresses.
+func (p *prevInfo) ips() []net.IP {
+	ips := make([]net.IP, len(p.Attachments))
+	for i, a := range p.Attachments {
+		ips[i] = a.IP
+	}
+	return ips
+}
+
 var errNoDummy = errors.New("prevResult has no dummy interface entry")
 
 // parsePrevInfo reads the attachment(s) out of a previous result. dummyName

@@ -26,12 +26,18 @@ import (
 // upstreamLikeIPAMD serves only CNIBackend (unimplemented here) and the
 // standard health service, as an ipamd without our additions does.
 func upstreamLikeIPAMD(t *testing.T) (string, *health.Server) {
+	return backendOnlyIPAMD(t, rpc.UnimplementedCNIBackendServer{})
+}
+
+// backendOnlyIPAMD serves backend and the standard health service on a
+// socket in a temp dir.
+func backendOnlyIPAMD(t *testing.T, backend rpc.CNIBackendServer) (string, *health.Server) {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "ipamd.sock")
 	lis, err := net.Listen("unix", sock)
 	require.NoError(t, err)
 	s := grpc.NewServer()
-	rpc.RegisterCNIBackendServer(s, rpc.UnimplementedCNIBackendServer{})
+	rpc.RegisterCNIBackendServer(s, backend)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(s, hs)
 	go func() { _ = s.Serve(lis) }()

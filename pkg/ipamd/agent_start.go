@@ -164,28 +164,31 @@ func (st *startState) addresses(ctx context.Context) error {
 // wireRPC sets what the gRPC handlers serve from.
 func (a *Agent) wireRPC() {
 	cfg := a.opts.Config
-	a.rpc = rpcserver.Options{Store: a.store, Stats: a.store, Version: version.RPCVersion,
-		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
-		ExternalSNAT: cfg.Network.ExternalSNAT, ExcludeSNATCIDRs: cfg.excludeSNATStrings(),
-		VPCCIDRs: a.vpcCIDRs, IPv6: cfg.EnableIPv6, VPCv6CIDRs: a.vpcCIDRsV6, Errors: a.metrics.errors, Log: a.log}
-	if a.aws != nil {
-		id := a.aws.InstanceIdentity()
-		a.rpc.InstanceID, a.rpc.Region = id.InstanceID, id.Region
-		// As upstream: the node's address of the cluster's family.
-		if cfg.EnableIPv6 && id.PrimaryIPv6.IsValid() {
-			a.rpc.NodeIPv6 = id.PrimaryIPv6.String()
-		} else if !cfg.EnableIPv6 && id.PrimaryIP.IsValid() {
-			a.rpc.NodeIPv4 = id.PrimaryIP.String()
-		}
-	}
+	deps := rpcserver.Deps{Store: a.store, Stats: a.store}
 	if a.podIPs != nil {
-		a.rpc.Pods = a.podIPs
+		deps.Pods = a.podIPs
 	}
 	if a.pool != nil {
-		a.rpc.OnExhausted = a.pool.Wake
+		deps.OnExhausted = a.pool.Wake
 	}
 	if a.recon != nil {
-		a.rpc.Reclaim = a.recon.ReclaimForAdd
-		a.rpc.GC = a.recon.CollectGarbage
+		deps.Reclaim = a.recon.ReclaimForAdd
+		deps.GC = a.recon.CollectGarbage
 	}
+	set := rpcserver.Settings{Version: version.RPCVersion,
+		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
+		ExternalSNAT: cfg.Network.ExternalSNAT, ExcludeSNATCIDRs: cfg.excludeSNATStrings(),
+		VPCCIDRs: a.vpcCIDRs, IPv6: cfg.EnableIPv6, VPCv6CIDRs: a.vpcCIDRsV6}
+	if a.aws != nil {
+		id := a.aws.InstanceIdentity()
+		set.InstanceID, set.Region = id.InstanceID, id.Region
+		// As upstream: the node's address of the cluster's family.
+		if cfg.EnableIPv6 && id.PrimaryIPv6.IsValid() {
+			set.NodeIPv6 = id.PrimaryIPv6.String()
+		} else if !cfg.EnableIPv6 && id.PrimaryIP.IsValid() {
+			set.NodeIPv4 = id.PrimaryIP.String()
+		}
+	}
+	a.rpc = rpcserver.Options{Deps: deps, Settings: set,
+		Observability: rpcserver.Observability{Errors: a.metrics.errors, Log: a.log}}
 }

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 )
 
-// procSys is where the kernel's sysctls live (a variable for tests).
-var procSys = "/proc/sys"
+// procSys is where the kernel's sysctls live.
+const procSys = "/proc/sys"
 
 // hostVethIPv6Sysctls are set on the node side of every pod veth before it
 // comes up: no router advertisements, accept redirects, no forwarding of

@@ -54,7 +54,11 @@ func RemoveContainerLink(netnsPath, ifName string, log *slog.Logger) error {
 // rules: a concurrent ADD of the address either has not added its route
 // yet (and adds its rules after this removal) or has finished (its route,
 // on its own veth, is seen by the check and survives the removal of ours).
-func ReleaseHostRouting(ip net.IP, hostPeer int, locks AddressLocker, log *slog.Logger) error {
+func ReleaseHostRouting(ip net.IP, hostPeer int, locks AddressLocker, log *slog.Logger, opts ...ReleaseOption) error {
+	var o releaseOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if ip.To4() == nil && ip.To16() == nil {
 		return fmt.Errorf("pod address %v is not an IP address", ip)
 	}
@@ -87,17 +91,26 @@ func ReleaseHostRouting(ip net.IP, hostPeer int, locks AddressLocker, log *slog.
 		log.Info("pod address is routed to a live interface; leaving its rules", "ip", ip.String(), "link", name)
 		return ErrAddressInUse
 	}
-	if AfterOwnershipCheck != nil {
-		AfterOwnershipCheck(ip)
+	if o.afterOwnershipCheck != nil {
+		o.afterOwnershipCheck(ip)
 	}
 	return removeRules(host, ip)
 }
 
-// AfterOwnershipCheck is a test seam: when set, ReleaseHostRouting calls it
-// with the address lock held, after finding no live route for the address
-// and before removing its rules. Tests use it to start a concurrent ADD of
-// the address in that window. The plugin never sets it.
-var AfterOwnershipCheck func(ip net.IP)
+// A ReleaseOption adjusts one ReleaseHostRouting call.
+type ReleaseOption func(*releaseOptions)
+
+type releaseOptions struct {
+	afterOwnershipCheck func(ip net.IP)
+}
+
+// AfterOwnershipCheck has ReleaseHostRouting call f with the address lock
+// held, after finding no live route for the address and before removing
+// its rules. Tests use it to start a concurrent ADD of the address in that
+// window; the plugin passes no option.
+func AfterOwnershipCheck(f func(ip net.IP)) ReleaseOption {
+	return func(o *releaseOptions) { o.afterOwnershipCheck = f }
+}
 
 // removeRules deletes the 512 rule and all 1536 rules for ip.
 func removeRules(host handle, ip net.IP) error {

@@ -35,9 +35,7 @@ func BenchmarkAddDelNoCheckpoint(b *testing.B) {
 		}
 		ip = ip.Next()
 	}
-	o := Options{Store: store, Stats: store, Version: "v",
-		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"})}
-	srv, _ := New(o, NewMetrics(prometheus.NewRegistry()))
+	srv, _ := New(testOptions(store, nil), NewMetrics(prometheus.NewRegistry()))
 	lis, err := ListenUnix(filepath.Join(b.TempDir(), "ipamd.sock"))
 	if err != nil {
 		b.Fatal(err)

@@ -14,27 +14,17 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
-// Allocator is the part of the datastore the CNI handlers need.
-type Allocator interface {
-	Assign(datastore.IPAMKey, datastore.IPAMMetadata) (datastore.Allocation, error)
-	Release(datastore.IPAMKey) (datastore.Allocation, error)
-}
-
-// PodAnnotator records a pod's address on the pod object (upstream's
-// ANNOTATE_POD_IP). Both calls return at once: the API server is reached
-// in the background, so an ADD or DEL never waits on it or fails by it.
-type PodAnnotator interface {
-	// Assigned sets the pod's address after a successful ADD.
-	Assigned(namespace, name, ip string)
-	// Released clears it after a DEL, if it still names ip.
-	Released(namespace, name, ip string)
-}
-
 // cniHandler serves rpc.CNIBackend and rpc.ConfigServerBackend.
 type cniHandler struct {
 	rpc.UnimplementedCNIBackendServer
 	rpc.UnimplementedConfigServerBackendServer
-	Options
+	deps Deps
+	set  Settings
+	rep  reporter
+}
+
+func newCNIHandler(o Options, m *Metrics) *cniHandler {
+	return &cniHandler{deps: o.Deps, set: o.Settings, rep: newReporter(o.Observability, m)}
 }
 
 // Reasons the CNI plugin sends on DEL; anything else is counted as "other"
@@ -42,18 +32,18 @@ type cniHandler struct {
 var knownDelReasons = map[string]bool{"": true, "PodDeleted": true, "SetupNSFailed": true}
 
 func (h *cniHandler) checkVersion(rpcName, got string) error {
-	if got == h.Version {
+	if got == h.set.Version {
 		return nil
 	}
-	h.metrics.invalid.WithLabelValues(rpcName, "version_mismatch").Inc()
-	return status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", got, h.Version)
+	h.rep.metrics.invalid.WithLabelValues(rpcName, "version_mismatch").Inc()
+	return status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", got, h.set.Version)
 }
 
 func (h *cniHandler) invalid(rpcName, reason string, err error) error {
-	h.metrics.invalid.WithLabelValues(rpcName, reason).Inc()
+	h.rep.metrics.invalid.WithLabelValues(rpcName, reason).Inc()
 	// A client can send these as fast as it likes: rate-limited per RPC
 	// and reason, every one still counted by the metric above.
-	h.warnings.Warn(rpcName+" "+reason, "rejected malformed request", "rpc", rpcName, "reason", reason, "error", err)
+	h.rep.warnings.Warn(rpcName+" "+reason, "rejected malformed request", "rpc", rpcName, "reason", reason, "error", err)
 	return status.Errorf(codes.InvalidArgument, "%s: %v", rpcName, err)
 }
 
@@ -61,12 +51,12 @@ func (h *cniHandler) invalid(rpcName, reason string, err error) error {
 // allocate are Success=false (the plugin then fails the ADD and the runtime
 // retries); a gRPC error is returned only for a refused request.
 func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) (*rpc.AddNetworkReply, error) {
-	h.metrics.adds.Inc()
+	h.rep.metrics.adds.Inc()
 	if err := h.checkVersion("AddNetwork", in.ClientVersion); err != nil {
 		return nil, err
 	}
 	fields := addFields(in)
-	reply := &rpc.AddNetworkReply{NetworkPolicyMode: h.NetworkPolicyMode}
+	reply := &rpc.AddNetworkReply{NetworkPolicyMode: h.set.NetworkPolicyMode}
 	if reason, err := validate(fields[:]...); err != nil {
 		serr := h.invalid("AddNetwork", reason, err)
 		if strings.HasPrefix(reason, missingPrefix) {
@@ -76,42 +66,42 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 		}
 		return nil, serr
 	}
-	if in.RequiresMultiNICAttachment && !h.EnableMultiNIC {
-		h.Log.Error("multi-NIC attachment requested but ENABLE_MULTI_NIC is off", "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
+	if in.RequiresMultiNICAttachment && !h.set.EnableMultiNIC {
+		h.rep.log.Error("multi-NIC attachment requested but ENABLE_MULTI_NIC is off", "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
 		return reply, nil
 	}
 	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
 	// One interface per pod: multi-NIC pods are refused above (and at start).
 	meta := datastore.IPAMMetadata{K8SPodNamespace: in.K8S_POD_NAMESPACE, K8SPodName: in.K8S_POD_NAME, InterfacesCount: 1}
-	alloc, err := h.Store.Assign(key, meta)
+	alloc, err := h.deps.Store.Assign(key, meta)
 	if errors.Is(err, datastore.ErrNoAvailableIP) {
 		alloc, err = h.assignExhausted(ctx, key, meta, err)
 	}
 	if err != nil {
 		if errors.Is(err, datastore.ErrNoAvailableIP) {
-			h.metrics.noIP.Inc()
+			h.rep.metrics.noIP.Inc()
 		} else {
-			h.Errors.WithLabelValues("AddNetwork").Inc()
+			h.rep.errors.WithLabelValues("AddNetwork").Inc()
 		}
-		h.Log.Error("AddNetwork failed", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "error", err)
+		h.rep.log.Error("AddNetwork failed", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "error", err)
 		return reply, nil
 	}
-	if h.Log.Enabled(ctx, slog.LevelDebug) {
-		h.Log.Debug("AddNetwork assigned", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "ip", alloc.IP.String(), "eni", alloc.ENIID)
+	if h.rep.log.Enabled(ctx, slog.LevelDebug) {
+		h.rep.log.Debug("AddNetwork assigned", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "ip", alloc.IP.String(), "eni", alloc.ENIID)
 	}
 	md := allocationMetadata(alloc)
 	reply.Success = true
 	reply.IPAllocationMetadata = []*rpc.IPAllocationMetadata{md}
-	if h.IPv6 {
-		if h.VPCv6CIDRs != nil {
-			reply.VPCv6CIDRs = h.VPCv6CIDRs()
+	if h.set.IPv6 {
+		if h.set.VPCv6CIDRs != nil {
+			reply.VPCv6CIDRs = h.set.VPCv6CIDRs()
 		}
 	} else {
-		reply.UseExternalSNAT = h.ExternalSNAT
+		reply.UseExternalSNAT = h.set.ExternalSNAT
 		reply.VPCv4CIDRs = h.replyCIDRs()
 	}
-	if h.Pods != nil && in.K8S_POD_NAME != "" {
-		h.Pods.Assigned(in.K8S_POD_NAMESPACE, in.K8S_POD_NAME, address(md))
+	if h.deps.Pods != nil && in.K8S_POD_NAME != "" {
+		h.deps.Pods.Assigned(in.K8S_POD_NAMESPACE, in.K8S_POD_NAME, address(md))
 	}
 	return reply, nil
 }
@@ -120,11 +110,11 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 // SNAT exclusions, as upstream's ADD reply carries them.
 func (h *cniHandler) replyCIDRs() []string {
 	var out []string
-	if h.VPCCIDRs != nil {
-		out = append(out, h.VPCCIDRs()...)
+	if h.set.VPCCIDRs != nil {
+		out = append(out, h.set.VPCCIDRs()...)
 	}
-	if !h.ExternalSNAT {
-		out = append(out, h.ExcludeSNATCIDRs...)
+	if !h.set.ExternalSNAT {
+		out = append(out, h.set.ExcludeSNATCIDRs...)
 	}
 	return out
 }
@@ -138,7 +128,7 @@ func (h *cniHandler) DelNetwork(ctx context.Context, in *rpc.DelNetworkRequest) 
 	if !knownDelReasons[reason] {
 		reason = "other"
 	}
-	h.metrics.dels.WithLabelValues(reason).Inc()
+	h.rep.metrics.dels.WithLabelValues(reason).Inc()
 	if err := h.checkVersion("DelNetwork", in.ClientVersion); err != nil {
 		return nil, err
 	}
@@ -147,45 +137,45 @@ func (h *cniHandler) DelNetwork(ctx context.Context, in *rpc.DelNetworkRequest) 
 		return nil, h.invalid("DelNetwork", reason, err)
 	}
 	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
-	alloc, err := h.Store.Release(key)
+	alloc, err := h.deps.Store.Release(key)
 	switch {
 	case errors.Is(err, datastore.ErrUnknownPod):
-		h.Log.Info("DelNetwork for unknown key", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
+		h.rep.log.Info("DelNetwork for unknown key", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
 		return nil, status.Error(codes.Unknown, datastore.ErrUnknownPod.Error())
 	case err != nil:
-		h.Errors.WithLabelValues("DelNetwork").Inc()
-		h.Log.Error("DelNetwork failed", "key", key.String(), "error", err)
+		h.rep.errors.WithLabelValues("DelNetwork").Inc()
+		h.rep.log.Error("DelNetwork failed", "key", key.String(), "error", err)
 		return nil, status.Errorf(codes.Unavailable, "release %s: %v", key, err)
 	}
-	if h.Log.Enabled(ctx, slog.LevelDebug) {
-		h.Log.Debug("DelNetwork released", "key", key.String(), "ip", alloc.IP.String(), "reason", in.Reason)
+	if h.rep.log.Enabled(ctx, slog.LevelDebug) {
+		h.rep.log.Debug("DelNetwork released", "key", key.String(), "ip", alloc.IP.String(), "reason", in.Reason)
 	}
 	md := allocationMetadata(alloc)
-	if h.Pods != nil {
+	if h.deps.Pods != nil {
 		ns, name := in.K8S_POD_NAMESPACE, in.K8S_POD_NAME
 		if name == "" {
 			ns, name = alloc.Metadata.K8SPodNamespace, alloc.Metadata.K8SPodName
 		}
 		if name != "" {
-			h.Pods.Released(ns, name, address(md))
+			h.deps.Pods.Released(ns, name, address(md))
 		}
 	}
 	return &rpc.DelNetworkReply{
 		Success:              true,
 		IPAllocationMetadata: []*rpc.IPAllocationMetadata{md},
-		NetworkPolicyMode:    h.NetworkPolicyMode,
+		NetworkPolicyMode:    h.set.NetworkPolicyMode,
 	}, nil
 }
 
 // GetNetworkPolicyConfigs answers the network-policy agent.
 func (h *cniHandler) GetNetworkPolicyConfigs(context.Context, *emptypb.Empty) (*rpc.NetworkPolicyAgentConfigReply, error) {
 	return &rpc.NetworkPolicyAgentConfigReply{
-		NetworkPolicyMode: h.NetworkPolicyMode,
-		MultiNICEnabled:   h.EnableMultiNIC,
-		NodeIPv4:          h.NodeIPv4,
-		NodeIPv6:          h.NodeIPv6,
-		InstanceID:        h.InstanceID,
-		Region:            h.Region,
+		NetworkPolicyMode: h.set.NetworkPolicyMode,
+		MultiNICEnabled:   h.set.EnableMultiNIC,
+		NodeIPv4:          h.set.NodeIPv4,
+		NodeIPv6:          h.set.NodeIPv6,
+		InstanceID:        h.set.InstanceID,
+		Region:            h.set.Region,
 	}, nil
 }
 
@@ -214,11 +204,11 @@ func address(md *rpc.IPAllocationMetadata) string {
 // woken at once, and if the reconciler holds a confirmed leak it is freed
 // for this ADD (with the reconciler's own checks) and the assign retried.
 func (h *cniHandler) assignExhausted(ctx context.Context, key datastore.IPAMKey, meta datastore.IPAMMetadata, err error) (datastore.Allocation, error) {
-	if h.OnExhausted != nil {
-		h.OnExhausted()
+	if h.deps.OnExhausted != nil {
+		h.deps.OnExhausted()
 	}
-	if h.Reclaim == nil || !h.Reclaim(ctx) {
+	if h.deps.Reclaim == nil || !h.deps.Reclaim(ctx) {
 		return datastore.Allocation{}, err
 	}
-	return h.Store.Assign(key, meta)
+	return h.deps.Store.Assign(key, meta)
 }

@@ -15,13 +15,20 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
+// testOptions are the least the handlers serve from: store, version "v",
+// an errors counter and log.
+func testOptions(store *datastore.DataStore, log *slog.Logger) Options {
+	return Options{
+		Deps:          Deps{Store: store, Stats: store},
+		Settings:      Settings{Version: "v"},
+		Observability: Observability{Errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"}), Log: log},
+	}
+}
+
 func newTestHandler(t *testing.T, store *datastore.DataStore) (*cniHandler, *Metrics) {
 	t.Helper()
 	m := NewMetrics(prometheus.NewRegistry())
-	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"})
-	o := Options{Store: store, Stats: store, Version: "v", Errors: errs, Log: slog.New(slog.DiscardHandler)}
-	o.complete(m)
-	return &cniHandler{Options: o}, m
+	return newCNIHandler(testOptions(store, slog.New(slog.DiscardHandler)), m), m
 }
 
 func addRequest(id string) *rpc.AddNetworkRequest {
@@ -38,7 +45,7 @@ func TestExhaustedADDWakesThePoolAndRetriesAfterAReclaim(t *testing.T) {
 	require.NoError(t, store.AddCIDR("eni-1", netip.MustParsePrefix("10.0.0.10/32")))
 	h, m := newTestHandler(t, store)
 	woken := 0
-	h.OnExhausted = func() { woken++ }
+	h.deps.OnExhausted = func() { woken++ }
 
 	r, err := h.AddNetwork(context.Background(), addRequest("a"))
 	require.NoError(t, err)
@@ -51,7 +58,7 @@ func TestExhaustedADDWakesThePoolAndRetriesAfterAReclaim(t *testing.T) {
 	assert.Equal(t, 1, woken)
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.noIP))
 
-	h.Reclaim = func(context.Context) bool { // the reconciler frees "a" (a confirmed leak)
+	h.deps.Reclaim = func(context.Context) bool { // the reconciler frees "a" (a confirmed leak)
 		a, _ := store.Find(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "a", IfName: "eth0"})
 		_, err := store.ReleaseRestedIfUnchanged(a.Key, a.AssignedAt)
 		return err == nil

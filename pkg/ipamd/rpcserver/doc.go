@@ -6,6 +6,6 @@
 // wire contract.
 //
 // It holds no state of its own: it works through the small interfaces and
-// funcs in Options (allocate/release, stats, GC, reclaim), and never
+// funcs in Options.Deps (allocate/release, stats, GC, reclaim), and never
 // imports the agent (pkg/ipamd), the pool manager or the reconciler.
 package rpcserver

@@ -62,10 +62,15 @@ func TestMalformedRequestFloodDoesNotFloodTheLog(t *testing.T) {
 	clock := clocktest.New()
 	store := datastore.New(datastore.Config{})
 	t.Cleanup(func() { store.Close() })
-	opts := rpcserver.Options{Store: store, Stats: store, Version: "v1",
-		Errors:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"}),
-		Log:      logger.New(&out, slog.LevelDebug),
-		LogLimit: loglimit.Config{Clock: clock}} // the defaults: 10 lines a minute per reason
+	opts := rpcserver.Options{
+		Deps:     rpcserver.Deps{Store: store, Stats: store},
+		Settings: rpcserver.Settings{Version: "v1"},
+		Observability: rpcserver.Observability{
+			Errors:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"}),
+			Log:      logger.New(&out, slog.LevelDebug),
+			LogLimit: loglimit.Config{Clock: clock}, // the defaults: 10 lines a minute per reason
+		},
+	}
 	srv, _ := rpcserver.New(opts, rpcserver.NewMetrics(prometheus.NewRegistry()))
 	sock := filepath.Join(t.TempDir(), "ipamd.sock")
 	lis, err := rpcserver.ListenUnix(sock)

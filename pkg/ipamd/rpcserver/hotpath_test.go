@@ -15,9 +15,9 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
-// hotPathHandler is a handler over an in-memory store of four addresses
-// (no cooldown) whose log is JSON at level.
-func hotPathHandler(t *testing.T, level slog.Level, out *bytes.Buffer) (*cniHandler, *datastore.DataStore) {
+// hotPathOptions serve from an in-memory store of four addresses (no
+// cooldown) and log JSON at level.
+func hotPathOptions(t *testing.T, level slog.Level, out *bytes.Buffer) (Options, *datastore.DataStore) {
 	t.Helper()
 	store := datastore.New(datastore.Config{})
 	t.Cleanup(func() { _ = store.Close() })
@@ -27,11 +27,14 @@ func hotPathHandler(t *testing.T, level slog.Level, out *bytes.Buffer) (*cniHand
 		require.NoError(t, store.AddCIDR("eni-1", netip.PrefixFrom(ip, 32)))
 		ip = ip.Next()
 	}
-	o := Options{Store: store, Stats: store, Version: "v",
-		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"}),
-		Log:    slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}))}
-	o.complete(NewMetrics(prometheus.NewRegistry()))
-	return &cniHandler{Options: o}, store
+	return testOptions(store, slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}))), store
+}
+
+// hotPathHandler is a handler serving from hotPathOptions.
+func hotPathHandler(t *testing.T, level slog.Level, out *bytes.Buffer) (*cniHandler, *datastore.DataStore) {
+	t.Helper()
+	o, store := hotPathOptions(t, level, out)
+	return newCNIHandler(o, NewMetrics(prometheus.NewRegistry())), store
 }
 
 // The success lines of ADD and DEL are debug lines: logged with their

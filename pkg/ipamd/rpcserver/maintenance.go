@@ -18,16 +18,22 @@ const maxGCAttachments = 100_000
 // STATUS verbs.
 type maintenanceHandler struct {
 	rpc.UnimplementedCNIMaintenanceServer
-	Options
+	deps    Deps
+	version string
+	metrics *Metrics
+}
+
+func newMaintenanceHandler(o Options, m *Metrics) *maintenanceHandler {
+	return &maintenanceHandler{deps: o.Deps, version: o.Version, metrics: m}
 }
 
 // GarbageCollect releases allocations of a network whose attachment the
 // runtime no longer knows, through the reconciler's safe path (grace
 // period, fresh sandbox list, per-pass cap, mass brake).
 func (m *maintenanceHandler) GarbageCollect(ctx context.Context, in *rpc.GarbageCollectRequest) (*rpc.GarbageCollectReply, error) {
-	if in.ClientVersion != m.Version {
+	if in.ClientVersion != m.version {
 		m.metrics.invalid.WithLabelValues("GarbageCollect", "version_mismatch").Inc()
-		return nil, status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", in.ClientVersion, m.Version)
+		return nil, status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", in.ClientVersion, m.version)
 	}
 	if reason, err := validate(field{"NetworkName", in.NetworkName, true, maxIDLen}); err != nil {
 		m.metrics.invalid.WithLabelValues("GarbageCollect", reason).Inc()
@@ -41,19 +47,19 @@ func (m *maintenanceHandler) GarbageCollect(ctx context.Context, in *rpc.Garbage
 	for _, a := range in.ValidAttachments {
 		valid[[2]string{a.GetContainerID(), a.GetIfName()}] = true
 	}
-	if m.GC == nil {
+	if m.deps.GC == nil {
 		return &rpc.GarbageCollectReply{}, nil
 	}
-	released, deferred := m.GC(ctx, in.NetworkName, valid)
+	released, deferred := m.deps.GC(ctx, in.NetworkName, valid)
 	return &rpc.GarbageCollectReply{Released: int32(released), Deferred: int32(deferred)}, nil
 }
 
 // PoolStatus reports the pool for the plugin's STATUS verb.
 func (m *maintenanceHandler) PoolStatus(_ context.Context, in *rpc.PoolStatusRequest) (*rpc.PoolStatusReply, error) {
-	if in.ClientVersion != m.Version {
-		return nil, status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", in.ClientVersion, m.Version)
+	if in.ClientVersion != m.version {
+		return nil, status.Errorf(codes.FailedPrecondition, "client version %q does not match ipamd version %q", in.ClientVersion, m.version)
 	}
-	s := m.Stats.Stats()
+	s := m.deps.Stats.Stats()
 	// The reply's AvailableIPs field carries the assignable count: STATUS
 	// asks whether an ADD could succeed now. An IPv6 /80 holds 2^48
 	// addresses: the counts saturate instead of wrapping to 0 or below.

@@ -94,8 +94,8 @@ func TestAddReplyCIDRs(t *testing.T) {
 		{"external SNAT", true, vpc},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := serve(t, Options{ExternalSNAT: tc.external, ExcludeSNATCIDRs: exclude,
-				VPCCIDRs: func() []string { return vpc }, NetworkPolicyMode: "standard"}, 2)
+			s := serve(t, Options{Settings: Settings{ExternalSNAT: tc.external, ExcludeSNATCIDRs: exclude,
+				VPCCIDRs: func() []string { return vpc }, NetworkPolicyMode: "standard"}}, 2)
 			r, err := s.cni.AddNetwork(context.Background(), addRequest("a"))
 			require.NoError(t, err)
 			require.True(t, r.Success)
@@ -111,7 +111,7 @@ func TestAddReplyCIDRs(t *testing.T) {
 // is empty with OK and Success=false; it is still counted as invalid and
 // changes nothing. Other malformed fields stay InvalidArgument (ours).
 func TestAddWithEmptyKeyFieldIsSuccessFalse(t *testing.T) {
-	s := serve(t, Options{NetworkPolicyMode: "strict"}, 2)
+	s := serve(t, Options{Settings: Settings{NetworkPolicyMode: "strict"}}, 2)
 	for _, tc := range []struct {
 		reason string
 		mutate func(*rpc.AddNetworkRequest)
@@ -177,7 +177,7 @@ func TestAddRecordsInterfacesCount(t *testing.T) {
 }
 
 func TestGetNetworkPolicyConfigsDescribesTheNode(t *testing.T) {
-	s := serve(t, Options{NetworkPolicyMode: "standard", InstanceID: "i-0123456789abcdef0", Region: "us-west-2", NodeIPv4: "10.0.0.5"}, 1)
+	s := serve(t, Options{Settings: Settings{NetworkPolicyMode: "standard", InstanceID: "i-0123456789abcdef0", Region: "us-west-2", NodeIPv4: "10.0.0.5"}}, 1)
 	r, err := s.config.GetNetworkPolicyConfigs(context.Background(), &emptypb.Empty{})
 	require.NoError(t, err)
 	assert.Equal(t, "standard", r.NetworkPolicyMode)
@@ -219,7 +219,7 @@ func (p *podIPs) get(key string) (string, bool) {
 // and the address is cleared after the DEL; a failed ADD tells nothing.
 func TestPodAnnotatorFollowsAddAndDel(t *testing.T) {
 	pods := &podIPs{ips: map[string]string{}}
-	s := serve(t, Options{Pods: pods}, 1)
+	s := serve(t, Options{Deps: Deps{Pods: pods}}, 1)
 	r, err := s.cni.AddNetwork(context.Background(), addRequest("a"))
 	require.NoError(t, err)
 	require.True(t, r.Success)

@@ -1,23 +1,18 @@
 package rpcserver
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
 
@@ -48,71 +43,15 @@ func ListenUnix(path string) (net.Listener, error) {
 	return l, nil
 }
 
-// Options are what the handlers serve from. Nil funcs mean the feature is
-// absent: no pool manager to wake, no reconciler to reclaim or collect
-// garbage through.
-type Options struct {
-	Store Allocator
-	Stats interface{ Stats() datastore.Stats }
-	// Version is the ClientVersion requests must carry.
-	Version string
-	// Settings that shape replies (upstream's names).
-	NetworkPolicyMode string
-	EnableMultiNIC    bool
-	ExternalSNAT      bool
-	ExcludeSNATCIDRs  []string
-	// VPCCIDRs returns the VPC IPv4 CIDRs for ADD replies.
-	VPCCIDRs func() []string
-	// IPv6 (ENABLE_IPv6): ADD replies carry VPCv6CIDRs instead of the IPv4
-	// CIDRs and external-SNAT flag.
-	IPv6       bool
-	VPCv6CIDRs func() []string
-	// The instance as the network-policy agent is told about it
-	// (GetNetworkPolicyConfigs); empty without EC2 (a development pool).
-	InstanceID, Region, NodeIPv4, NodeIPv6 string
-	// Pods, when set, records each pod's address on the pod
-	// (ANNOTATE_POD_IP). Its calls must not block.
-	Pods PodAnnotator
-	// OnExhausted is told when an ADD finds no address (it wakes the pool
-	// manager, which merges wake-ups).
-	OnExhausted func()
-	// Reclaim frees one confirmed leaked address for an ADD that found
-	// none (the pod-IP reconciler).
-	Reclaim func(ctx context.Context) bool
-	// GC releases allocations of network whose attachment is not in valid
-	// (the reconciler's safe path); nil: GC releases nothing.
-	GC func(ctx context.Context, network string, valid map[[2]string]bool) (released, deferred int)
-	// Errors is upstream's awscni_ipamd_error_count, shared with the rest
-	// of ipamd.
-	Errors *prometheus.CounterVec
-	Log    *slog.Logger
-	// LogLimit bounds the warnings malformed requests log (zero: the
-	// loglimit defaults, 10 lines per RPC and reason a minute).
-	LogLimit loglimit.Config
-
-	metrics  *Metrics
-	warnings *loglimit.Logger
-}
-
-// complete fills what the handlers need beyond what the caller set.
-func (o *Options) complete(m *Metrics) {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	o.metrics = m
-	o.warnings = loglimit.New(o.Log, o.LogLimit)
-}
-
 // New builds the gRPC server: the CNI backend, the config server, the
 // maintenance service (GC, STATUS), the standard health service and
 // reflection, as upstream's ipamd does. m holds the request metrics.
 func New(o Options, m *Metrics) (*grpc.Server, *health.Server) {
-	o.complete(m)
 	s := grpc.NewServer(serverOptions()...)
-	h := &cniHandler{Options: o}
+	h := newCNIHandler(o, m)
 	rpc.RegisterCNIBackendServer(s, h)
 	rpc.RegisterConfigServerBackendServer(s, h)
-	rpc.RegisterCNIMaintenanceServer(s, &maintenanceHandler{Options: o})
+	rpc.RegisterCNIMaintenanceServer(s, newMaintenanceHandler(o, m))
 	hs := health.NewServer()
 	hs.SetServingStatus(HealthServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, hs)

@@ -59,8 +59,8 @@ func (c *recordingConn) Write(p []byte) (int, error) {
 // its bandwidth (no PING of its own; it only acknowledges the client's).
 func TestOneCallConnectionGetsNoBandwidthProbe(t *testing.T) {
 	dir := t.TempDir()
-	h, _ := hotPathHandler(t, slog.LevelInfo, &bytes.Buffer{})
-	srv, _ := New(h.Options, NewMetrics(prometheus.NewRegistry()))
+	o, _ := hotPathOptions(t, slog.LevelInfo, &bytes.Buffer{})
+	srv, _ := New(o, NewMetrics(prometheus.NewRegistry()))
 	lis, err := ListenUnix(filepath.Join(dir, "ipamd.sock"))
 	require.NoError(t, err)
 	rl := &recordingListener{Listener: lis}
@@ -107,10 +107,10 @@ func TestOneCallConnectionGetsNoBandwidthProbe(t *testing.T) {
 // attachments (about 7 MiB, near MaxRequestBytes) arrives whole.
 func TestLargeGCRequestPassesTheStaticWindows(t *testing.T) {
 	var got int
-	s := serve(t, Options{GC: func(_ context.Context, _ string, valid map[[2]string]bool) (int, int) {
+	s := serve(t, Options{Deps: Deps{GC: func(_ context.Context, _ string, valid map[[2]string]bool) (int, int) {
 		got = len(valid)
 		return 0, 0
-	}}, 1)
+	}}}, 1)
 	req := &rpc.GarbageCollectRequest{ClientVersion: "v", NetworkName: "aws-cni"}
 	for i := range maxGCAttachments {
 		req.ValidAttachments = append(req.ValidAttachments, &rpc.Attachment{ContainerID: fmt.Sprintf("%064d", i), IfName: "eth0"})

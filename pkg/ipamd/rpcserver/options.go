@@ -1,0 +1,112 @@
+package rpcserver
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
+)
+
+// Options are what the handlers serve from, in three groups: the
+// collaborators they call, the settings that shape requests and replies,
+// and where they report. The groups are embedded (o.Version reads the
+// setting); a literal names each group.
+type Options struct {
+	Deps
+	Settings
+	Observability
+}
+
+// Deps are the collaborators the handlers call. A nil func or annotator
+// means the feature is absent: no pool manager to wake, no reconciler to
+// reclaim or collect garbage through, no pod annotations.
+type Deps struct {
+	// Store assigns and releases pod addresses (the datastore).
+	Store Allocator
+	// Stats counts the pool for STATUS (the datastore).
+	Stats PoolCounter
+	// Pods, when set, records each pod's address on the pod
+	// (ANNOTATE_POD_IP). Its calls must not block.
+	Pods PodAnnotator
+	// OnExhausted is told when an ADD finds no address (it wakes the pool
+	// manager, which merges wake-ups).
+	OnExhausted func()
+	// Reclaim frees one confirmed leaked address for an ADD that found
+	// none (the pod-IP reconciler).
+	Reclaim func(ctx context.Context) bool
+	// GC releases allocations of network whose attachment is not in valid
+	// (the reconciler's safe path); nil: GC releases nothing.
+	GC func(ctx context.Context, network string, valid map[[2]string]bool) (released, deferred int)
+}
+
+// Allocator is the part of the datastore the CNI handlers need.
+type Allocator interface {
+	Assign(datastore.IPAMKey, datastore.IPAMMetadata) (datastore.Allocation, error)
+	Release(datastore.IPAMKey) (datastore.Allocation, error)
+}
+
+// PoolCounter is the part of the datastore STATUS needs.
+type PoolCounter interface {
+	Stats() datastore.Stats
+}
+
+// PodAnnotator records a pod's address on the pod object (upstream's
+// ANNOTATE_POD_IP). Both calls return at once: the API server is reached
+// in the background, so an ADD or DEL never waits on it or fails by it.
+type PodAnnotator interface {
+	// Assigned sets the pod's address after a successful ADD.
+	Assigned(namespace, name, ip string)
+	// Released clears it after a DEL, if it still names ip.
+	Released(namespace, name, ip string)
+}
+
+// Settings shape requests and replies (upstream's names).
+type Settings struct {
+	// Version is the ClientVersion requests must carry.
+	Version           string
+	NetworkPolicyMode string
+	EnableMultiNIC    bool
+	ExternalSNAT      bool
+	ExcludeSNATCIDRs  []string
+	// VPCCIDRs returns the VPC IPv4 CIDRs for ADD replies.
+	VPCCIDRs func() []string
+	// IPv6 (ENABLE_IPv6): ADD replies carry VPCv6CIDRs instead of the IPv4
+	// CIDRs and external-SNAT flag.
+	IPv6       bool
+	VPCv6CIDRs func() []string
+	// The instance as the network-policy agent is told about it
+	// (GetNetworkPolicyConfigs); empty without EC2 (a development pool).
+	InstanceID, Region, NodeIPv4, NodeIPv6 string
+}
+
+// Observability is where the handlers report beyond their own request
+// metrics.
+type Observability struct {
+	// Errors is upstream's awscni_ipamd_error_count, shared with the rest
+	// of ipamd.
+	Errors *prometheus.CounterVec
+	// Log is the handlers' log (nil: nothing is logged).
+	Log *slog.Logger
+	// LogLimit bounds the warnings malformed requests log (zero: the
+	// loglimit defaults, 10 lines per RPC and reason a minute).
+	LogLimit loglimit.Config
+}
+
+// reporter is what the handlers report through, built once by New.
+type reporter struct {
+	errors   *prometheus.CounterVec
+	log      *slog.Logger
+	metrics  *Metrics
+	warnings *loglimit.Logger // malformed requests' warnings, rate-limited
+}
+
+func newReporter(o Observability, m *Metrics) reporter {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return reporter{errors: o.Errors, log: log, metrics: m, warnings: loglimit.New(log, o.LogLimit)}
+}

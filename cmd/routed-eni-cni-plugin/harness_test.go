@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,9 +25,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
@@ -97,9 +98,9 @@ func withIPAMDEnv(kv ...string) nodeOption {
 func withFakeCRI() nodeOption {
 	// As on a real node, the runtime lists aws-node's own host-network
 	// sandbox (an empty list would not be trusted after a lost checkpoint).
-	host := cri.Sandbox{ID: "aws-node-host-network", Name: "aws-node-test", Namespace: "kube-system", Ready: true, CreatedAt: time.Now()}
+	host := podip.Sandbox{ID: "aws-node-host-network", Name: "aws-node-test", Namespace: "kube-system", Ready: true}
 	return func(n *testNode) {
-		n.cri = &fakeCRI{sandboxes: map[string]cri.Sandbox{host.ID: host}, ips: map[string]string{host.ID: "192.0.2.10"}}
+		n.cri = &fakeCRI{sandboxes: map[string]podip.Sandbox{host.ID: host}, ips: map[string]netip.Addr{host.ID: netip.MustParseAddr("192.0.2.10")}}
 	}
 }
 
@@ -457,38 +458,39 @@ func podIP(t testing.TB, res *current.Result) net.IP {
 // fakeCRI is the runtime ipamd's reconciler and GC consult.
 type fakeCRI struct {
 	mu        sync.Mutex
-	sandboxes map[string]cri.Sandbox
-	ips       map[string]string
+	sandboxes map[string]podip.Sandbox
+	ips       map[string]netip.Addr
 }
 
 func (f *fakeCRI) set(p *testPod, ip net.IP) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sandboxes[p.containerID] = cri.Sandbox{ID: p.containerID, Name: p.name, Namespace: p.namespace, UID: p.uid, Ready: true, CreatedAt: time.Now()}
+	f.sandboxes[p.containerID] = podip.Sandbox{ID: p.containerID, Name: p.name, Namespace: p.namespace, Ready: true}
 	if f.ips == nil {
-		f.ips = map[string]string{}
+		f.ips = map[string]netip.Addr{}
 	}
-	f.ips[p.containerID] = ip.String()
+	addr, _ := netip.AddrFromSlice(ip.To4())
+	f.ips[p.containerID] = addr
 }
 
-func (f *fakeCRI) ListSandboxes(context.Context) ([]cri.Sandbox, error) {
+func (f *fakeCRI) ListSandboxes(context.Context) ([]podip.Sandbox, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]cri.Sandbox, 0, len(f.sandboxes))
+	out := make([]podip.Sandbox, 0, len(f.sandboxes))
 	for _, s := range f.sandboxes {
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-func (f *fakeCRI) SandboxStatus(_ context.Context, id string) (cri.SandboxStatus, error) {
+func (f *fakeCRI) SandboxStatus(_ context.Context, id string) (podip.SandboxStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s, ok := f.sandboxes[id]
 	if !ok {
-		return cri.SandboxStatus{}, fmt.Errorf("sandbox %s not found", id)
+		return podip.SandboxStatus{}, fmt.Errorf("sandbox %s: %w", id, podip.ErrSandboxNotFound)
 	}
-	return cri.SandboxStatus{Sandbox: s, IP: f.ips[id]}, nil
+	return podip.SandboxStatus{Sandbox: s, IPs: []netip.Addr{f.ips[id]}}, nil
 }
 
 // netnsLinks lists the links in a pod's namespace.

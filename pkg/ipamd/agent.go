@@ -58,6 +58,9 @@ type Options struct {
 	// CRI is the container runtime; nil connects to CRI_RUNTIME_ENDPOINT or
 	// the first usual socket found (unless the reconciler is off).
 	CRI podip.SandboxSource
+	// RuntimeSockets are the sockets probed without CRI_RUNTIME_ENDPOINT;
+	// nil: the usual containerd and CRI-O ones (cri.DefaultSocketCandidates).
+	RuntimeSockets []string
 	// HostNetwork, when set, builds the manager of the host's network state
 	// (links, route tables, rules, SNAT); nil leaves the host alone.
 	HostNetwork HostNetworkFactory

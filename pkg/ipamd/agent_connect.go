@@ -101,31 +101,32 @@ func (a *Agent) runtimeSource() (podip.SandboxSource, bool) {
 	if a.opts.CRI != nil {
 		return a.opts.CRI, true
 	}
-	rt, err := cri.NewRuntime(cri.Config{Endpoint: rc.CRIEndpoint, Candidates: runtimeCandidates, Timeout: rc.CRITimeout, Log: a.log})
+	candidates := a.opts.RuntimeSockets
+	if candidates == nil {
+		candidates = cri.DefaultSocketCandidates
+	}
+	rt, err := cri.NewRuntime(cri.Config{Endpoint: rc.CRIEndpoint, Candidates: candidates, Timeout: rc.CRITimeout, Log: a.log})
 	if err != nil {
 		// loadReconcilerConfig already refuses a bad endpoint.
 		a.log.Error("pod-IP reconciler disabled", "error", err)
 		return nil, false
 	}
+	src := podip.CRISource(rt)
 	if rc.CRIEndpoint != "" {
 		if path, _ := cri.NormalizeEndpoint(rc.CRIEndpoint); !isSocket(path) {
 			a.log.Error("CRI_RUNTIME_ENDPOINT names no socket (yet): addresses that join the pool wait until the runtime answers; "+
 				"mount the runtime's socket directory and name its socket, or turn the reconciler off (criSocket.enabled=false)",
 				"CRI_RUNTIME_ENDPOINT", rc.CRIEndpoint)
 		}
-		return rt, true
+		return src, true
 	}
-	if _, err := cri.ResolveEndpoint("", runtimeCandidates); err != nil {
+	if _, err := cri.ResolveEndpoint("", candidates); err != nil {
 		a.log.Warn("no container runtime socket found yet: the pod-IP reconciler waits for one to appear, and addresses join the pool unchecked until it answers "+
 			"(mount the runtime socket directory and set CRI_RUNTIME_ENDPOINT)", "error", err)
-		return rt, false
+		return src, false
 	}
-	return rt, true
+	return src, true
 }
-
-// runtimeCandidates are the sockets probed without CRI_RUNTIME_ENDPOINT
-// (a variable so tests can point it elsewhere).
-var runtimeCandidates = cri.DefaultSocketCandidates
 
 func isSocket(path string) bool {
 	fi, err := os.Stat(path)
@@ -139,6 +140,7 @@ func (a *Agent) connectRuntime(src podip.SandboxSource, verifying bool) {
 		return
 	}
 	rc := a.opts.Config.Reconciler
+	rc.PodName = a.opts.Config.PodName // a list naming ipamd's own pod is this node's runtime's
 	a.recon = podip.New(rc, src, a.store, a.events, a.log, a.metrics.podip)
 	if !verifying {
 		a.recon.OnFirstList(func() {

@@ -6,25 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
-)
-
-// RebuildMarkerSuffix names the file, next to the checkpoint, that says the
-// checkpoint was lost ("missing") or corrupt ("corrupt") and the node's
-// addresses are not all verified against the runtime yet. While it exists,
-// an empty sandbox list is not trusted, and after a corrupt checkpoint
-// ipamd refuses to start without a reachable runtime. The reconciler
-// removes it once every address is verified; an operator may remove it by
-// hand (then ipamd starts with the addresses it cannot check held back).
-const RebuildMarkerSuffix = ".rebuild-required"
-
-const (
-	markerMissing = "missing"
-	markerCorrupt = "corrupt"
 )
 
 // restore loads the checkpoint, then has the addresses that are not
@@ -33,13 +18,15 @@ const (
 // corrupt while the node's ENIs carry addresses, running pods may hold
 // some of them: those are adopted, and a runtime that cannot be reached
 // keeps every address pending (after a corrupt checkpoint ipamd refuses to
-// start instead, until the runtime answers).
+// start instead, until the runtime answers). The rebuild marker
+// (podip/rebuild.go) records a rebuild across restarts; an operator may
+// remove it by hand (then ipamd starts with the addresses it cannot check
+// held back).
 func (a *Agent) restore(ctx context.Context) error {
 	path := a.opts.Config.CheckpointPath
-	marker := path + RebuildMarkerSuffix
 	start := time.Now()
 	fresh := a.freshNode()
-	markerReason := readMarker(marker)
+	markerReason := podip.ReadRebuildMarker(path)
 	_, statErr := os.Stat(path)
 	missing := errors.Is(statErr, fs.ErrNotExist)
 	rep, err := a.store.Restore()
@@ -67,7 +54,7 @@ func (a *Agent) restore(ctx context.Context) error {
 	if a.recon == nil || !a.store.VerifyingNewAddresses() {
 		// No runtime to check against (reconciler off, or probe mode found
 		// no socket at start).
-		return a.restoreWithoutRuntime(lostCheckpoint, corrupt || markerReason == markerCorrupt, marker, err)
+		return a.restoreWithoutRuntime(lostCheckpoint, corrupt || markerReason == podip.RebuildCorrupt, err)
 	}
 	if !lost {
 		a.recon.SetCleanStart(true)
@@ -79,16 +66,16 @@ func (a *Agent) restore(ctx context.Context) error {
 	reason := markerReason
 	switch {
 	case corrupt:
-		reason = markerCorrupt
+		reason = podip.RebuildCorrupt
 	case reason == "":
-		reason = markerMissing
+		reason = podip.RebuildMissing
 	}
-	if err := os.WriteFile(marker, []byte(reason+"\n"), 0o600); err != nil {
-		return fmt.Errorf("write rebuild marker %s: %w", marker, err)
+	if err := a.recon.BeginRebuild(path, reason, a.leftOutJoined); err != nil {
+		return err
 	}
-	a.recon.BeginRebuild(marker, a.leftOutJoined)
+	marker := podip.RebuildMarker(path)
 	res, verr := a.recon.VerifyNow(ctx)
-	if verr != nil && reason == markerCorrupt {
+	if verr != nil && reason == podip.RebuildCorrupt {
 		a.log.Error("checkpoint is corrupt and the container runtime cannot be asked which addresses running pods hold; refusing to start "+
 			"(retried at every start until the runtime answers; remove the marker to start with every address held back, "+
 			"or set POD_IP_RECONCILE_MODE=off to start as upstream does)", "marker", marker, "error", verr)
@@ -103,7 +90,7 @@ func (a *Agent) restore(ctx context.Context) error {
 // against. With the reconciler off by choice, a lost checkpoint starts as
 // upstream does, loudly. With the reconciler wanted but no runtime socket,
 // a corrupt checkpoint (now or at an earlier start) refuses to start.
-func (a *Agent) restoreWithoutRuntime(lost, corrupt bool, marker string, cause error) error {
+func (a *Agent) restoreWithoutRuntime(lost, corrupt bool, cause error) error {
 	if !lost {
 		return nil
 	}
@@ -114,9 +101,10 @@ func (a *Agent) restoreWithoutRuntime(lost, corrupt bool, marker string, cause e
 		return nil
 	}
 	if corrupt {
-		if err := os.WriteFile(marker, []byte(markerCorrupt+"\n"), 0o600); err != nil {
-			return fmt.Errorf("write rebuild marker %s: %w", marker, err)
+		if err := podip.MarkRebuild(a.opts.Config.CheckpointPath, podip.RebuildCorrupt); err != nil {
+			return err
 		}
+		marker := podip.RebuildMarker(a.opts.Config.CheckpointPath)
 		a.log.Error("checkpoint is corrupt and no container runtime is reachable to rebuild from; refusing to start "+
 			"(set CRI_RUNTIME_ENDPOINT and mount the runtime socket, or POD_IP_RECONCILE_MODE=off to start as upstream does)",
 			"marker", marker, "error", cause)
@@ -159,19 +147,6 @@ func (a *Agent) leftOutJoined() bool {
 		}
 	}
 	return true
-}
-
-// readMarker returns the reason recorded in the rebuild marker, "" when
-// there is none.
-func readMarker(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	if r := strings.TrimSpace(string(b)); r == markerCorrupt {
-		return r
-	}
-	return markerMissing
 }
 
 func (a *Agent) fillDevPool() error {

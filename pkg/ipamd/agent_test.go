@@ -20,6 +20,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
@@ -45,6 +46,7 @@ func testConfig(dir string) Config {
 			"AWS_VPC_K8S_CNI_BACKING_STORE": filepath.Join(dir, "ipam.json"),
 			"INTROSPECTION_BIND_ADDRESS":    "unix:" + filepath.Join(dir, "introspect.sock"),
 			"POD_IP_RECONCILE_MODE":         "off",
+			"MY_POD_NAME":                   testsupport.AgentPodName,
 		}[k]
 		return v, ok
 	})
@@ -334,7 +336,7 @@ func TestCorruptCheckpointRefusesToStart(t *testing.T) {
 	// The bad file is gone now, but the refusal persists through the marker.
 	err = start()
 	require.Error(t, err, "a restart must not start empty while the runtime still cannot be asked")
-	assert.Contains(t, err.Error(), RebuildMarkerSuffix)
+	assert.Contains(t, err.Error(), podip.RebuildMarkerSuffix)
 
 	// With the reconciler off by choice, ipamd starts as upstream does.
 	cfg.Reconciler.Mode = podip.Off

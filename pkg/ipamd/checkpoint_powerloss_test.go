@@ -46,7 +46,7 @@ func (p *powerLossNode) start(t *testing.T) *testNode {
 		o.CRI = p.cri
 		o.Config.IPCooldown = powerLossCooldown
 		o.Config.Reconciler = podip.Config{Mode: podip.Enforce, StartDelay: time.Hour, Interval: time.Hour,
-			Grace: time.Millisecond, ConfirmDelay: time.Millisecond, MaxReleasePerPass: 100}
+			Grace: time.Millisecond, MaxReleasePerPass: 100}
 	})
 }
 
@@ -103,7 +103,7 @@ func TestPowerLossCheckpointStates(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				rt, client := testsupport.StartFakeCRI(t)
-				p := &powerLossNode{dir: t.TempDir(), rt: rt, cri: client, live: map[string]string{}}
+				p := &powerLossNode{dir: t.TempDir(), rt: rt, cri: podip.CRISource(client), live: map[string]string{}}
 
 				// Before: four pods, the checkpoint as it is then, one DEL
 				// and five more ADDs (one of them gets the deleted pod's

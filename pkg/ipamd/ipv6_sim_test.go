@@ -16,6 +16,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
@@ -132,7 +133,7 @@ func TestIPv6LostCheckpointAdoptsRunningPods(t *testing.T) {
 	rt.Add(fakecri.Sandbox{ID: "starting", Name: "db", Namespace: "default", IP: second.String(),
 		State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY})
 
-	n := nodeOnSim(t, sim, withEnv(ipv6Env, map[string]string{"POD_IP_RECONCILE_MODE": "enforce"}), func(o *Options) { o.CRI = client })
+	n := nodeOnSim(t, sim, withEnv(ipv6Env, map[string]string{"POD_IP_RECONCILE_MODE": "enforce"}), func(o *Options) { o.CRI = podip.CRISource(client) })
 	ctx := context.Background()
 	key := func(id string) datastore.IPAMKey {
 		return datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: id, IfName: "eth0"}
@@ -169,8 +170,8 @@ func TestIPv6LostCheckpointIsNotAFreshNode(t *testing.T) {
 
 	fresh := ec2simtest.Start(t, ec2simtest.IPv6Node(ec2sim.Config{Seed: 42}))
 	_, client := testsupport.StartFakeCRI(t)
-	n := nodeOnSim(t, fresh, env, func(o *Options) { o.CRI = client })
-	assert.NoFileExists(t, n.agent.opts.Config.CheckpointPath+RebuildMarkerSuffix, "a /80 assigned at this start is fresh")
+	n := nodeOnSim(t, fresh, env, func(o *Options) { o.CRI = podip.CRISource(client) })
+	assert.NoFileExists(t, n.agent.opts.Config.CheckpointPath+podip.RebuildMarkerSuffix, "a /80 assigned at this start is fresh")
 	_, err := n.agent.store.Assign(key("first"), datastore.IPAMMetadata{})
 	require.NoError(t, err)
 
@@ -179,9 +180,9 @@ func TestIPv6LostCheckpointIsNotAFreshNode(t *testing.T) {
 	require.NoError(t, err)
 	rt, client := testsupport.StartFakeCRI(t)
 	rt.Remove(testsupport.HostSandbox().ID) // it lists nothing, as a runtime behind the wrong socket would
-	n = nodeOnSim(t, sim, env, func(o *Options) { o.CRI = client })
+	n = nodeOnSim(t, sim, env, func(o *Options) { o.CRI = podip.CRISource(client) })
 	ctx := context.Background()
-	marker := n.agent.opts.Config.CheckpointPath + RebuildMarkerSuffix
+	marker := n.agent.opts.Config.CheckpointPath + podip.RebuildMarkerSuffix
 	assert.FileExists(t, marker, "the /80 was there before this start: the checkpoint is lost")
 	_, err = n.agent.recon.VerifyNow(ctx)
 	require.NoError(t, err)

@@ -23,9 +23,9 @@ import (
 func TestStandardNodeAtCapacityRaisesLeakSignal(t *testing.T) {
 	_, client := testsupport.StartFakeCRI(t)
 	rc := podip.Config{Mode: podip.Enforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 50 * time.Millisecond,
-		TriggeredConfirmDelay: 100 * time.Millisecond, MinTriggerGap: time.Millisecond}
+		MinTriggerGap: time.Millisecond}
 	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, nil,
-		func(o *Options) { o.CRI = client; o.Config.Reconciler = rc })
+		func(o *Options) { o.CRI = podip.CRISource(client); o.Config.Reconciler = rc })
 	require.Equal(t, 29, n.agent.pool.Config().Targets.MaxPods)
 	require.Equal(t, 27, n.agent.pool.Config().Targets.MaxAddresses)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -49,16 +49,16 @@ func TestStandardNodeAtCapacityRaisesLeakSignal(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond, "the triggered reconciler frees the leaks")
 }
 
-// An ADD that finds the pool exhausted while the reconciler already holds
-// a confirmed candidate is served at once (the leak is reclaimed inline),
-// and it wakes the pool manager. Before any candidate exists, the very
-// first ADD on a leaked node may fail.
-func TestExhaustedADDReclaimsAConfirmedLeakInline(t *testing.T) {
+// An ADD that finds the pool exhausted on a node full of leaks past their
+// grace period is served at once: it takes a fresh list, the runtime says
+// by ID that the sandbox is gone, and the leak is reclaimed inline (its
+// address rested for the cooldown while the leak waited). The reclaim
+// frees one address per ADD; the others wait for the next ADD or pass.
+func TestExhaustedADDReclaimsALeakInline(t *testing.T) {
 	_, client := testsupport.StartFakeCRI(t)
-	rc := podip.Config{Mode: podip.Enforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 100 * time.Millisecond,
-		ConfirmDelay: 100 * time.Millisecond, MaxReleasePerPass: 5}
+	rc := podip.Config{Mode: podip.Enforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 100 * time.Millisecond}
 	n := startNodeOpts(t, t.TempDir(), devpool.Pool{ENIs: 1, PerENI: 4}, func(o *Options) {
-		o.CRI = client
+		o.CRI = podip.CRISource(client)
 		o.Config.Reconciler = rc
 		o.Config.IPCooldown = 50 * time.Millisecond
 	})
@@ -74,18 +74,17 @@ func TestExhaustedADDReclaimsAConfirmedLeakInline(t *testing.T) {
 
 	r, err := c.AddNetwork(context.Background(), addReq("first"))
 	require.NoError(t, err)
-	assert.False(t, r.Success, "no candidate yet: the very first ADD on a leaked node fails")
-
-	rep := n.agent.recon.Pass(context.Background(), false) // first sighting of the four
-	require.Equal(t, 4, rep.Candidates)
-	time.Sleep(rc.ConfirmDelay + 20*time.Millisecond)
+	assert.False(t, r.Success, "the leaks were first seen by this ADD's list: none has rested for the cooldown yet")
+	st := n.agent.recon.Status()
+	require.Len(t, st.Candidates, 4, "the ADD's list made them candidates")
+	time.Sleep(n.agent.store.Cooldown() + 20*time.Millisecond)
 
 	before := gathered(t, n.agent, "awscni_ipamd_pod_ip_reconcile_reclaimed_for_add_total")
 	r, err = c.AddNetwork(context.Background(), addReq("second"))
 	require.NoError(t, err)
-	require.True(t, r.Success, "a confirmed leak is reclaimed for this ADD, which is served")
+	require.True(t, r.Success, "a leak that rested is reclaimed for this ADD, which is served")
 	assert.Equal(t, before+1, gathered(t, n.agent, "awscni_ipamd_pod_ip_reconcile_reclaimed_for_add_total"))
 	assert.Len(t, n.agent.store.Allocations(), 4, "three leaks left, one new pod")
-	st := n.agent.recon.Status()
+	st = n.agent.recon.Status()
 	assert.Equal(t, 3, len(st.Candidates))
 }

@@ -92,7 +92,7 @@ func startLateENINode(t *testing.T, before func(o *Options, e awsutils.ENI)) *la
 		n.eni = e
 		n.host.fail[e.PrimaryIP] = 1
 		o.HostNetwork = func(awsutils.Identity) (HostNetwork, error) { return n.host, nil }
-		o.CRI = client
+		o.CRI = podip.CRISource(client)
 		o.Config.Reconciler = podip.Config{Mode: podip.Enforce, StartDelay: time.Hour, Interval: time.Hour}
 		dir := filepath.Dir(o.SocketPath)
 		o.MetricsAddress = "unix:" + filepath.Join(dir, "metrics.sock")
@@ -303,7 +303,7 @@ func TestCheckpointEntriesOfALateENIReturnToTheirLiveSandboxes(t *testing.T) {
 		_, ok := n.agent.store.Find(podKey(id))
 		require.False(t, ok, "%s: entry dropped, its address is on no ENI ipamd holds", id)
 	}
-	marker := n.agent.opts.Config.CheckpointPath + RebuildMarkerSuffix
+	marker := n.agent.opts.Config.CheckpointPath + podip.RebuildMarkerSuffix
 	_, err := os.Stat(marker)
 	require.NoError(t, err, "entries dropped for a missing ENI: the checkpoint no longer covers every address in use, so it is rebuilt like a lost one")
 
@@ -348,7 +348,7 @@ func startVerifyingDevNode(t *testing.T, pool devpool.Pool) (*testNode, *fakecri
 	t.Helper()
 	rt, client := testsupport.StartFakeCRI(t)
 	n := startNodeOpts(t, t.TempDir(), pool, func(o *Options) {
-		o.CRI = client
+		o.CRI = podip.CRISource(client)
 		o.Config.Reconciler = podip.Config{Mode: podip.Enforce, StartDelay: time.Hour, Interval: time.Hour}
 	})
 	require.Zero(t, n.agent.store.Stats().PendingIPs, "the start verified the pool against the runtime")

@@ -36,7 +36,9 @@ func startRebuildNode(t *testing.T, dir string, client podip.SandboxSource, rc p
 	})
 }
 
-func markerOf(n *testNode) string { return n.agent.opts.Config.CheckpointPath + RebuildMarkerSuffix }
+func markerOf(n *testNode) string {
+	return n.agent.opts.Config.CheckpointPath + podip.RebuildMarkerSuffix
+}
 
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
@@ -48,7 +50,7 @@ func emptyRuntime(t *testing.T) (*fakecri.Runtime, podip.SandboxSource) {
 	t.Helper()
 	rt, client := testsupport.StartFakeCRI(t)
 	rt.Remove(testsupport.HostSandboxID)
-	return rt, client
+	return rt, podip.CRISource(client)
 }
 
 // TestLostCheckpointWithEmptySandboxListNeverTrustsIt guards a lost
@@ -64,7 +66,7 @@ func TestLostCheckpointWithEmptySandboxListNeverTrustsIt(t *testing.T) {
 	marker := markerOf(n)
 	b, err := os.ReadFile(marker)
 	require.NoError(t, err, "the lost checkpoint is recorded")
-	assert.Equal(t, markerMissing, strings.TrimSpace(string(b)))
+	assert.Equal(t, string(podip.RebuildMissing), strings.TrimSpace(string(b)))
 	assert.Equal(t, 6, n.agent.store.Stats().PendingIPs)
 	conn := n.dial(t)
 	defer conn.Close()
@@ -100,7 +102,7 @@ func TestLostCheckpointRebuildAdoptsLiveAndFreesTheRest(t *testing.T) {
 	rt, client := testsupport.StartFakeCRI(t) // lists aws-node's own sandbox too
 	const liveIP = "10.250.1.2"
 	rt.Add(liveSandbox("live", "web", liveIP))
-	n := startRebuildNode(t, t.TempDir(), client, podip.Config{StartDelay: time.Hour, Interval: time.Hour})
+	n := startRebuildNode(t, t.TempDir(), podip.CRISource(client), podip.Config{StartDelay: time.Hour, Interval: time.Hour})
 
 	assert.False(t, fileExists(markerOf(n)), "fully rebuilt at start: marker removed")
 	assert.Zero(t, n.agent.store.Stats().PendingIPs)
@@ -158,5 +160,5 @@ func TestRebuildMarkerSurvivesRestart(t *testing.T) {
 	rt.Remove(testsupport.HostSandboxID)
 	third := startRebuildNode(t, dir, client, rc)
 	assert.Zero(t, third.agent.store.Stats().PendingIPs, "marker gone, checkpoint intact: a clean start trusts the empty list")
-	assert.False(t, fileExists(filepath.Join(dir, "ipam.json"+RebuildMarkerSuffix)), "a clean start writes no marker")
+	assert.False(t, fileExists(filepath.Join(dir, "ipam.json"+podip.RebuildMarkerSuffix)), "a clean start writes no marker")
 }

@@ -20,24 +20,22 @@ import (
 // as upstream does; the rebuild marker is never cleared without a runtime
 // answer.
 func TestProbeModeWithoutSocketTreatsLostCheckpointAsNoRuntime(t *testing.T) {
-	old := runtimeCandidates
-	runtimeCandidates = []string{filepath.Join(t.TempDir(), "no.sock")}
-	t.Cleanup(func() { runtimeCandidates = old })
 	dir := t.TempDir()
 	cfg := testConfig(dir)
 	cfg.Reconciler.Mode = podip.Enforce
 	path := filepath.Join(dir, "ipam.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"version":"vpc-cni-ipam/1","allocations":[{`), 0o600))
-	opts := Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &devpool.Pool{ENIs: 1, PerENI: 3}}
+	opts := Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"), DelQueueDir: filepath.Join(dir, "q"), DevPool: &devpool.Pool{ENIs: 1, PerENI: 3},
+		RuntimeSockets: []string{filepath.Join(t.TempDir(), "no.sock")}}
 	_, err := NewAgent(context.Background(), opts)
 	require.Error(t, err, "corrupt checkpoint and nothing to rebuild from")
-	assert.FileExists(t, path+RebuildMarkerSuffix)
+	assert.FileExists(t, path+podip.RebuildMarkerSuffix)
 
-	require.NoError(t, os.Remove(path+RebuildMarkerSuffix))
+	require.NoError(t, os.Remove(path+podip.RebuildMarkerSuffix))
 	a, err := NewAgent(context.Background(), opts)
 	require.NoError(t, err, "missing checkpoint without a runtime: upstream's start")
 	defer a.Store().Close()
 	assert.Zero(t, a.Store().Stats().PendingIPs)
-	_, err = os.Stat(path + RebuildMarkerSuffix)
+	_, err = os.Stat(path + podip.RebuildMarkerSuffix)
 	assert.True(t, errors.Is(err, os.ErrNotExist))
 }

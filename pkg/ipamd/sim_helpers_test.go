@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
@@ -83,6 +84,7 @@ func simOptions(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Op
 		"IP_COOLDOWN_PERIOD":            "0",
 		"AWS_VPC_K8S_CNI_BACKING_STORE": filepath.Join(dir, "ipam.json"),
 		"POD_IP_RECONCILE_MODE":         "off",
+		"MY_POD_NAME":                   testsupport.AgentPodName,
 	}
 	for k, v := range env {
 		full[k] = v

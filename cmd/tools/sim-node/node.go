@@ -108,7 +108,6 @@ func newAgent(o options, mode, dir, criSock string, log *slog.Logger) (*ipamd.Ag
 	// so in the output.
 	cfg.Reconciler.Grace, cfg.Reconciler.Interval = o.grace, o.interval
 	cfg.Reconciler.StartDelay = min(2*time.Second, o.interval)
-	cfg.Reconciler.ConfirmDelay = confirmDelay(o.interval)
 	aws, err := awsutils.New(context.Background(), awsutils.Options{Logger: log})
 	if err != nil {
 		return nil, err
@@ -122,11 +121,6 @@ func newAgent(o options, mode, dir, criSock string, log *slog.Logger) (*ipamd.Ag
 		Timings:        ipamd.Timings{PoolInterval: time.Second, ENISyncInterval: 10 * time.Second, DecreaseInterval: 5 * time.Second},
 	})
 }
-
-// confirmDelay is the demo's least time between the two passes that must
-// both see a sandbox absent: half the interval, as in production (30 s of
-// 1 m).
-func confirmDelay(interval time.Duration) time.Duration { return interval / 2 }
 
 // maxPodsFile finds the repository's copy of upstream's max-pods table
 // from the working directory or one of its parents (go run and go test

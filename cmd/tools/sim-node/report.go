@@ -66,8 +66,7 @@ func header(o options) string {
 		fmt.Fprintf(&b, "runs: %s, at the same time, each on its own node with the same churn\n", strings.Join(runs, " and "))
 	}
 	fmt.Fprintf(&b, "demo timings (set in-process, below the variables' floors; production defaults in brackets):\n")
-	fmt.Fprintf(&b, "  POD_IP_RECONCILE_GRACE_PERIOD %s [5m], POD_IP_RECONCILE_INTERVAL %s [1m], absent-confirmation delay %s [30s]",
-		o.grace, o.interval, confirmDelay(o.interval))
+	fmt.Fprintf(&b, "  POD_IP_RECONCILE_GRACE_PERIOD %s [5m], POD_IP_RECONCILE_INTERVAL %s [1m]", o.grace, o.interval)
 	return b.String()
 }
 

@@ -142,7 +142,7 @@ func TestHeaderStatesDemoTimings(t *testing.T) {
 	}
 	h := header(o)
 	for _, want := range []string{"POD_IP_RECONCILE_GRACE_PERIOD 7s [5m]", "POD_IP_RECONCILE_INTERVAL 3s [1m]",
-		"absent-confirmation delay 1.5s [30s]", "reconciler off and reconciler on (enforce), at the same time",
+		"reconciler off and reconciler on (enforce), at the same time",
 		"seed 1, 99 pod starts over 40s"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("header lacks %q:\n%s", want, h)

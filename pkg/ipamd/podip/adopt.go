@@ -3,24 +3,20 @@ package podip
 import (
 	"context"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
 // readoptLocked is the reverse check: a READY sandbox with no allocation
-// whose IP is a free address of the pool is assigned back to it, so the
-// address can never be handed to another pod. Sandbox IPs come from the
-// cache learnSandboxIPs keeps; nothing about a sandbox whose IP is not in
-// the pool is remembered beyond that, so an address that joins the pool
-// later is still matched (by verification, since it joins pending).
-// Requires r.mu.
-func (r *Reconciler) readoptLocked(ctx context.Context, sandboxes []cri.Sandbox, allocs []datastore.Allocation, rep *PassReport, evs *eventBatch) {
-	held := r.heldIDs.reset()
-	for _, a := range allocs {
-		held[a.Key.ContainerID] = struct{}{}
-	}
-	r.learnSandboxIPs(ctx, sandboxes, held)
-	for _, s := range sandboxes {
+// whose IP is a free address of the pool is re-adopted (assigned back to
+// it), so the address can never be handed to another pod. Sandbox IPs come
+// from the cache learnSandboxIPs keeps; nothing about a sandbox whose IP
+// is not in the pool is remembered beyond that, so an address that joins
+// the pool later is still matched (by verification, since it joins
+// pending). Requires r.mu.
+func (r *Reconciler) readoptLocked(ctx context.Context, l *listing, allocs []datastore.Allocation, rep *PassReport, evs *eventBatch) {
+	r.learn(ctx, l, allocs)
+	held := r.heldIDs // learn filled it from allocs
+	for _, s := range l.sandboxes {
 		if _, ok := held[s.ID]; !s.Ready || ok {
 			continue
 		}
@@ -30,7 +26,7 @@ func (r *Reconciler) readoptLocked(ctx context.Context, sandboxes []cri.Sandbox,
 			case !inPool || !free:
 				// Not ours, cooling, pending (verification adopts it) or
 				// held by another key (if that key's sandbox is gone the
-				// forward check hands it over to this sandbox).
+				// decision hands it over to this sandbox).
 			case r.cfg.Mode == Report:
 				r.log.Warn("report mode: would re-adopt the IP of a running sandbox that the datastore lost", "ip", ip.String(), "sandbox", s.ID)
 			default:

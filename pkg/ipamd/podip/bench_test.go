@@ -42,7 +42,7 @@ func reconBenchNode(b *testing.B, n int) (*datastore.DataStore, *Reconciler) {
 		rt.Add(fakecri.Sandbox{ID: id, Name: name, Namespace: "bench", UID: uid, IP: a.IP.String(),
 			State: runtimeapi.PodSandboxState_SANDBOX_READY, Labels: kubeletLabels(name, "bench", uid), Annotations: kubeletAnnotations()})
 	}
-	return store, New(Config{}, client, store, nil, nil, nil)
+	return store, New(Config{}, CRISource(client), store, nil, nil, nil)
 }
 
 // kubeletLabels are the labels the kubelet puts on a Deployment pod's

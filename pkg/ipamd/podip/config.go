@@ -29,18 +29,20 @@ type Config struct {
 	// runtimes list a sandbox only after its CNI ADD returned
 	// (POD_IP_RECONCILE_GRACE_PERIOD, 5m).
 	Grace time.Duration
-	// ConfirmDelay is the least time between the two passes that must both
-	// see an allocation's sandbox absent (30s); TriggeredConfirmDelay
-	// replaces it after the max-pods leak signal (2s).
-	ConfirmDelay, TriggeredConfirmDelay time.Duration
 	// StartDelay is when the first pass runs after start (10s).
 	StartDelay time.Duration
 	// MinTriggerGap rate-limits triggered passes (2s).
 	MinTriggerGap time.Duration
-	// MaxReleasePerPass caps releases in one pass; 0 means MaxReleasePercent
-	// of the pool's addresses, at least 1
-	// (POD_IP_RECONCILE_MAX_RELEASE_PER_PASS: a number or "N%", default 10%).
+	// MaxReleasePerPass or MaxReleasePercent (of the pool's addresses, at
+	// least 1) caps what every pass frees, and every path until the next
+	// pass (POD_IP_RECONCILE_MAX_RELEASE_PER_PASS: a number or "N%").
+	// Unset (both 0): releases the runtime vouches for one by one are not
+	// capped, and one that proceeds after a hold frees at most 10% per
+	// pass.
 	MaxReleasePerPass, MaxReleasePercent int
+	// PodName is ipamd's own pod (MY_POD_NAME): a list naming it comes
+	// from the runtime that runs this node's pods. Empty: not known.
+	PodName string
 	// CRIEndpoint is CRI_RUNTIME_ENDPOINT (empty: probe the usual sockets).
 	CRIEndpoint string
 	// CRITimeout bounds each CRI call (5s).
@@ -59,16 +61,11 @@ func (c *Config) SetDefaults() {
 	}
 	set(&c.Interval, time.Minute)
 	set(&c.Grace, 5*time.Minute)
-	set(&c.ConfirmDelay, 30*time.Second)
-	set(&c.TriggeredConfirmDelay, 2*time.Second)
 	set(&c.StartDelay, 10*time.Second)
 	set(&c.MinTriggerGap, 2*time.Second)
 	set(&c.CRITimeout, 5*time.Second)
 	if c.Mode == "" {
 		c.Mode = Enforce
-	}
-	if c.MaxReleasePerPass <= 0 && c.MaxReleasePercent <= 0 {
-		c.MaxReleasePercent = 10
 	}
 	if c.NetworkName == "" {
 		c.NetworkName = "aws-cni"

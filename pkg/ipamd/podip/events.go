@@ -47,3 +47,10 @@ func (b *eventBatch) post(ctx context.Context, to EventPoster) {
 	}
 	*b = nil
 }
+
+func podRef(m datastore.IPAMMetadata) string {
+	if m.K8SPodName == "" {
+		return "unknown pod"
+	}
+	return m.K8SPodNamespace + "/" + m.K8SPodName
+}

@@ -17,8 +17,8 @@ import (
 // TestLeakWhoseAddressASandboxUsesIsHandedOver: allocations of gone
 // sandboxes (as an outdated checkpoint restores them) whose addresses
 // running sandboxes use are never freed, not even for an exhausted ADD;
-// a pass hands each over to its READY user, and waits while the user is
-// not ready.
+// the decision, on any path, hands each over to its READY user, and waits
+// while the user is not ready.
 func TestLeakWhoseAddressASandboxUsesIsHandedOver(t *testing.T) {
 	f := newReconFixture(t)
 	for _, name := range []string{"a", "b", "c"} {
@@ -37,18 +37,23 @@ func TestLeakWhoseAddressASandboxUsesIsHandedOver(t *testing.T) {
 	}
 
 	f.clk.Advance(6 * time.Minute) // past the grace period
+	f.r.cfg.Mode = Report          // report mode hands nothing over: first the ADD
 	rep := f.pass(t)
 	require.Equal(t, 2, rep.Candidates)
-	f.clk.Advance(time.Minute) // past the confirm delay and the cooldown
+	f.r.cfg.Mode = Enforce
+	f.clk.Advance(time.Minute) // past the cooldown
 	assert.False(t, f.r.ReclaimForAdd(context.Background()), "an exhausted ADD never gets an address a sandbox uses")
-	assert.True(t, f.held(stale))
+	assert.False(t, f.held(stale), "it hands the address over instead")
 	assert.True(t, f.held(waiting))
+	got, ok := f.store.Find(keyOf(user))
+	require.True(t, ok, "the running sandbox holds its address")
+	assert.Equal(t, stale.IP, got.IP)
 
 	rep = f.pass(t)
-	assert.Equal(t, 1, rep.Readopted)
+	assert.Zero(t, rep.HandedOver, "done already")
 	assert.Zero(t, rep.Reclaimed)
 	assert.False(t, f.held(stale))
-	got, ok := f.store.Find(keyOf(user))
+	got, ok = f.store.Find(keyOf(user))
 	require.True(t, ok, "the running sandbox holds its address")
 	assert.Equal(t, stale.IP, got.IP)
 	assert.Equal(t, "web", got.Metadata.K8SPodName)
@@ -61,7 +66,7 @@ func TestLeakWhoseAddressASandboxUsesIsHandedOver(t *testing.T) {
 	f.rt.SetState(notReady.ID, runtimeapi.PodSandboxState_SANDBOX_READY)
 	f.clk.Advance(time.Minute)
 	rep = f.pass(t)
-	assert.Equal(t, 1, rep.Readopted)
+	assert.Equal(t, 1, rep.HandedOver)
 	got, ok = f.store.Find(keyOf(notReady))
 	require.True(t, ok, "handed over once ready")
 	assert.Equal(t, waiting.IP, got.IP)
@@ -110,11 +115,9 @@ func TestHandOversAreNotBraked(t *testing.T) {
 			IP: a.IP.String(), State: runtimeapi.PodSandboxState_SANDBOX_READY})
 	}
 	f.clk.Advance(6 * time.Minute)
-	require.Equal(t, 4, f.pass(t).Candidates)
-	f.clk.Advance(time.Minute)
 	rep := f.pass(t)
-	assert.Empty(t, rep.Skipped, "4 of 5 would be a mass release, but nothing is freed")
-	assert.Equal(t, 4, rep.Readopted, "all handed over, past the cap of 1")
+	assert.Empty(t, rep.Skipped, "nothing is freed, so nothing is braked")
+	assert.Equal(t, 4, rep.HandedOver, "all handed over, past the cap of 1")
 	assert.Zero(t, rep.Reclaimed)
 	for i, a := range stale {
 		got, ok := f.store.Find(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprintf("%064d", i+100), IfName: "eth0"})

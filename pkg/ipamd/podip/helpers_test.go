@@ -74,7 +74,7 @@ func newReconFixture(t *testing.T, mutate ...func(*Config)) *reconFixture {
 		m(&cfg)
 	}
 	ev := &recordingEvents{}
-	r := New(cfg, client, store, ev, nil, nil)
+	r := New(cfg, CRISource(client), store, ev, nil, nil)
 	r.now = clk.Now
 	return &reconFixture{rt: rt, store: store, clk: clk, r: r, events: ev}
 }

@@ -40,6 +40,13 @@ func WithinGrace(assignedAt, now time.Time, grace time.Duration) bool {
 	return now.Sub(assignedAt) <= grace
 }
 
+// humanDuration renders as a Go duration string ("1.2ms") in JSON.
+type humanDuration time.Duration
+
+func (d humanDuration) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Duration(d).String() + `"`), nil
+}
+
 // UnmarshalJSON reads the duration string MarshalJSON writes, so that
 // clients can decode /v1/reconciler into Status.
 func (d *humanDuration) UnmarshalJSON(b []byte) error {

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/trigger"
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,25 +15,19 @@ import (
 
 // The pod-IP reconciler frees addresses whose pod sandbox no longer exists
 // (a lost CNI DEL) by comparing the datastore with the runtime's sandboxes.
-// Its safety rules, in order:
-//   - a sandbox the runtime lists, in any state, owns its address;
+// Whether an allocation may be freed is one decision (reclaim.go), which
+// every path that frees calls; its rules, in short:
+//   - a sandbox the runtime lists, in any state, owns its address, and so
+//     does a listed sandbox that uses the address;
 //   - an allocation younger than the grace period is never touched (its ADD
 //     may still be in flight: runtimes list a sandbox only after ADD returns);
-//   - an allocation is freed only after two passes at least a confirm delay
-//     apart both saw its sandbox absent, a fresh list taken right before
-//     freeing still lacks it, and the datastore entry is the one observed
-//     (same key, same assignment time);
+//   - an allocation is freed only when the runtime, asked for its sandbox
+//     by its ID after a list left it out, says it has no such sandbox, on a
+//     list that comes from this node's runtime (corroborated), and only if
+//     the datastore entry is the one observed;
 //   - any doubt about the runtime's answer (error, timeout, an empty list
-//     while addresses are allocated) skips the pass;
-//   - releases per pass are capped, and a pass that would free more than
-//     half of all allocations is held until that verdict repeats on three
-//     passes in a row.
-
-// SandboxSource is the runtime as the reconciler sees it (*cri.Runtime).
-type SandboxSource interface {
-	ListSandboxes(ctx context.Context) ([]cri.Sandbox, error)
-	SandboxStatus(ctx context.Context, id string) (cri.SandboxStatus, error)
-}
+//     while addresses are allocated, a listed sandbox whose IPs are not
+//     known) frees nothing.
 
 // Store is the part of the datastore the reconciler uses.
 type Store interface {
@@ -59,18 +52,14 @@ type EventPoster interface {
 	Normal(ctx context.Context, reason, action, note string) bool
 }
 
-type candidate struct {
-	alloc     datastore.Allocation
-	firstSeen time.Time // first pass (or CNI GC) that saw the sandbox absent
-	lastSeen  time.Time
-	passes    int  // consecutive sightings of its absence
-	reported  bool // report mode: counted and announced once
-}
-
+// Reconciler is the pod-IP reconciler of one node: its passes, the
+// verification of addresses that join the pool, the reclaim for an
+// exhausted ADD and CNI GC, over one datastore and one sandbox source.
+// Its methods are safe for concurrent use; passes never overlap.
 type Reconciler struct {
 	m      *Metrics
 	cfg    Config
-	cri    SandboxSource
+	src    SandboxSource
 	store  Store
 	log    *slog.Logger
 	events EventPoster
@@ -80,15 +69,22 @@ type Reconciler struct {
 
 	mu         sync.Mutex // guards what introspection reads, and serialises passes
 	candidates map[datastore.IPAMKey]*candidate
-	massStreak int
+	// holdStreak counts passes in a row whose list was not corroborated
+	// while something would be freed.
+	holdStreak int
+	// partial is how many sandboxes the last decision's list left out
+	// that answered by their IDs (logged when it changes).
+	partial    int
 	sandboxIPs map[string]sandboxAddrs // listed sandboxes' IPs, learnt once each
-	// listedIDs and heldIDs are a pass's sets of listed sandbox and
-	// allocated container IDs, refilled in place (index.go).
-	listedIDs, heldIDs idIndex
+	// heldIDs is the set of allocated container IDs of the listing being
+	// decided (learn); prevIDs the IDs of the previous decision's list and
+	// spareIDs a set to reuse for the next (listing.go).
+	heldIDs, prevIDs, spareIDs map[string]struct{}
+	prevCorroborated           bool
 	// statusFailed: when a listed sandbox's status call last failed.
 	statusFailed map[string]time.Time
-	// budget is what may still be released until the next pass starts; CNI
-	// GC draws from the same budget, so frequent GC calls cannot exceed it.
+	// budget is what may still be released until the next pass starts,
+	// when a cap applies (reclaim.go); every path draws from it.
 	budget int
 	// trustEmptyAtStart: the start was clean, so an empty sandbox list may
 	// verify pending addresses (see emptyListTrusted).
@@ -109,11 +105,16 @@ type Reconciler struct {
 	published   atomic.Pointer[Status]
 }
 
-// Totals count what the reconciler did since start.
+// Totals count what the reconciler did since start. Readopted counts
+// every address assigned to the running sandbox that uses it: re-adopted
+// by the reverse check, handed over from a leak, or adopted on joining the
+// pool (as awscni_ipamd_pod_ip_reconcile_readopted_total does).
 type Totals struct {
 	Passes, Skipped, Reclaimed, WouldReclaim, Readopted int
 }
 
+// New returns a reconciler of store against src. Nil events, log and
+// metrics are replaced by ones that go nowhere.
 func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *slog.Logger, metrics *Metrics) *Reconciler {
 	if metrics == nil {
 		metrics = NewMetrics(prometheus.NewRegistry()) // counted, but not served
@@ -125,11 +126,11 @@ func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *sl
 	if events == nil {
 		events = noEvents{}
 	}
-	r := &Reconciler{m: metrics, cfg: cfg, cri: src, store: store, events: events, log: log, now: time.Now,
+	r := &Reconciler{m: metrics, cfg: cfg, src: src, store: store, events: events, log: log, now: time.Now,
 		trigger: trigger.New(), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{}, statusFailed: map[string]time.Time{},
 		trustEmptyAtStart: true}
 	r.verify.Reason = WaitNotStarted
-	r.budget = r.maxRelease() // CNI GC may come before the first pass
+	r.budget = r.capPerInterval() // CNI GC may come before the first pass
 	return r
 }
 
@@ -142,15 +143,6 @@ func (r *Reconciler) SetCleanStart(clean bool) {
 	r.trustEmptyAtStart = clean
 }
 
-// BeginRebuild records a lost checkpoint being rebuilt: the marker at path
-// is removed once every pending address is verified, the runtime has
-// answered, and mayClear (when set) holds.
-func (r *Reconciler) BeginRebuild(path string, mayClear func() bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.trustEmptyAtStart, r.markerPath, r.mayClearMarker = false, path, mayClear
-}
-
 // OnFirstList runs f once, at the first successful sandbox list.
 func (r *Reconciler) OnFirstList(f func()) {
 	r.mu.Lock()
@@ -158,23 +150,21 @@ func (r *Reconciler) OnFirstList(f func()) {
 	r.onFirstList = f
 }
 
-// Trigger asks for a pass now, with the short confirm delay (the max-pods
-// leak signal). It never blocks.
+// Trigger asks for a pass now (the pool's leak signal). It never blocks.
 func (r *Reconciler) Trigger() { r.trigger.Fire() }
 
-// run makes passes until ctx ends: shortly after start, then every
-// interval; while candidates await confirmation the next pass comes after
-// the confirm delay instead.
+// Run makes passes until ctx ends: shortly after start, then every
+// interval, and when triggered (at most one per MinTriggerGap: a trigger
+// that comes sooner runs when the gap ends, never dropped).
 func (r *Reconciler) Run(ctx context.Context) {
 	if r.cfg.Mode == Off {
 		r.log.Info("pod-IP reconciler is off (POD_IP_RECONCILE_MODE=off)")
 		return
 	}
-	r.log.Info("pod-IP reconciler started", "mode", r.cfg.Mode, "interval", r.cfg.Interval.String(),
-		"grace", r.cfg.Grace.String(), "confirmDelay", r.cfg.ConfirmDelay.String())
+	r.log.Info("pod-IP reconciler started", "mode", r.cfg.Mode, "interval", r.cfg.Interval.String(), "grace", r.cfg.Grace.String())
 	timer := time.NewTimer(r.cfg.StartDelay)
 	defer timer.Stop()
-	fast, postponed := false, false
+	postponed := false
 	for {
 		triggered := false
 		select {
@@ -192,18 +182,8 @@ func (r *Reconciler) Run(ctx context.Context) {
 			}
 			triggered = true
 		}
-		fast = fast || triggered
-		rep := r.Pass(ctx, fast)
-		next := r.cfg.Interval
-		if rep.Candidates > 0 {
-			next = r.cfg.ConfirmDelay
-			if fast {
-				next = r.cfg.TriggeredConfirmDelay
-			}
-		} else {
-			fast = false
-		}
-		resetTimer(timer, next)
+		r.Pass(ctx, triggered)
+		resetTimer(timer, r.cfg.Interval)
 	}
 }
 
@@ -228,19 +208,34 @@ func (r *Reconciler) lastPassTime() time.Time {
 // thousands at most); a pool above it is an IPv6 /80.
 const maxNodeAddresses = 1 << 16
 
-// maxRelease is the per-pass cap: a count, or a percentage of the pool's
-// addresses, at least 1. An IPv6 /80's 2^48 addresses would make any
-// percentage unlimited, so there it applies to the allocations instead.
-func (r *Reconciler) maxRelease() int {
+// heldCapPercent is the share of the pool a release that proceeds after a
+// hold may free per pass, unless the operator set a cap.
+const heldCapPercent = 10
+
+// operatorCap says whether POD_IP_RECONCILE_MAX_RELEASE_PER_PASS is set:
+// then every pass, and every path until the next pass, frees at most that.
+func (r *Reconciler) operatorCap() bool {
+	return r.cfg.MaxReleasePerPass > 0 || r.cfg.MaxReleasePercent > 0
+}
+
+// capPerInterval is the most a capped release frees between two passes:
+// the operator's count or percentage of the pool's addresses, else 10%,
+// at least 1. An IPv6 /80's 2^48 addresses would make any percentage
+// unlimited, so there it applies to the allocations instead.
+func (r *Reconciler) capPerInterval() int {
 	if r.cfg.MaxReleasePerPass > 0 {
 		return r.cfg.MaxReleasePerPass
+	}
+	pct := r.cfg.MaxReleasePercent
+	if pct <= 0 {
+		pct = heldCapPercent
 	}
 	s := r.store.Stats()
 	base := s.TotalIPs
 	if base > maxNodeAddresses {
 		base = s.AssignedIPs
 	}
-	return max(base*r.cfg.MaxReleasePercent/100, 1)
+	return max(base*pct/100, 1)
 }
 
 type noEvents struct{}
@@ -256,8 +251,8 @@ type Status struct {
 	Totals     Totals
 	LastPass   PassReport
 	Candidates []CandidateStatus
-	// Leaked counts candidates confirmed leaked that are still allocated
-	// (report mode, or over the release cap).
+	// Leaked counts candidates the runtime said it has no sandbox for that
+	// are still allocated (report mode, held, or over a cap).
 	Leaked int
 	// PendingAddresses is how many addresses that joined the pool wait for
 	// the check against the runtime, and PendingReason why.
@@ -273,7 +268,10 @@ type Status struct {
 	IPCooldown  string             `json:",omitempty"`
 }
 
-// CandidateStatus is one allocation awaiting confirmation.
+// CandidateStatus is one allocation whose sandbox a list left out, past
+// its grace period. PassesAbsent counts the lists (of any path) that left
+// it out; Confirmed says the runtime, asked by the sandbox's ID, said it
+// has no such sandbox.
 type CandidateStatus struct {
 	IP, ContainerID, Pod        string
 	AssignedAt, FirstSeenAbsent time.Time
@@ -297,24 +295,16 @@ func (r *Reconciler) publishLocked() {
 	if r.verify.Waiting > 0 {
 		st.PendingReason = r.verify.Reason
 	}
-	now := r.now()
 	for _, c := range r.candidates {
-		confirmed := r.confirmed(c, now, r.cfg.ConfirmDelay)
-		if confirmed {
+		if c.gone {
 			st.Leaked++
 		}
 		st.Candidates = append(st.Candidates, CandidateStatus{IP: c.alloc.IP.String(), ContainerID: c.alloc.Key.ContainerID,
-			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.passes, Confirmed: confirmed})
+			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.lists, Confirmed: c.gone})
 	}
 	r.m.reconcileCandidates.Set(float64(len(r.candidates)))
 	r.m.reconcileLeaked.Set(float64(st.Leaked))
 	r.published.Store(&st)
-}
-
-// confirmed says whether c has been seen absent on two sightings at least
-// delay apart.
-func (r *Reconciler) confirmed(c *candidate, now time.Time, delay time.Duration) bool {
-	return c.passes >= 2 && now.Sub(c.firstSeen) >= delay
 }
 
 func boolGauge(b bool) float64 {

@@ -14,37 +14,36 @@ import (
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
-func TestReconcilerReclaimsLostDELAfterTwoPasses(t *testing.T) {
+// A lost DEL past its grace period is freed on the first pass that lists
+// the runtime without it, once the runtime, asked for the sandbox by its
+// ID, says it has no such sandbox.
+func TestReconcilerReclaimsLostDELOnTheRuntimesWord(t *testing.T) {
 	f := newReconFixture(t)
 	live := f.pod(t, "live", false)
 	leaked := f.pod(t, "leaked", true)
-	f.clk.Advance(6 * time.Minute) // past the grace period
 	before := testutil.ToFloat64(f.r.m.reconcileReclaimed)
 
+	f.clk.Advance(4 * time.Minute) // inside the grace period
 	rep := f.pass(t)
-	assert.Equal(t, 1, rep.Candidates)
-	assert.Equal(t, 0, rep.Reclaimed, "one sighting is not enough")
+	assert.Zero(t, rep.Candidates, "an allocation inside its grace period is never a candidate")
 	assert.True(t, f.held(leaked))
 
-	f.clk.Advance(10 * time.Second)
+	f.clk.Advance(2 * time.Minute) // past it
+	statusCalls := f.rt.Calls()["PodSandboxStatus"]
 	rep = f.pass(t)
-	assert.Equal(t, 0, rep.Reclaimed, "the second sighting must come a confirm delay later")
-	assert.True(t, f.held(leaked))
-
-	f.clk.Advance(25 * time.Second)
-	rep = f.pass(t)
+	assert.Equal(t, 1, rep.Confirmed, "the runtime said it has no such sandbox")
 	assert.Equal(t, 1, rep.Reclaimed)
+	assert.Equal(t, statusCalls+1, f.rt.Calls()["PodSandboxStatus"], "asked once, by its ID")
 	assert.False(t, f.held(leaked))
 	assert.True(t, f.held(live))
 	assert.Equal(t, before+1, testutil.ToFloat64(f.r.m.reconcileReclaimed))
 	assert.Equal(t, 1, f.events.count("PodIPReclaimed"))
-	assert.Equal(t, 1, f.store.Stats().CooldownIPs, "freed through the normal path: cooldown applies")
+	assert.Equal(t, 1, f.store.Stats().CooldownIPs, "first seen gone just now: the address rests for the cooldown")
 
 	// A late real DEL for the reclaimed pod is a harmless unknown pod.
 	_, err := f.store.Release(leaked.Key)
@@ -116,61 +115,65 @@ func TestReconcilerFailsClosed(t *testing.T) {
 	}
 }
 
-// hookedSource runs a hook before each ListSandboxes call, to change the
-// runtime's state between the two lists of one pass.
+// hookedSource runs a hook before each SandboxStatus call, to change the
+// runtime's state between a decision's list and its question by ID.
 type hookedSource struct {
 	SandboxSource
 	calls  int
-	before func(call int)
+	before func(call int, id string)
 }
 
-func (h *hookedSource) ListSandboxes(ctx context.Context) ([]cri.Sandbox, error) {
+func (h *hookedSource) SandboxStatus(ctx context.Context, id string) (SandboxStatus, error) {
 	h.calls++
-	h.before(h.calls)
-	return h.SandboxSource.ListSandboxes(ctx)
+	h.before(h.calls, id)
+	return h.SandboxSource.SandboxStatus(ctx, id)
 }
 
-func TestReconcilerFreshListBeforeFreeing(t *testing.T) {
+// A sandbox the list left out that turns out to exist when asked by its ID
+// (it appeared in between: a slow runtime store) keeps its address.
+func TestReconcilerAsksByIDBeforeFreeing(t *testing.T) {
 	f := newReconFixture(t)
 	a := f.pod(t, "late", true)
 	f.pod(t, "live1", false)
 	f.pod(t, "live2", false)
-	// The sandbox exists but is not listed yet (e.g. a slow runtime store).
+	// The sandbox exists but is not listed yet.
 	f.rt.Add(fakecri.Sandbox{ID: a.Key.ContainerID, Name: "late", Namespace: "default", State: runtimeapi.PodSandboxState_SANDBOX_READY, Hidden: true})
-	f.r.cri = &hookedSource{SandboxSource: f.r.cri, before: func(call int) {
-		if call == 3 { // the fresh list of the second pass
-			f.rt.Show(a.Key.ContainerID)
+	asked := 0
+	f.r.src = &hookedSource{SandboxSource: f.r.src, before: func(_ int, id string) {
+		if id == a.Key.ContainerID {
+			asked++
+			f.rt.Show(id)
 		}
 	}}
 	f.clk.Advance(10 * time.Minute)
-	f.pass(t)
-	f.clk.Advance(time.Minute)
 	rep := f.pass(t)
-	assert.Equal(t, 1, rep.Confirmed, "confirmed on the first list of the pass")
-	assert.Equal(t, 0, rep.Reclaimed, "but the fresh list right before freeing has it")
+	assert.Equal(t, 1, asked, "the list left it out: asked by its ID")
+	assert.Equal(t, 0, rep.Reclaimed, "and the runtime has it")
+	assert.True(t, f.held(a))
+	f.clk.Advance(time.Minute)
+	rep = f.pass(t)
+	assert.Zero(t, rep.Candidates, "now listed")
 	assert.True(t, f.held(a))
 }
 
-func TestReconcilerMassReleaseBrake(t *testing.T) {
+// A list with nothing in common with this node's pods (no sandbox holds
+// an allocation, ipamd's own pod is not on it) cannot vouch for "not
+// found": its frees are held until three passes in a row saw such a list,
+// then go at the capped rate, loudly. A drained node still recovers.
+func TestReconcilerHoldsAnUncorroboratedList(t *testing.T) {
 	f := newReconFixture(t, func(c *Config) { c.MaxReleasePerPass = 2 })
 	var leaked []datastore.Allocation
 	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
 		leaked = append(leaked, f.pod(t, n, true))
 	}
-	f.pod(t, "live1", false)
-	f.pod(t, "live2", false)
 	f.clk.Advance(10 * time.Minute)
-	f.pass(t) // first sighting
-	held := 0
 	for range 2 {
-		f.clk.Advance(time.Minute)
 		rep := f.pass(t)
-		assert.Equal(t, SkipMassHeld, rep.Skipped, "6 of 8 would go: held")
+		assert.Equal(t, SkipMassHeld, rep.Skipped, "the list names only an unrelated host-network sandbox: held")
 		assert.Equal(t, 0, rep.Reclaimed)
-		held++
+		f.clk.Advance(time.Minute)
 	}
-	assert.Equal(t, held, f.events.count("PodIPMassReleaseHeld"))
-	f.clk.Advance(time.Minute)
+	assert.Equal(t, 2, f.events.count("PodIPMassReleaseHeld"))
 	rep := f.pass(t)
 	assert.Equal(t, 2, rep.Reclaimed, "third repeat proceeds, at the per-pass cap")
 	assert.True(t, rep.Capped)
@@ -182,7 +185,31 @@ func TestReconcilerMassReleaseBrake(t *testing.T) {
 	for _, a := range leaked {
 		assert.False(t, f.held(a), "a drained node recovers, slowly")
 	}
-	assert.Equal(t, 2, len(f.store.Allocations()))
+}
+
+// The same node, when the list names ipamd's own pod (MY_POD_NAME), is
+// this node's runtime: every leak goes on the first pass, at any count,
+// unless the operator caps the release.
+func TestReconcilerFreesEveryLeakOnACorroboratedList(t *testing.T) {
+	for _, cap := range []int{0, 2} {
+		t.Run(fmt.Sprint("cap=", cap), func(t *testing.T) {
+			f := newReconFixture(t, func(c *Config) { c.PodName = testsupport.HostSandbox().Name; c.MaxReleasePerPass = cap })
+			for i := range 20 {
+				f.pod(t, fmt.Sprint("gone-", i), true)
+			}
+			f.clk.Advance(10 * time.Minute)
+			rep := f.pass(t)
+			assert.Empty(t, rep.Skipped)
+			if cap == 0 {
+				assert.Equal(t, 20, rep.Reclaimed, "all 20 of 20 allocations: no brake on the runtime's word")
+				assert.False(t, rep.Capped)
+			} else {
+				assert.Equal(t, cap, rep.Reclaimed, "POD_IP_RECONCILE_MAX_RELEASE_PER_PASS is honoured")
+				assert.True(t, rep.Capped)
+			}
+			assert.Zero(t, f.events.count("PodIPMassReleaseHeld"))
+		})
+	}
 }
 
 // On an IPv6 /80 (2^48 addresses) the percentage applies to the
@@ -193,18 +220,21 @@ func TestReconcilerPerPassCapOnAnIPv6Prefix(t *testing.T) {
 	t.Cleanup(func() { store.Close() })
 	require.NoError(t, store.AddENI(datastore.ENIInfo{ID: "eni-0primary", Primary: true}))
 	require.NoError(t, store.AddCIDR("eni-0primary", netip.MustParsePrefix("2600:1f14:e2a:8d02:6b1a::/80")))
-	r := New(Config{}, client, store, &recordingEvents{}, nil, nil)
-	assert.Equal(t, 1, r.maxRelease(), "no pods: at least 1")
+	r := New(Config{}, CRISource(client), store, &recordingEvents{}, nil, nil)
+	assert.Equal(t, 1, r.capPerInterval(), "no pods: at least 1")
 	for i := range 40 {
 		_, err := store.Assign(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprint("c", i), IfName: "eth0"}, datastore.IPAMMetadata{})
 		require.NoError(t, err)
 	}
-	assert.Equal(t, 4, r.maxRelease())
+	assert.Equal(t, 4, r.capPerInterval())
 }
 
-func TestReconcilerPerPassCapDefaultsToTenPercent(t *testing.T) {
+// Unset, the cap of a release that proceeds after a hold is 10% of the
+// pool; the operator's count caps every pass, and the budget is shared.
+func TestReconcilerCapDefaultsToTenPercent(t *testing.T) {
 	f := newReconFixture(t) // 30 addresses: cap 3
-	assert.Equal(t, 3, f.r.maxRelease())
+	assert.Equal(t, 3, f.r.capPerInterval())
+	assert.False(t, f.r.operatorCap())
 	for i := range 5 {
 		f.pod(t, "leak"+string(rune('a'+i)), true)
 	}
@@ -212,13 +242,8 @@ func TestReconcilerPerPassCapDefaultsToTenPercent(t *testing.T) {
 		f.pod(t, "live"+string(rune('a'+i)), false)
 	}
 	f.clk.Advance(10 * time.Minute)
-	f.pass(t)
-	f.clk.Advance(time.Minute)
 	rep := f.pass(t)
-	assert.Equal(t, 3, rep.Reclaimed)
-	f.clk.Advance(time.Minute)
-	rep = f.pass(t)
-	assert.Equal(t, 2, rep.Reclaimed)
+	assert.Equal(t, 5, rep.Reclaimed, "the runtime vouches for each: no cap")
 }
 
 func TestReconcilerReportMode(t *testing.T) {
@@ -313,9 +338,10 @@ func TestReconcilerPostsEventsOutsideItsLock(t *testing.T) {
 	assert.Zero(t, probe.heldWhilePost, "events are posted after the reconciler's lock is released")
 }
 
-// CNI GC frees only confirmed leaks and draws from the same release budget
-// as the passes, so a runtime that calls GC often cannot bypass the cap.
-func TestCNIGCConfirmsAndSharesTheReleaseBudget(t *testing.T) {
+// CNI GC frees by the same decision as the passes: at once on the
+// runtime's word, and, when the operator caps releases, from the same
+// budget, so a runtime that calls GC often cannot bypass the cap.
+func TestCNIGCDecidesAsAPassAndSharesTheBudget(t *testing.T) {
 	f := newReconFixture(t, func(c *Config) { c.MaxReleasePerPass = 2 })
 	var gone []datastore.Allocation
 	for i := range 6 {
@@ -326,24 +352,19 @@ func TestCNIGCConfirmsAndSharesTheReleaseBudget(t *testing.T) {
 	}
 	valid := map[[2]string]bool{}
 	for _, a := range f.store.Allocations() {
-		if sb := f.rt.Sandboxes(); len(sb) > 0 {
-			for _, s := range sb {
-				if s.ID == a.Key.ContainerID {
-					valid[[2]string{a.Key.ContainerID, a.Key.IfName}] = true
-				}
+		for _, s := range f.rt.Sandboxes() {
+			if s.ID == a.Key.ContainerID {
+				valid[[2]string{a.Key.ContainerID, a.Key.IfName}] = true
 			}
 		}
 	}
-	f.clk.Advance(10 * time.Minute)
 	ctx := context.Background()
-	released, _ := f.r.CollectGarbage(ctx, "aws-cni", valid)
-	assert.Zero(t, released, "a single sighting frees nothing")
-	f.clk.Advance(5 * time.Second)
-	released, _ = f.r.CollectGarbage(ctx, "aws-cni", valid)
-	assert.Zero(t, released, "nor a second one inside the confirm delay")
+	released, deferred := f.r.CollectGarbage(ctx, "aws-cni", valid)
+	assert.Zero(t, released, "inside the grace period nothing goes")
+	assert.Equal(t, 6, deferred)
 
-	f.clk.Advance(30 * time.Second)
-	rep := f.pass(t) // a pass confirms too, and spends the budget
+	f.clk.Advance(10 * time.Minute)
+	rep := f.pass(t) // opens the budget and spends it
 	assert.Equal(t, 2, rep.Reclaimed)
 	total := rep.Reclaimed
 	for range 5 {
@@ -353,11 +374,10 @@ func TestCNIGCConfirmsAndSharesTheReleaseBudget(t *testing.T) {
 	assert.Equal(t, 2, total, "GC calls between two passes share the pass's budget")
 
 	f.clk.Advance(time.Minute)
-	n, _ := f.r.CollectGarbage(ctx, "aws-cni", valid)
-	assert.Zero(t, n, "still the same window until the next pass")
 	rep = f.pass(t)
-	n, _ = f.r.CollectGarbage(ctx, "aws-cni", valid)
+	n, d := f.r.CollectGarbage(ctx, "aws-cni", valid)
 	assert.Equal(t, 2, rep.Reclaimed+n, "a new pass opens a new budget")
+	assert.Equal(t, 2, d)
 	held := 0
 	for _, a := range gone {
 		if f.held(a) {
@@ -412,30 +432,32 @@ func TestReconcilerReadoptsLiveIP(t *testing.T) {
 	assert.Equal(t, statusCalls, f.rt.Calls()["PodSandboxStatus"], "sandboxes known not to hold pool IPs are not asked again")
 }
 
-func TestReconcilerRestartMidConfirmationDoesNotFreeEarly(t *testing.T) {
-	f := newReconFixture(t)
+// A restart forgets what the reconciler knew (candidates, the runtime's
+// answers): the new one asks again, and still never frees a live pod's
+// address.
+func TestReconcilerRestartAsksAgain(t *testing.T) {
+	f := newReconFixture(t, func(c *Config) { c.Mode = Report })
 	a := f.pod(t, "leaked", true)
-	f.pod(t, "live1", false)
-	f.pod(t, "live2", false)
+	live := f.pod(t, "live1", false)
 	f.clk.Advance(10 * time.Minute)
 	f.pass(t)
-	// ipamd restarts: a new reconciler has no memory of the first sighting.
-	r2 := New(Config{}, f.r.cri, f.store, f.events, nil, f.r.m)
+	require.True(t, f.held(a), "report mode")
+	// ipamd restarts in enforce mode.
+	r2 := New(Config{}, f.r.src, f.store, f.events, nil, f.r.m)
 	r2.now = f.clk.Now
+	statusCalls := f.rt.Calls()["PodSandboxStatus"]
 	f.clk.Advance(time.Minute)
 	rep := r2.Pass(context.Background(), false)
-	assert.Equal(t, 0, rep.Reclaimed)
-	assert.True(t, f.held(a))
-	f.clk.Advance(time.Minute)
-	rep = r2.Pass(context.Background(), false)
 	assert.Equal(t, 1, rep.Reclaimed)
+	assert.Greater(t, f.rt.Calls()["PodSandboxStatus"], statusCalls, "asked again after the restart")
+	assert.False(t, f.held(a))
+	assert.True(t, f.held(live))
 }
 
 func TestReconcilerTriggerReclaimsWithinSeconds(t *testing.T) {
 	f := newReconFixture(t, func(c *Config) {
 		c.Interval = time.Hour
 		c.StartDelay = time.Hour
-		c.TriggeredConfirmDelay = 50 * time.Millisecond
 		c.MinTriggerGap = time.Millisecond
 	})
 	// Real time for the loop's timers; the pods were started 10 minutes ago.
@@ -454,7 +476,7 @@ func TestReconcilerTriggerReclaimsWithinSeconds(t *testing.T) {
 	start := time.Now()
 	f.r.Trigger()
 	require.Eventually(t, func() bool { return !f.held(leaked[0]) && !f.held(leaked[1]) }, 3*time.Second, 5*time.Millisecond,
-		"a triggered pass confirms after the short delay, not the interval")
+		"a triggered pass frees them at once, not at the interval")
 	t.Logf("reclaimed %d leaked IPs %s after the trigger", len(leaked), time.Since(start).Round(time.Millisecond))
 	assert.Len(t, f.store.Allocations(), 3)
 }

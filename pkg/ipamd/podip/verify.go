@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"time"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
@@ -40,36 +38,49 @@ const (
 
 // learnSandboxIPs asks the runtime for the IPs of listed sandboxes it does
 // not know yet and forgets sandboxes no longer listed. It reports whether
-// every listed sandbox's IPs are now known. Sandboxes in held (IDs that
-// hold an allocation; nil for none) are asked last: a sandbox holding an
+// every listed sandbox's IPs are now known. The order of asking matters,
+// since one failure ends the round: sandboxes not in held (IDs that hold
+// an allocation; nil for none) come first, because a sandbox holding an
 // allocation uses that allocation's address, so the others' IPs matter
-// more, and a held sandbox whose status call fails must not keep them
-// unknown.
-func (r *Reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbox, held map[string]struct{}) bool {
-	listed := r.listedIDs.listed(sandboxes)
+// more; and sandboxes whose status call failed before come last, so one
+// that keeps failing never keeps the others unknown.
+func (r *Reconciler) learnSandboxIPs(ctx context.Context, l *listing, held map[string]struct{}) bool {
+	listed, sandboxes := l.ids, l.sandboxes
 	for id := range r.statusFailed {
 		if _, ok := listed[id]; !ok {
 			delete(r.statusFailed, id)
 		}
 	}
-	complete, calls, stop := true, 0, false
 	known := 0 // cached entries that are listed
 	now := r.now()
-	for _, heldPhase := range []bool{false, true} {
-		if heldPhase && len(held) == 0 {
-			break
+	// To ask, in order: not held and never failed, held and never failed,
+	// failed before (and due for a retry).
+	var ask [3][]Sandbox
+	complete := true
+	for _, s := range sandboxes {
+		if _, ok := r.sandboxIPs[s.ID]; ok {
+			known++
+			continue
 		}
-		for _, s := range sandboxes {
-			if _, isHeld := held[s.ID]; isHeld != heldPhase {
-				continue
-			}
-			if _, ok := r.sandboxIPs[s.ID]; ok {
-				known++
-				continue
-			}
-			if stop || calls >= maxStatusCallsPerLearn || now.Sub(r.statusFailed[s.ID]) < statusRetryAfter {
+		at, failed := r.statusFailed[s.ID]
+		switch _, isHeld := held[s.ID]; {
+		case failed && now.Sub(at) < statusRetryAfter:
+			complete = false
+		case failed:
+			ask[2] = append(ask[2], s)
+		case isHeld:
+			ask[1] = append(ask[1], s)
+		default:
+			ask[0] = append(ask[0], s)
+		}
+	}
+	calls := 0
+asking:
+	for _, group := range ask {
+		for _, s := range group {
+			if calls >= maxStatusCallsPerLearn {
 				complete = false
-				continue
+				break asking
 			}
 			calls++
 			if r.learnOne(ctx, s, now) {
@@ -79,7 +90,8 @@ func (r *Reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbo
 			// One failure ends this round (a hung runtime must not cost a
 			// timeout per sandbox). Until it answers, pending addresses
 			// wait.
-			complete, stop = false, true
+			complete = false
+			break asking
 		}
 	}
 	// With distinct IDs listed, a cache no larger than what was found in
@@ -93,8 +105,8 @@ func (r *Reconciler) learnSandboxIPs(ctx context.Context, sandboxes []cri.Sandbo
 // learnOne asks the runtime for s's IPs and caches them. A failed call is
 // asked again only after statusRetryAfter, unless it failed because ctx
 // ended (the caller gave up; the runtime said nothing about s).
-func (r *Reconciler) learnOne(ctx context.Context, s cri.Sandbox, now time.Time) bool {
-	st, err := r.cri.SandboxStatus(ctx, s.ID)
+func (r *Reconciler) learnOne(ctx context.Context, s Sandbox, now time.Time) bool {
+	st, err := r.src.SandboxStatus(ctx, s.ID)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false
@@ -107,13 +119,7 @@ func (r *Reconciler) learnOne(ctx context.Context, s cri.Sandbox, now time.Time)
 		return false
 	}
 	delete(r.statusFailed, s.ID)
-	var ips []netip.Addr
-	for _, v := range append([]string{st.IP}, st.AdditionalIPs...) {
-		if ip, err := netip.ParseAddr(v); err == nil {
-			ips = append(ips, ip)
-		}
-	}
-	r.sandboxIPs[s.ID] = sandboxAddrs{ips: ips, name: st.Name, namespace: st.Namespace}
+	r.sandboxIPs[s.ID] = sandboxAddrs{ips: st.IPs, name: st.Name, namespace: st.Namespace}
 	return true
 }
 
@@ -126,10 +132,10 @@ func (r *Reconciler) forgetUnlisted(listed map[string]struct{}) {
 	}
 }
 
-// usersOf maps the known IPs of sandboxes (learnSandboxIPs) to them.
-func (r *Reconciler) usersOf(sandboxes []cri.Sandbox) map[netip.Addr]cri.Sandbox {
-	users := map[netip.Addr]cri.Sandbox{}
-	for _, s := range sandboxes {
+// usersOf maps the known IPs of l's sandboxes (learnSandboxIPs) to them.
+func (r *Reconciler) usersOf(l *listing) map[netip.Addr]Sandbox {
+	users := map[netip.Addr]Sandbox{}
+	for _, s := range l.sandboxes {
 		for _, ip := range r.sandboxIPs[s.ID].ips {
 			users[ip] = s
 		}
@@ -161,22 +167,22 @@ type VerifyResult struct {
 
 // verifyPendingLocked settles the datastore's pending addresses against
 // sandboxes (a successful, current list). Requires r.mu.
-func (r *Reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sandbox, evs *eventBatch) VerifyResult {
+func (r *Reconciler) verifyPendingLocked(ctx context.Context, l *listing, evs *eventBatch) VerifyResult {
 	pending := r.store.PendingAddresses()
 	res := VerifyResult{Waiting: len(pending)}
 	defer func() { r.noteVerifyLocked(res) }()
 	if len(pending) == 0 {
 		return res
 	}
-	if len(sandboxes) == 0 && !r.emptyListTrusted() {
+	if len(l.sandboxes) == 0 && !r.emptyListTrusted() {
 		res.Reason = WaitEmptyList
 		return res
 	}
-	if !r.learnSandboxIPs(ctx, sandboxes, nil) {
+	if !r.learnSandboxIPs(ctx, l, nil) {
 		res.Reason = WaitStatuses
 		return res
 	}
-	users := r.usersOf(sandboxes)
+	users := r.usersOf(l)
 	var free []datastore.Pending
 	singles := 0 // pending entries settled by adopting their one address
 	for _, p := range pending {
@@ -208,7 +214,7 @@ func (r *Reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 	res.Waiting = len(pending) - res.Verified - singles
 	if res.Verified+res.Adopted > 0 {
 		r.log.Info("verified addresses that joined the pool against the runtime's sandboxes",
-			"verified", res.Verified, "adopted", res.Adopted, "waiting", res.Waiting, "sandboxes", len(sandboxes))
+			"verified", res.Verified, "adopted", res.Adopted, "waiting", res.Waiting, "sandboxes", len(l.sandboxes))
 	}
 	return res
 }
@@ -218,18 +224,7 @@ func (r *Reconciler) verifyPendingLocked(ctx context.Context, sandboxes []cri.Sa
 func (r *Reconciler) noteVerifyLocked(res VerifyResult) {
 	r.verify = res
 	r.m.podIPPending.Set(float64(res.Waiting))
-	if res.Waiting > 0 || r.markerPath == "" || r.lastList.IsZero() {
-		return // the marker goes only after the runtime has answered
-	}
-	if r.mayClearMarker != nil && !r.mayClearMarker() || r.store.PendingCount() > 0 {
-		return // a late ENI has not joined, or joined since the snapshot
-	}
-	if err := os.Remove(r.markerPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		r.log.Warn("could not remove the rebuild marker", "path", r.markerPath, "error", err)
-		return
-	}
-	r.log.Info("lost checkpoint fully rebuilt: every address on the node is verified", "marker", r.markerPath)
-	r.markerPath = ""
+	r.clearMarkerLocked(res.Waiting)
 }
 
 // VerifyNow lists the runtime and settles pending addresses (called when
@@ -254,13 +249,12 @@ func (r *Reconciler) verifyNowLocked(ctx context.Context) (VerifyResult, error) 
 	var evs eventBatch
 	defer evs.post(ctx, r.events)
 	defer r.mu.Unlock()
-	defer r.listedIDs.forget()
 	if len(r.store.PendingAddresses()) == 0 {
 		r.noteVerifyLocked(VerifyResult{})
 		r.publishLocked()
 		return r.verify, nil
 	}
-	sandboxes, err := r.listLocked(ctx)
+	l, err := r.listLocked(ctx)
 	if err != nil {
 		level := r.log.Warn
 		if r.verify.Reason == WaitRuntime {
@@ -273,23 +267,23 @@ func (r *Reconciler) verifyNowLocked(ctx context.Context) (VerifyResult, error) 
 			"waiting", res.Waiting, "error", err)
 		return res, fmt.Errorf("verify new addresses: %w", err)
 	}
-	res := r.verifyPendingLocked(ctx, sandboxes, &evs)
+	res := r.verifyPendingLocked(ctx, l, &evs)
 	r.publishLocked()
 	return res, nil
 }
 
 // sandboxKey is the datastore key of sandbox s's pod interface, as the
 // plugin's ADD would have made it.
-func (r *Reconciler) sandboxKey(s cri.Sandbox) datastore.IPAMKey {
+func (r *Reconciler) sandboxKey(s Sandbox) datastore.IPAMKey {
 	return datastore.IPAMKey{NetworkName: r.cfg.NetworkName, ContainerID: s.ID, IfName: r.cfg.IfName}
 }
 
-func sandboxMeta(s cri.Sandbox) datastore.IPAMMetadata {
+func sandboxMeta(s Sandbox) datastore.IPAMMetadata {
 	return datastore.IPAMMetadata{K8SPodNamespace: s.Namespace, K8SPodName: s.Name}
 }
 
 // adopt assigns ip to the READY sandbox s that uses it.
-func (r *Reconciler) adopt(ctx context.Context, s cri.Sandbox, ip netip.Addr, evs *eventBatch) bool {
+func (r *Reconciler) adopt(ctx context.Context, s Sandbox, ip netip.Addr, evs *eventBatch) bool {
 	if _, err := r.store.Adopt(ip, r.sandboxKey(s), sandboxMeta(s)); err != nil {
 		if !errors.Is(err, datastore.ErrIPBusy) {
 			r.log.Error("could not adopt the IP of a running sandbox", "ip", ip.String(), "sandbox", s.ID, "error", err)
@@ -302,8 +296,9 @@ func (r *Reconciler) adopt(ctx context.Context, s cri.Sandbox, ip netip.Addr, ev
 
 // noteAdopted counts, logs and announces that ip, free in the datastore,
 // was assigned to the running sandbox s that uses it.
-func (r *Reconciler) noteAdopted(s cri.Sandbox, ip netip.Addr, evs *eventBatch) {
+func (r *Reconciler) noteAdopted(s Sandbox, ip netip.Addr, evs *eventBatch) {
 	pod := podRef(sandboxMeta(s))
+	r.totals.Readopted++
 	r.m.reconcileReadopted.Inc()
 	r.log.Warn("adopted the IP of a running sandbox that the datastore did not hold", "ip", ip.String(),
 		"pod", pod, "sandbox", s.ID, "mode", r.cfg.Mode)
@@ -319,7 +314,7 @@ func (r *Reconciler) noteAdopted(s cri.Sandbox, ip netip.Addr, evs *eventBatch) 
 // until it is gone or ready. Report mode adopts too: a /80 cannot be
 // withheld address by address, and withholding all of it would refuse
 // every pod on the node.
-func (r *Reconciler) settlePrefix(ctx context.Context, p datastore.Pending, users map[netip.Addr]cri.Sandbox, evs *eventBatch) (adopted int, ok bool) {
+func (r *Reconciler) settlePrefix(ctx context.Context, p datastore.Pending, users map[netip.Addr]Sandbox, evs *eventBatch) (adopted int, ok bool) {
 	ok = true
 	for ip, s := range users {
 		if !p.Prefix.Contains(ip) {

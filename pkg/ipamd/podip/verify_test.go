@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sync"
 	"testing"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
@@ -19,22 +19,22 @@ import (
 // stuckStatus is a runtime whose PodSandboxStatus fails for one sandbox
 // (a hung shim) and counts the status calls.
 type stuckStatus struct {
-	sandboxes []cri.Sandbox
+	sandboxes []Sandbox
 	stuck     string
 	mu        sync.Mutex
 	calls     map[string]int
 }
 
-func (s *stuckStatus) ListSandboxes(context.Context) ([]cri.Sandbox, error) { return s.sandboxes, nil }
+func (s *stuckStatus) ListSandboxes(context.Context) ([]Sandbox, error) { return s.sandboxes, nil }
 
-func (s *stuckStatus) SandboxStatus(_ context.Context, id string) (cri.SandboxStatus, error) {
+func (s *stuckStatus) SandboxStatus(_ context.Context, id string) (SandboxStatus, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls[id]++
 	if id == s.stuck {
-		return cri.SandboxStatus{}, context.DeadlineExceeded
+		return SandboxStatus{}, ErrRuntimeTimeout
 	}
-	return cri.SandboxStatus{Sandbox: cri.Sandbox{ID: id}, IP: "192.0.2.1"}, nil
+	return SandboxStatus{Sandbox: Sandbox{ID: id}, IPs: []netip.Addr{netip.MustParseAddr("192.0.2.1")}}, nil
 }
 
 func (s *stuckStatus) total() int {
@@ -57,7 +57,7 @@ func TestStatusFailureEndsTheRoundAndBacksOff(t *testing.T) {
 	require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 4}.Populate(store))
 	src := &stuckStatus{stuck: "sb-010", calls: map[string]int{}}
 	for i := range 50 {
-		src.sandboxes = append(src.sandboxes, cri.Sandbox{ID: fmt.Sprintf("sb-%03d", i), Ready: true})
+		src.sandboxes = append(src.sandboxes, Sandbox{ID: fmt.Sprintf("sb-%03d", i), Ready: true})
 	}
 	r := New(Config{}, src, store, nil, nil, nil)
 	r.now = clk.Now
@@ -91,12 +91,13 @@ func TestSandboxIPCacheForgetsUnlisted(t *testing.T) {
 		t.Helper()
 		src.sandboxes = nil
 		for _, id := range ids {
-			src.sandboxes = append(src.sandboxes, cri.Sandbox{ID: id, Ready: true})
+			src.sandboxes = append(src.sandboxes, Sandbox{ID: id, Ready: true})
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		defer r.listedIDs.forget()
-		require.True(t, r.learnSandboxIPs(context.Background(), src.sandboxes, nil))
+		l, err := r.listLocked(context.Background())
+		require.NoError(t, err)
+		require.True(t, r.learnSandboxIPs(context.Background(), l, nil))
 		return slices.Sorted(maps.Keys(r.sandboxIPs))
 	}
 	assert.Equal(t, []string{"a", "b", "c"}, learn("a", "b", "c"))

@@ -18,12 +18,16 @@ import (
 )
 
 // HostSandboxID is the host-network sandbox every fake runtime lists, as a
-// real node always lists aws-node's own.
-const HostSandboxID = "aws-node-host-network-sandbox"
+// real node always lists aws-node's own; AgentPodName is its pod's name
+// (the MY_POD_NAME of the ipamd under test).
+const (
+	HostSandboxID = "aws-node-host-network-sandbox"
+	AgentPodName  = "aws-node-test"
+)
 
 // HostSandbox is that sandbox.
 func HostSandbox() fakecri.Sandbox {
-	return fakecri.Sandbox{ID: HostSandboxID, Name: "aws-node-test", Namespace: "kube-system", IP: "192.0.2.10",
+	return fakecri.Sandbox{ID: HostSandboxID, Name: AgentPodName, Namespace: "kube-system", IP: "192.0.2.10",
 		State: runtimeapi.PodSandboxState_SANDBOX_READY}
 }
 

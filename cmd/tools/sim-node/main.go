@@ -37,6 +37,7 @@ type options struct {
 	minIP, warmPfx   int
 	maxPods          int
 	rate, drop       float64
+	dropFor          time.Duration // DELs lost only for pods started within it (0: all run)
 	minLife, maxLife time.Duration
 	cooldown         int
 	grace, interval  time.Duration
@@ -76,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.minLife, "min-life", time.Second, "shortest pod lifetime")
 	fs.DurationVar(&o.maxLife, "max-life", 3*time.Second, "longest pod lifetime")
 	fs.Float64Var(&o.drop, "drop", 0.3, "fraction of DELs lost")
+	fs.DurationVar(&o.dropFor, "drop-for", 0, "lose DELs only of pods started within this much of the start (0: the whole run)")
 	fs.IntVar(&o.cooldown, "cooldown", 2, "IP_COOLDOWN_PERIOD seconds")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "POD_IP_RECONCILE_GRACE_PERIOD (production default 5m)")
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "POD_IP_RECONCILE_INTERVAL (production default 1m)")
@@ -122,6 +124,8 @@ func (o options) check() error {
 		return fmt.Errorf("-rate %g: must be positive", o.rate)
 	case o.drop < 0 || o.drop > 1:
 		return fmt.Errorf("-drop %g: want a fraction in [0, 1]", o.drop)
+	case o.dropFor < 0:
+		return fmt.Errorf("-drop-for %s: must not be negative", o.dropFor)
 	case o.minLife <= 0 || o.maxLife < o.minLife:
 		return fmt.Errorf("-min-life %s, -max-life %s: want 0 < min <= max", o.minLife, o.maxLife)
 	case o.grace <= 0 || o.interval <= 0:

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -28,8 +29,18 @@ type node struct {
 	closers []func()
 }
 
+// agentPod is ipamd's own pod, which the fake runtime lists as every real
+// node's runtime lists aws-node's (MY_POD_NAME).
+const agentPod = "aws-node-sim"
+
+// sdkEnv serialises the nodes' starts: each points the SDK's endpoint
+// variables at its own simulator before building its client.
+var sdkEnv sync.Mutex
+
 // startNode builds a node whose reconciler runs in mode. Close it.
 func startNode(o options, mode string) (n *node, err error) {
+	sdkEnv.Lock()
+	defer sdkEnv.Unlock()
 	n = &node{}
 	defer func() {
 		if err != nil {
@@ -65,7 +76,7 @@ func startNode(o options, mode string) (n *node, err error) {
 	}
 	n.closers = append(n.closers, n.rt.Stop)
 	// Every real node lists at least aws-node's own (host-network) sandbox.
-	n.rt.Add(fakecri.Sandbox{ID: "aws-node", Name: "aws-node-sim", Namespace: "kube-system", State: runtimeapi.PodSandboxState_SANDBOX_READY})
+	n.rt.Add(fakecri.Sandbox{ID: "aws-node", Name: agentPod, Namespace: "kube-system", State: runtimeapi.PodSandboxState_SANDBOX_READY})
 
 	out := logger.Open(filepath.Join(n.dir, "ipamd.log"))
 	n.closers = append(n.closers, func() { out.Close() })
@@ -95,6 +106,7 @@ func newAgent(o options, mode, dir, criSock string, log *slog.Logger) (*ipamd.Ag
 		"INTROSPECTION_BIND_ADDRESS":    "unix:" + filepath.Join(dir, "introspect.sock"),
 		"POD_IP_RECONCILE_MODE":         mode,
 		"CRI_RUNTIME_ENDPOINT":          "unix://" + criSock,
+		"MY_POD_NAME":                   agentPod,
 	}
 	if o.pd {
 		env["WARM_PREFIX_TARGET"] = fmt.Sprint(o.warmPfx)

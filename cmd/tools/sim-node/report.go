@@ -58,8 +58,12 @@ func header(o options) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "sim-node: %s (simulated EC2/IMDS, %s, %s), fake CRI runtime\n", o.instanceType, unit, maxPods)
-	fmt.Fprintf(&b, "churn: seed %d, %d pod starts over %s (%.1f/s), each living %s-%s, %.0f%% of DELs lost\n",
-		o.seed, plannedPods(o), o.duration, o.rate, o.minLife, o.maxLife, o.drop*100)
+	lost := fmt.Sprintf("%.0f%% of DELs lost", o.drop*100)
+	if o.dropFor > 0 {
+		lost += fmt.Sprintf(" for pods started in the first %s", o.dropFor)
+	}
+	fmt.Fprintf(&b, "churn: seed %d, %d pod starts over %s (%.1f/s), each living %s-%s, %s\n",
+		o.seed, plannedPods(o), o.duration, o.rate, o.minLife, o.maxLife, lost)
 	if len(runs) == 1 {
 		fmt.Fprintf(&b, "run: %s\n", runs[0])
 	} else {

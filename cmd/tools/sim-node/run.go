@@ -38,7 +38,7 @@ func startRun(o options, mode string) (*run, error) {
 		return nil, err
 	}
 	r.drv = churn.New(churn.Config{Socket: n.ipamdSocket(), Rate: o.rate, MinLifetime: o.minLife, MaxLifetime: o.maxLife,
-		DropDEL: o.drop, Seed: o.seed, Pods: plannedPods(o), Runtime: criMirror{n.rt}})
+		DropDEL: o.drop, DropFor: o.dropFor, Seed: o.seed, Pods: plannedPods(o), Runtime: criMirror{n.rt}})
 	return r, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,10 @@ type Config struct {
 	MinLifetime time.Duration // a pod lives a random time in [Min, Max]
 	MaxLifetime time.Duration
 	DropDEL     float64 // fraction of DELs never sent
-	Seed        uint64
+	// DropFor, when above 0, loses DELs only of pods that start within
+	// DropFor of the run's start (a leaky phase, then a clean one).
+	DropFor time.Duration
+	Seed    uint64
 	// Pods, when above 0, is how many pod starts Run attempts before it
 	// stops creating (it still returns only when its context ends).
 	Pods int
@@ -78,8 +82,13 @@ func PlanPod(cfg Config, n int) Pod {
 	if span := cfg.MaxLifetime - cfg.MinLifetime; span > 0 {
 		p.Lifetime += time.Duration(rng.Int64N(int64(span)))
 	}
-	p.LoseDEL = rng.Float64() < cfg.DropDEL
+	p.LoseDEL = rng.Float64() < cfg.DropDEL && (cfg.DropFor <= 0 || StartOffset(cfg, n) < cfg.DropFor)
 	return p
+}
+
+// StartOffset is when pod n starts, counted from the start of Run.
+func StartOffset(cfg Config, n int) time.Duration {
+	return time.Duration(float64(n) * float64(time.Second) / cfg.Rate)
 }
 
 // Driver runs the churn. Use Run, then Alive and Counters.
@@ -88,23 +97,26 @@ type Driver struct {
 	start time.Time
 
 	mu       sync.Mutex
-	alive    map[string]bool // container IDs of running pods
-	leaked   map[string]bool // container IDs of pods gone without a DEL
+	alive    map[string]string    // container IDs of running pods: their IPs
+	aliveIP  map[string]string    // the running pods' IPs: their container IDs
+	leaked   map[string]time.Time // container IDs of pods gone without a DEL: when
 	firstErr time.Duration
+	failures []time.Duration // when each failed ADD returned, from the start
+	// duplicates are ADDs that were given an address a running pod holds.
+	duplicates []string
 
 	adds, addFail, dels, lost atomic.Int64
 }
 
 // New returns a driver.
 func New(cfg Config) *Driver {
-	return &Driver{cfg: cfg, alive: map[string]bool{}, leaked: map[string]bool{}}
+	return &Driver{cfg: cfg, alive: map[string]string{}, aliveIP: map[string]string{}, leaked: map[string]time.Time{}}
 }
 
 // Run starts pod n at n/Rate seconds after it is called (pod 0 at once), until ctx ends or
 // cfg.Pods were attempted; it returns when ctx ends and every pod goroutine
 // has stopped (it does not delete the pods still alive then).
 func (d *Driver) Run(ctx context.Context) {
-	interval := time.Duration(float64(time.Second) / d.cfg.Rate)
 	d.mu.Lock()
 	d.start = time.Now()
 	d.mu.Unlock()
@@ -113,7 +125,7 @@ func (d *Driver) Run(ctx context.Context) {
 	for n := 0; d.cfg.Pods <= 0 || n < d.cfg.Pods; n++ {
 		// Pod n's slot is fixed relative to the start, so a slow tick never
 		// shifts the pods after it.
-		wait := time.Until(d.start.Add(time.Duration(n) * interval))
+		wait := time.Until(d.start.Add(StartOffset(d.cfg, n)))
 		select {
 		case <-ctx.Done():
 			return
@@ -150,9 +162,11 @@ func (d *Driver) podLife(ctx context.Context, p Pod) {
 		// The runtime cleans up a failed sandbox with a DEL; it finds nothing.
 		d.addFail.Add(1)
 		d.mu.Lock()
+		at := max(time.Since(d.start), time.Nanosecond)
 		if d.firstErr == 0 {
-			d.firstErr = max(time.Since(d.start), time.Nanosecond)
+			d.firstErr = at
 		}
+		d.failures = append(d.failures, at)
 		d.mu.Unlock()
 		if d.cfg.Runtime != nil {
 			d.cfg.Runtime.Gone(id)
@@ -162,17 +176,17 @@ func (d *Driver) podLife(ctx context.Context, p Pod) {
 	if d.cfg.Runtime != nil {
 		d.cfg.Runtime.Started(id, ip)
 	}
-	d.setAlive(id, true)
+	d.setAlive(id, ip)
 	select {
 	case <-ctx.Done():
 		return // still running when the run ends
 	case <-time.After(p.Lifetime):
 	}
-	d.setAlive(id, false)
+	d.setAlive(id, "")
 	if p.LoseDEL {
 		d.lost.Add(1) // the DEL never reaches ipamd
 		d.mu.Lock()
-		d.leaked[id] = true
+		d.leaked[id] = time.Now()
 		d.mu.Unlock()
 		if d.cfg.Runtime != nil {
 			d.cfg.Runtime.Gone(id)
@@ -202,22 +216,54 @@ func (d *Driver) call(f func(rpc.CNIBackendClient) (bool, error)) (bool, error) 
 	return f(rpc.NewCNIBackendClient(conn))
 }
 
-func (d *Driver) setAlive(id string, alive bool) {
+// setAlive records a pod running with ip, or ended (ip ""), and notes an
+// address given to a second running pod.
+func (d *Driver) setAlive(id, ip string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if alive {
-		d.alive[id] = true
-	} else {
+	if ip == "" {
+		if old := d.alive[id]; old != "" && d.aliveIP[old] == id {
+			delete(d.aliveIP, old)
+		}
 		delete(d.alive, id)
+		return
 	}
+	if other, used := d.aliveIP[ip]; used && other != id {
+		d.duplicates = append(d.duplicates, fmt.Sprintf("%s given to %s while %s runs with it", ip, id, other))
+	}
+	d.alive[id], d.aliveIP[ip] = ip, id
 }
 
 // Gone reports whether the pod with this container ID ended without its DEL
 // reaching ipamd: an allocation under that ID is a leak.
 func (d *Driver) Gone(id string) bool {
+	_, ok := d.Ended(id)
+	return ok
+}
+
+// Ended says when the pod with this container ID ended without its DEL
+// reaching ipamd.
+func (d *Driver) Ended(id string) (time.Time, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.leaked[id]
+	at, ok := d.leaked[id]
+	return at, ok
+}
+
+// Failures are when each failed ADD returned, counted from the start of
+// Run.
+func (d *Driver) Failures() []time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.failures)
+}
+
+// Duplicates lists every ADD that was given an address a running pod
+// held: what the reconciler must never cause.
+func (d *Driver) Duplicates() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.duplicates)
 }
 
 // Counters returns what the driver did so far.

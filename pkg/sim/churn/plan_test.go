@@ -62,3 +62,14 @@ func TestPlanPodEdges(t *testing.T) {
 		}
 	}
 }
+
+// DropFor loses DELs only of the pods that start inside it.
+func TestPlanPodDropFor(t *testing.T) {
+	cfg := Config{Seed: 1, Rate: 2, MinLifetime: time.Second, MaxLifetime: time.Second, DropDEL: 1, DropFor: 10 * time.Second}
+	for n := range 40 {
+		want := n < 20 // pod n starts at n/2 s
+		if got := PlanPod(cfg, n).LoseDEL; got != want {
+			t.Errorf("pod %d (starts at %s): LoseDEL %v, want %v", n, StartOffset(cfg, n), got, want)
+		}
+	}
+}

@@ -180,7 +180,7 @@ func (r *Reconciler) reclaimLocked(ctx context.Context, l *listing, allocs []dat
 		limit = minLimit(limit, r.capPerInterval())
 	}
 
-	asking := true // one failed status call ends the round
+	asking := true // a status call that times out ends the round
 	partial := 0
 	for _, c := range rest {
 		if limit > 0 && res.Reclaimed+res.WouldReclaim >= limit {
@@ -251,9 +251,10 @@ const (
 )
 
 // evidence asks the runtime for c's sandbox by its ID, unless it already
-// said it has none. A failed call ends the round (*asking): a hung runtime
-// costs one timeout per decision, not one per candidate, and the sandbox
-// is asked again only after statusRetryAfter. Requires r.mu.
+// said it has none. A failed call is asked again only after
+// statusRetryAfter; one that timed out also ends the round (*asking): a
+// hung runtime costs one timeout per decision, not one per candidate.
+// Requires r.mu.
 func (r *Reconciler) evidence(ctx context.Context, c *candidate, now time.Time, asking *bool) evidence {
 	if c.gone {
 		return sandboxGone
@@ -270,7 +271,9 @@ func (r *Reconciler) evidence(ctx context.Context, c *candidate, now time.Time, 
 		c.gone = true
 		return sandboxGone
 	}
-	*asking = false
+	if errors.Is(err, ErrRuntimeTimeout) || ctx.Err() != nil {
+		*asking = false
+	}
 	if ctx.Err() == nil { // a caller that gave up learnt nothing of the sandbox
 		if c.statusFailed.IsZero() {
 			r.log.Warn("could not ask the runtime for the sandbox of an allocation its list left out; it is kept until the runtime answers",

@@ -39,7 +39,7 @@ const (
 // learnSandboxIPs asks the runtime for the IPs of listed sandboxes it does
 // not know yet and forgets sandboxes no longer listed. It reports whether
 // every listed sandbox's IPs are now known. The order of asking matters,
-// since one failure ends the round: sandboxes not in held (IDs that hold
+// since a call that times out ends the round: sandboxes not in held (IDs that hold
 // an allocation; nil for none) come first, because a sandbox holding an
 // allocation uses that allocation's address, so the others' IPs matter
 // more; and sandboxes whose status call failed before come last, so one
@@ -83,15 +83,18 @@ asking:
 				break asking
 			}
 			calls++
-			if r.learnOne(ctx, s, now) {
+			err := r.learnOne(ctx, s, now)
+			if err == nil {
 				known++
 				continue
 			}
-			// One failure ends this round (a hung runtime must not cost a
-			// timeout per sandbox). Until it answers, pending addresses
-			// wait.
 			complete = false
-			break asking
+			// A timeout ends this round (a hung runtime must not cost a
+			// timeout per sandbox); until it answers, pending addresses
+			// wait. A sandbox that fails at once stops only itself.
+			if errors.Is(err, ErrRuntimeTimeout) || ctx.Err() != nil {
+				break asking
+			}
 		}
 	}
 	// With distinct IDs listed, a cache no larger than what was found in
@@ -105,22 +108,22 @@ asking:
 // learnOne asks the runtime for s's IPs and caches them. A failed call is
 // asked again only after statusRetryAfter, unless it failed because ctx
 // ended (the caller gave up; the runtime said nothing about s).
-func (r *Reconciler) learnOne(ctx context.Context, s Sandbox, now time.Time) bool {
+func (r *Reconciler) learnOne(ctx context.Context, s Sandbox, now time.Time) error {
 	st, err := r.src.SandboxStatus(ctx, s.ID)
 	if err != nil {
 		if ctx.Err() != nil {
-			return false
+			return err
 		}
 		if _, seen := r.statusFailed[s.ID]; !seen {
 			r.log.Warn("sandbox status failed; pending addresses wait until it answers", "sandbox", s.ID,
 				"pod", s.Namespace+"/"+s.Name, "error", err)
 		}
 		r.statusFailed[s.ID] = now
-		return false
+		return err
 	}
 	delete(r.statusFailed, s.ID)
 	r.sandboxIPs[s.ID] = sandboxAddrs{ips: st.IPs, name: st.Name, namespace: st.Namespace}
-	return true
+	return nil
 }
 
 // forgetUnlisted drops what is cached about sandboxes no longer listed.

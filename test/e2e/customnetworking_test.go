@@ -138,8 +138,7 @@ func TestCustomNetworking(t *testing.T) {
 	}
 
 	// A lost DEL, reclaimed by the reconciler only (as in
-	// TestLostDELReclaimedByReconciler): 3 of 10 stay under the
-	// mass-release brake.
+	// TestLostDELReclaimedByReconciler).
 	lost, kept := pods[:3], pods[3:]
 	fresh := reclaimLostDELs(t, n, lost, kept)
 	requireInPodSubnet(t, "reclaimed addresses", podIPs(lost)...)

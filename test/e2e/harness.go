@@ -46,12 +46,11 @@ const (
 	ReconcileInterval     = 5 * time.Second
 	ReconcileGrace        = 30 * time.Second
 	ReconcileStartDelay   = 10 * time.Second // first pass after start
-	ReconcileConfirmDelay = 30 * time.Second // between the two sightings of an absent sandbox
-	// TriggeredConfirmDelay replaces the confirm delay once the pool's
-	// leak signal (max pods or address capacity, nothing available) has
-	// triggered a pass.
-	TriggeredConfirmDelay = 2 * time.Second
 )
+
+// agentPodName is the aws-node pod of every node: a host-network sandbox
+// the runtime lists, and the agent's MY_POD_NAME.
+const agentPodName = "aws-node-e2e"
 
 // Options shape one node.
 type Options struct {
@@ -215,7 +214,10 @@ func NewNode(t testing.TB, o Options) *Node {
 		if err := n.Kube.WriteKubeconfig(kc); err != nil {
 			t.Fatal(err)
 		}
-		env["KUBECONFIG"], env["MY_NODE_NAME"], env["MY_POD_NAME"] = kc, name, "aws-node-e2e"
+		env["KUBECONFIG"], env["MY_NODE_NAME"] = kc, name
+	}
+	if !o.NoAgentPod {
+		env["MY_POD_NAME"] = agentPodName // as the chart sets it; the runtime lists this pod below
 	}
 	for k, v := range o.Env {
 		if v == "" {
@@ -269,7 +271,7 @@ func NewNode(t testing.TB, o Options) *Node {
 	if !o.NoAgentPod {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		id, err := n.CRI.RunPodSandbox(ctx, PodSpec{Name: "aws-node-e2e", Namespace: "kube-system", UID: newUID(),
+		id, err := n.CRI.RunPodSandbox(ctx, PodSpec{Name: agentPodName, Namespace: "kube-system", UID: newUID(),
 			HostNetwork: true, CgroupParent: n.CD.CgroupParent})
 		if err != nil {
 			t.Fatalf("host-network aws-node sandbox: %v", err)

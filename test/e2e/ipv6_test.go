@@ -163,8 +163,7 @@ func TestIPv6(t *testing.T) {
 	node := primary.PrimaryIP
 	assert.Equal(t, []netip.Addr{node, node, node}, watched(t, w4, 3), "IPv4 echo sources the VPC router saw: SNATed to the node's address")
 
-	// A lost DEL, reclaimed by the reconciler only: 3 of 10 stay under
-	// the mass-release brake.
+	// A lost DEL, reclaimed by the reconciler only.
 	lost, kept := pods[:3], pods[3:]
 	fresh := reclaimLostDELs(t, n, lost, kept)
 	for _, p := range lost {

@@ -207,8 +207,8 @@ func loseDELsWhileDown(t testing.TB, n *Node, pods []*Pod) {
 // ENIs x 9 = 27 addresses, max pods 29) whose every address is held by a
 // pod that no longer exists (DELs lost while ipamd was down). Max pods is
 // never reached, so the leak signal must come from the instance's address
-// capacity; the reconciler then frees the leaks (all of them: the
-// mass-release brake holds them for three passes first) and new pods start.
+// capacity; the reconciler then frees the leaks (all of them at once, on
+// the runtime's word for each sandbox, without a brake) and new pods start.
 func TestFullM5LargeRecovers(t *testing.T) {
 	const capacity, maxPods = 27, 29
 	n := NewNode(t, Options{InstanceType: "m5.large", MaxPods: maxPods})

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/enisweep"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/imdsrefresh"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
@@ -82,9 +83,10 @@ type Agent struct {
 	aws     awsAPI
 	store   *datastore.DataStore
 	rpc     rpcserver.Options
-	pool    *pool.Manager     // nil with a development pool
-	sweep   *enisweep.Sweeper // leaked-ENI sweep; nil when off
-	poolCfg *pool.Config      // sized at node init; nil with a development pool
+	pool    *pool.Manager          // nil with a development pool
+	sweep   *enisweep.Sweeper      // leaked-ENI sweep; nil when off
+	imds    *imdsrefresh.Refresher // VPC CIDRs and security groups; nil without AWS
+	poolCfg *pool.Config           // sized at node init; nil with a development pool
 	metrics *agentMetrics
 	events  *k8sapi.NodeEvents
 	sched   *k8sapi.NodeSchedulability // nil: AWS_MANAGE_ENIS_NON_SCHEDULABLE=true or no API server
@@ -95,14 +97,11 @@ type Agent struct {
 	// apiServer: the API server answered during start-up.
 	apiServer bool
 	podIPs    *k8sapi.PodIPs // ANNOTATE_POD_IP; nil when off
-	vpcSet    vpcCIDRSet     // the VPC's IPv4 CIDR blocks, refreshed while running
-	vpcSetV6  vpcCIDRSet     // its IPv6 ones (IPv6 mode), refreshed while running
+	vpcSet    vpcCIDRSet     // the VPC's IPv4 CIDR blocks, refreshed by imds
+	vpcSetV6  vpcCIDRSet     // its IPv6 ones (IPv6 mode), refreshed by imds
 	// newIPv6Prefix: IPv6 mode assigned the primary ENI's /80 at this
 	// start, so no pod can hold an address in it.
 	newIPv6Prefix bool
-	// appliedSGs are the primary ENI's security groups as last given to
-	// every secondary ENI (refreshSecurityGroups; one goroutine at a time).
-	appliedSGs []string
 	// eniConfigs reads the node's ENIConfig; nil without an API client.
 	eniConfigs eniConfigSource
 	// leftOut are managed ENIs whose setup failed at start: their
@@ -211,9 +210,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.recon.Run(httpCtx) }()
 	}
-	if a.aws != nil {
+	if a.imds != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); a.watchIMDS(httpCtx, a.opts.Timings.imdsInterval()) }()
+		go func() { defer wg.Done(); a.imds.Run(httpCtx) }()
 	}
 	if a.sweep != nil {
 		wg.Add(1)

@@ -31,6 +31,8 @@ type phase struct {
 //   - reconciler: the pod-IP reconciler on the runtime;
 //   - pool: the pool manager, wired to the reconciler it signals;
 //   - enisweep: the leaked-ENI sweep, unless disabled (it runs with Run);
+//   - imdsrefresh: the IMDS refresh of the VPC's CIDR blocks and the
+//     primary ENI's security groups (it runs with Run);
 //   - restore: the checkpoint, then the check of every other address
 //     against the runtime (the rebuild of a lost checkpoint);
 //   - delqueue: the DELs the plugin queued while ipamd was down;
@@ -46,6 +48,7 @@ func (a *Agent) phases(st *startState) []phase {
 		{"reconciler", func(context.Context) error { a.connectRuntime(a.runtime, st.verifying); return nil }},
 		{"pool", func(context.Context) error { a.buildPool(); return nil }},
 		{"enisweep", func(context.Context) error { a.buildENISweep(); return nil }},
+		{"imdsrefresh", func(context.Context) error { a.buildIMDSRefresh(); return nil }},
 		{"restore", a.restore},
 		{"delqueue", func(context.Context) error {
 			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Store: a.store, Log: a.log, Metrics: a.metrics.podip}

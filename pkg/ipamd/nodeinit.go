@@ -78,7 +78,7 @@ func customNetworkingMaxPods(table, ipv4PerENI int) int {
 func (a *Agent) initFromAWS(ctx context.Context, limits nodeLimits) error {
 	cfg := a.opts.Config
 	id := a.aws.InstanceIdentity()
-	a.vpcSet.set(id.VPCCIDRs)
+	a.vpcSet.Set(id.VPCCIDRs)
 	if err := a.setupHostNetwork(ctx); err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (a *Agent) afterRestore(ctx context.Context) {
 	if !a.pool.Config().Provisioning {
 		return
 	}
-	a.refreshSecurityGroups(ctx) // as upstream's node init: before the pool grows
+	a.imds.RefreshSecurityGroups(ctx) // as upstream's node init: before the pool grows
 	other := !a.store.PrefixDelegation()
 	if stale := a.store.FreeCIDRs(other, math.MaxInt); len(stale) > 0 {
 		a.log.Info("returning idle addresses of the other IPAM mode", "count", len(stale), "prefixes", other)
@@ -198,11 +198,4 @@ type Timings struct {
 	// IMDSInterval is how often the VPC's CIDR blocks and the primary
 	// ENI's security groups are re-read from IMDS (30 s).
 	IMDSInterval time.Duration
-}
-
-func (t Timings) imdsInterval() time.Duration {
-	if t.IMDSInterval > 0 {
-		return t.IMDSInterval
-	}
-	return imdsRefreshInterval
 }

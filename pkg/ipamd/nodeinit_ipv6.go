@@ -17,8 +17,8 @@ import (
 // reconciler, the DEL queue and the checkpoint work as in IPv4 mode.
 func (a *Agent) initIPv6(ctx context.Context) error {
 	id := a.aws.InstanceIdentity()
-	a.vpcSet.set(id.VPCCIDRs)
-	a.vpcSetV6.set(id.VPCIPv6CIDRs)
+	a.vpcSet.Set(id.VPCCIDRs)
+	a.vpcSetV6.Set(id.VPCIPv6CIDRs)
 	if err := a.setupHostNetwork(ctx); err != nil {
 		return err
 	}

@@ -33,10 +33,10 @@ func (v *failingVPCBlocks) VPCIPv4CIDRs(ctx context.Context) ([]netip.Prefix, er
 	return v.awsAPI.VPCIPv4CIDRs(ctx)
 }
 
-// A CIDR block associated with the VPC while the node runs (in the
-// simulator, as an operator would in EC2) reaches the
-// host's SNAT exclusions and the AddNetwork replies at the next refresh;
-// an unchanged set changes nothing, and a failed read keeps the known set.
+// The agent's IMDS refresh keeps the blocks the AddNetwork replies carry
+// and the host's SNAT exclusions current, and counts a failed read in
+// upstream's awscni_ipamd_error_count (imdsrefresh tests the refresh
+// itself).
 func TestVPCCIDRBlocksRefreshed(t *testing.T) {
 	host := &hostState{enis: map[netip.Addr]networkutils.ENI{}}
 	var blocks *failingVPCBlocks
@@ -48,11 +48,8 @@ func TestVPCCIDRBlocksRefreshed(t *testing.T) {
 	ctx := context.Background()
 	assert.Equal(t, []string{"10.0.0.0/16"}, n.agent.vpcCIDRs())
 
-	n.agent.refreshVPCCIDRs(ctx)
-	assert.Empty(t, host.snat, "the same blocks: no SNAT update")
-
 	require.NoError(t, n.sim.AssociateVPCCIDR("100.64.0.0/16"))
-	n.agent.refreshVPCCIDRs(ctx)
+	n.agent.imds.Pass(ctx)
 	require.Len(t, host.snat, 1)
 	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/16"), netip.MustParsePrefix("100.64.0.0/16")}, host.snat[0])
 	assert.Equal(t, []string{"10.0.0.0/16", "100.64.0.0/16"}, n.agent.vpcCIDRs(), "AddNetwork replies carry the new block")
@@ -60,8 +57,7 @@ func TestVPCCIDRBlocksRefreshed(t *testing.T) {
 	blocks.mu.Lock()
 	blocks.fail = true
 	blocks.mu.Unlock()
-	n.agent.refreshVPCCIDRs(ctx)
-	assert.Len(t, host.snat, 1)
+	n.agent.imds.Pass(ctx)
 	assert.Equal(t, []string{"10.0.0.0/16", "100.64.0.0/16"}, n.agent.vpcCIDRs(), "a failed read keeps the known blocks")
 	assert.Equal(t, 1.0, testutil.ToFloat64(n.agent.metrics.errors.WithLabelValues("refreshVPCCIDRsFailed")))
 }

@@ -16,13 +16,13 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/enisweep"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/httpserve"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/imdsrefresh"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
 
@@ -185,21 +185,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	httpCtx, stopHTTP := context.WithCancel(context.Background())
 	defer stopHTTP()
 	if !cfg.DisableIntrospection {
-		h := &introspectionHandler{store: a.store, cfg: cfg, log: loglimit.New(a.log, loglimit.Config{})}
-		if a.eniConfigs != nil {
-			h.eniConfigName = a.eniConfigs.SelectedName
-		}
-		if a.recon != nil {
-			h.extra = map[string]func() any{pathReconciler: func() any { return a.recon.Introspect() }}
-		}
+		h := httpserve.New(httpserve.Config{Name: "introspection", Addr: cfg.IntrospectionBindAddress, Log: a.log}, a.introspection())
 		wg.Add(1)
-		go func() { defer wg.Done(); a.serveHTTP(httpCtx, "introspection", cfg.IntrospectionBindAddress, h) }()
+		go func() { defer wg.Done(); h.Run(httpCtx) }()
 	}
 	if !cfg.DisableMetrics {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.gatherer(), promhttp.HandlerOpts{}))
+		h := httpserve.New(httpserve.Config{Name: "metrics", Addr: a.opts.MetricsAddress, Log: a.log}, mux)
 		wg.Add(1)
-		go func() { defer wg.Done(); a.serveHTTP(httpCtx, "metrics", a.opts.MetricsAddress, mux) }()
+		go func() { defer wg.Done(); h.Run(httpCtx) }()
 	}
 
 	if a.pool != nil {

@@ -1,8 +1,6 @@
 package ipamd
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -10,7 +8,9 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/introspect"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 )
 
 // stopGRPC reports NOT_SERVING, lets in-flight RPCs finish (bounded by
@@ -29,32 +29,18 @@ func (a *Agent) stopGRPC(srv *grpc.Server, hs *health.Server) {
 	}
 }
 
-// serveHTTP serves h on addr until ctx ends, retrying a failed listen with
-// backoff (1 s doubling to 1 min), as upstream does.
-func (a *Agent) serveHTTP(ctx context.Context, name, addr string, h http.Handler) {
-	backoff := time.Second
-	for {
-		lis, err := listenHTTP(addr)
-		if err == nil {
-			a.log.Info("http server listening", "server", name, "address", lis.Addr().String())
-			srv := newHTTPServer(h)
-			go func() {
-				<-ctx.Done()
-				shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				defer cancel()
-				_ = srv.Shutdown(shutCtx)
-			}()
-			err = srv.Serve(lis)
-			if errors.Is(err, http.ErrServerClosed) {
-				return
-			}
-		}
-		a.log.Error("http server failed; retrying", "server", name, "address", addr, "error", err, "in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Minute)
+// introspection is the introspection endpoint's handler.
+func (a *Agent) introspection() http.Handler {
+	cfg := a.opts.Config
+	ic := introspect.Config{ENIs: a.store, Log: loglimit.New(a.log, loglimit.Config{}), Settings: introspect.Settings{
+		WarmIPTarget: cfg.WarmIPTarget, WarmENITarget: cfg.WarmENITarget, CustomNetworking: cfg.CustomNetworking,
+		ManageENIsNonSchedulable: cfg.ManageENIsNonSchedulable, SubnetDiscovery: cfg.SubnetDiscovery, Network: cfg.Network,
+	}}
+	if a.eniConfigs != nil {
+		ic.ENIConfigName = a.eniConfigs.SelectedName
 	}
+	if a.recon != nil {
+		ic.Extra = map[string]func() any{introspect.PathReconciler: func() any { return a.recon.Introspect() }}
+	}
+	return introspect.New(ic)
 }

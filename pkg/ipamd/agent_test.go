@@ -20,6 +20,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/introspect"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
@@ -419,7 +420,7 @@ func TestIntrospection(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	var cmds struct{ AvailableCommands []string }
 	require.NoError(t, json.Unmarshal(body, &cmds))
-	assert.ElementsMatch(t, []string{pathENIs, pathENIConfigs, pathNetworkUtilsEnv, pathIPAMDEnv}, cmds.AvailableCommands)
+	assert.ElementsMatch(t, []string{introspect.PathENIs, introspect.PathENIConfigs, introspect.PathNetworkUtilsEnv, introspect.PathIPAMDEnv}, cmds.AvailableCommands)
 }
 
 func TestMetricsEndpoint(t *testing.T) {

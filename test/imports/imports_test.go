@@ -48,7 +48,7 @@ var clients = []string{"./pkg/awsutils/...", "./pkg/cri/...", "./pkg/k8sapi/..."
 
 // The agent's jobs: each is built and started by the agent.
 var jobs = []string{"./pkg/ipamd/pool/...", "./pkg/ipamd/podip/...", "./pkg/ipamd/rpcserver/...", "./pkg/ipamd/enisweep/...",
-	"./pkg/ipamd/imdsrefresh/..."}
+	"./pkg/ipamd/imdsrefresh/...", "./pkg/ipamd/introspect/...", "./pkg/ipamd/httpserve/..."}
 
 // The agent and its jobs, without the leaves (datastore, warmpool).
 var agentAndJobs = concat([]string{"./pkg/ipamd"}, jobs)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/enisweep"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/hostnet"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/httpserve"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/imdsrefresh"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
@@ -93,7 +94,7 @@ type Agent struct {
 	recon   *podip.Reconciler          // nil when off or no runtime is reachable
 	runtime podip.SandboxSource        // what the reconciler lists; nil when off
 	delq    *podip.DelQueue
-	host    HostNetwork // nil when the host network is not managed
+	host    *hostnet.Wiring // the host side of the ENIs; nil with a development pool
 	// apiServer: the API server answered during start-up.
 	apiServer bool
 	podIPs    *k8sapi.PodIPs // ANNOTATE_POD_IP; nil when off

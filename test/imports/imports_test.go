@@ -46,9 +46,11 @@ type rule struct {
 // The clients ipamd uses to reach the world; they know nothing of ipamd.
 var clients = []string{"./pkg/awsutils/...", "./pkg/cri/...", "./pkg/k8sapi/...", "./pkg/networkutils/...", "./pkg/delqueue/...", "./pkg/eniconfig/..."}
 
-// The agent's jobs: each is built and started by the agent.
+// The agent's jobs and the parts it builds them from; the agent wires them
+// together, so none imports another.
 var jobs = []string{"./pkg/ipamd/pool/...", "./pkg/ipamd/podip/...", "./pkg/ipamd/rpcserver/...", "./pkg/ipamd/enisweep/...",
-	"./pkg/ipamd/imdsrefresh/...", "./pkg/ipamd/introspect/...", "./pkg/ipamd/httpserve/..."}
+	"./pkg/ipamd/imdsrefresh/...", "./pkg/ipamd/introspect/...", "./pkg/ipamd/httpserve/...",
+	"./pkg/ipamd/hostnet/..."}
 
 // The agent and its jobs, without the leaves (datastore, warmpool).
 var agentAndJobs = concat([]string{"./pkg/ipamd"}, jobs)

@@ -77,6 +77,24 @@ type Options struct {
 	StartedAt time.Time
 }
 
+// Timings tune the pool manager; zero values take upstream's defaults.
+type Timings struct {
+	PoolInterval      time.Duration // 5 s
+	ENISyncInterval   time.Duration // 1 min: ENI sync against IMDS/EC2
+	DecreaseInterval  time.Duration // 30 s
+	SubnetCooldown    time.Duration // 2 min
+	MinENILifetime    time.Duration // 1 min
+	LeakHookInterval  time.Duration // 10 s
+	EC2VerifyInterval time.Duration // 5 min
+	// The leaked-ENI sweep: every hour, after a random delay of up to 300 s
+	// (negative: no delay).
+	LeakedENISweepPeriod   time.Duration
+	LeakedENISweepMaxDelay time.Duration
+	// IMDSInterval is how often the VPC's CIDR blocks and the primary
+	// ENI's security groups are re-read from IMDS (30 s).
+	IMDSInterval time.Duration
+}
+
 // Agent is the running ipamd.
 type Agent struct {
 	opts    Options

@@ -80,6 +80,12 @@ var rules = []rule{
 			"a job importing the agent or another job would undo the split and make a cycle",
 	},
 	{
+		pkgs: []string{"./pkg/ipamd/nodeinit/..."}, scope: transitive,
+		forbid: agentAndJobs, unless: []string{"./pkg/ipamd/pool/..."},
+		reason: "node init fills the datastore with the ENIs the pool manager's ownership rules (pool.IsManaged) call ipamd's, and the agent " +
+			"sizes the pool manager from what it returns; it never reaches the agent or another job",
+	},
+	{
 		pkgs: []string{"./pkg/ipamd/rpcserver/..."}, scope: transitive,
 		forbid: concat(clients, []string{"github.com/aws/aws-sdk-go-v2/...", "k8s.io/client-go/..."}),
 		reason: "rpcserver holds no state of its own and reaches the node only through the funcs and interfaces in Options",

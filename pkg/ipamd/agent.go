@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -17,7 +15,6 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/enisweep"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/hostnet"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/httpserve"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/imdsrefresh"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
@@ -184,11 +181,10 @@ func (a *Agent) ReconcilerStatus() (podip.Status, bool) {
 	return a.recon.Status(), true
 }
 
-// Run serves gRPC, introspection and metrics until ctx ends, then stops
-// cleanly: in-flight RPCs finish (up to ShutdownTimeout) and the checkpoint
-// is flushed.
+// Run serves gRPC and runs the agent's jobs (jobs) until ctx ends, then
+// stops cleanly: in-flight RPCs finish (up to ShutdownTimeout), the jobs
+// return and the checkpoint is flushed.
 func (a *Agent) Run(ctx context.Context) error {
-	cfg := a.opts.Config
 	lis, err := rpcserver.ListenUnix(a.opts.SocketPath)
 	if err != nil {
 		_ = a.store.Close()
@@ -201,39 +197,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("ipamd serving", "socket", a.opts.SocketPath, "version", version.Version)
 
 	var wg sync.WaitGroup
-	httpCtx, stopHTTP := context.WithCancel(context.Background())
-	defer stopHTTP()
-	if !cfg.DisableIntrospection {
-		h := httpserve.New(httpserve.Config{Name: "introspection", Addr: cfg.IntrospectionBindAddress, Log: a.log}, a.introspection())
+	jobsCtx, stopJobs := context.WithCancel(context.Background())
+	defer stopJobs()
+	for _, j := range a.jobs() {
 		wg.Add(1)
-		go func() { defer wg.Done(); h.Run(httpCtx) }()
+		go func() { defer wg.Done(); j.Run(jobsCtx) }()
 	}
-	if !cfg.DisableMetrics {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.gatherer(), promhttp.HandlerOpts{}))
-		h := httpserve.New(httpserve.Config{Name: "metrics", Addr: a.opts.MetricsAddress, Log: a.log}, mux)
-		wg.Add(1)
-		go func() { defer wg.Done(); h.Run(httpCtx) }()
-	}
-
-	if a.pool != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.pool.Run(httpCtx) }()
-	}
-	if a.recon != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.recon.Run(httpCtx) }()
-	}
-	if a.imds != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.imds.Run(httpCtx) }()
-	}
-	if a.sweep != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.sweep.Run(httpCtx) }()
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); a.delq.Run(httpCtx, cfg.Reconciler.Interval) }()
 
 	select {
 	case <-ctx.Done():
@@ -243,7 +212,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("ipamd stopping")
 	a.stopGRPC(srv, hs)
-	stopHTTP()
+	stopJobs()
 	wg.Wait()
 	if cerr := a.store.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("final checkpoint flush: %w", cerr)

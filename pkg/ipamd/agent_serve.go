@@ -1,16 +1,13 @@
 package ipamd
 
 import (
-	"net/http"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/introspect"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 )
 
 // stopGRPC reports NOT_SERVING, lets in-flight RPCs finish (bounded by
@@ -27,20 +24,4 @@ func (a *Agent) stopGRPC(srv *grpc.Server, hs *health.Server) {
 		srv.Stop()
 		<-done
 	}
-}
-
-// introspection is the introspection endpoint's handler.
-func (a *Agent) introspection() http.Handler {
-	cfg := a.opts.Config
-	ic := introspect.Config{ENIs: a.store, Log: loglimit.New(a.log, loglimit.Config{}), Settings: introspect.Settings{
-		WarmIPTarget: cfg.WarmIPTarget, WarmENITarget: cfg.WarmENITarget, CustomNetworking: cfg.CustomNetworking,
-		ManageENIsNonSchedulable: cfg.ManageENIsNonSchedulable, SubnetDiscovery: cfg.SubnetDiscovery, Network: cfg.Network,
-	}}
-	if a.eniConfigs != nil {
-		ic.ENIConfigName = a.eniConfigs.SelectedName
-	}
-	if a.recon != nil {
-		ic.Extra = map[string]func() any{introspect.PathReconciler: func() any { return a.recon.Introspect() }}
-	}
-	return introspect.New(ic)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/imdsrefresh"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/poolgauges"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
@@ -153,7 +154,7 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	a.metrics = newAgentMetrics(opts.Registry, func() poolSource {
+	a.metrics = newAgentMetrics(opts.Registry, func() poolgauges.Source {
 		if a.store == nil {
 			return nil
 		}

@@ -50,7 +50,7 @@ var clients = []string{"./pkg/awsutils/...", "./pkg/cri/...", "./pkg/k8sapi/..."
 // together, so none imports another.
 var jobs = []string{"./pkg/ipamd/pool/...", "./pkg/ipamd/podip/...", "./pkg/ipamd/rpcserver/...", "./pkg/ipamd/enisweep/...",
 	"./pkg/ipamd/imdsrefresh/...", "./pkg/ipamd/introspect/...", "./pkg/ipamd/httpserve/...",
-	"./pkg/ipamd/hostnet/..."}
+	"./pkg/ipamd/hostnet/...", "./pkg/ipamd/poolgauges/..."}
 
 // The agent and its jobs, without the leaves (datastore, warmpool).
 var agentAndJobs = concat([]string{"./pkg/ipamd"}, jobs)

@@ -123,22 +123,13 @@ func (st *startState) instance(ctx context.Context) error {
 		}
 		a.aws = c
 	}
+	id := a.aws.InstanceIdentity()
 	var err error
-	st.limits, err = nodeinit.InstanceLimits(ctx, a.aws, a.aws.InstanceIdentity().InstanceType)
-	if err != nil {
+	if st.limits, err = nodeinit.InstanceLimits(ctx, a.aws, id.InstanceType); err != nil {
 		return err
 	}
-	if st.pd && !st.limits.PDSupported {
-		if cfg.EnableIPv6 {
-			// As upstream: IPv6 mode cannot fall back to secondary IPs.
-			return fmt.Errorf("ENABLE_IPv6=true needs prefix delegation, which instance type %s does not support (Nitro instances do)",
-				a.aws.InstanceIdentity().InstanceType)
-		}
-		a.log.Warn("ENABLE_PREFIX_DELEGATION=true but the instance type does not support prefixes; using secondary IPs",
-			"instanceType", a.aws.InstanceIdentity().InstanceType)
-		st.pd = false
-	}
-	return nil
+	st.pd, err = st.limits.PrefixDelegation(st.pd, cfg.EnableIPv6, id.InstanceType, a.log)
+	return err
 }
 
 func (st *startState) datastore(context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/vpc"
@@ -36,6 +37,23 @@ func InstanceLimits(ctx context.Context, aws LimitsSource, instanceType string) 
 		return Limits{}, fmt.Errorf("limits of %s: not in the table and EC2 said: %w", instanceType, err)
 	}
 	return Limits{ENIs: l.ENIs, IPv4PerENI: l.IPv4PerENI, PDSupported: l.Hypervisor == "nitro" || l.BareMetal}, nil
+}
+
+// PrefixDelegation says whether ipamd uses /28 prefixes: as asked
+// (ENABLE_PREFIX_DELEGATION) if the instance type takes them. If it does
+// not, IPv4 mode falls back to secondary IPs, with a warning, and IPv6
+// mode, which cannot (as upstream), fails.
+func (l Limits) PrefixDelegation(want, ipv6 bool, instanceType string, log *slog.Logger) (bool, error) {
+	if !want || l.PDSupported {
+		return want, nil
+	}
+	if ipv6 {
+		return false, fmt.Errorf("ENABLE_IPv6=true needs prefix delegation, which instance type %s does not support (Nitro instances do)",
+			instanceType)
+	}
+	log.Warn("ENABLE_PREFIX_DELEGATION=true but the instance type does not support prefixes; using secondary IPs",
+		"instanceType", instanceType)
+	return false, nil
 }
 
 // maxPods picks the node's pod capacity: the value given (from the node

@@ -174,3 +174,26 @@ func TestIPv6ExcludedPrimarySubnet(t *testing.T) {
 	_, err = IPv6(context.Background(), cfg, deps)
 	require.NoError(t, err)
 }
+
+// Prefix delegation as asked where the instance type takes prefixes;
+// elsewhere IPv4 falls back to secondary IPs and IPv6 cannot start.
+func TestPrefixDelegation(t *testing.T) {
+	nitro, xen := Limits{PDSupported: true}, Limits{}
+	for _, tt := range []struct {
+		l          Limits
+		want, ipv6 bool
+		pd         bool
+		fails      bool
+	}{
+		{nitro, true, false, true, false},
+		{nitro, false, false, false, false},
+		{xen, false, false, false, false},
+		{xen, true, false, false, false},
+		{xen, true, true, false, true},
+		{nitro, true, true, true, false},
+	} {
+		pd, err := tt.l.PrefixDelegation(tt.want, tt.ipv6, "m4.large", discard)
+		assert.Equal(t, tt.pd, pd, "%+v", tt)
+		assert.Equal(t, tt.fails, err != nil, "%+v: %v", tt, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,9 +23,10 @@ func setGroups(t *testing.T, n *simNode, eniID string, groups ...string) {
 }
 
 // The agent's IMDS refresh gives the primary ENI's security groups to
-// every secondary ENI, and ipamd applies them at start, before the pool
-// grows, to ENIs that drifted while it was down (imdsrefresh tests the
-// refresh itself: unchanged groups, failures, retries).
+// every secondary ENI, counting failures in upstream's
+// awscni_ipamd_error_count, and ipamd applies them at start, before the
+// pool grows, to ENIs that drifted while it was down (imdsrefresh tests
+// the refresh itself: unchanged groups, retries).
 func TestSecurityGroupsFollowThePrimaryENI(t *testing.T) {
 	simCfg := ec2sim.Config{Seed: 42, SecurityGroupIDs: []string{"sg-0sim00000001", "sg-0sim00000002", "sg-0sim00000003"}}
 	n := startSimNode(t, simCfg, map[string]string{"WARM_ENI_TARGET": "3"})
@@ -35,6 +37,10 @@ func TestSecurityGroupsFollowThePrimaryENI(t *testing.T) {
 	primary := n.aws.InstanceIdentity().PrimaryENIID
 
 	setGroups(t, n, primary, "sg-0sim00000003", "sg-0sim00000001")
+	n.sim.SetUnauthorized("ModifyNetworkInterfaceAttribute", true)
+	n.agent.imds.RefreshSecurityGroups(ctx)
+	assert.Equal(t, 2.0, testutil.ToFloat64(n.agent.metrics.errors.WithLabelValues("refreshSGIDsFailed")), "each ENI's failure counted")
+	n.sim.SetUnauthorized("ModifyNetworkInterfaceAttribute", false)
 	n.agent.imds.RefreshSecurityGroups(ctx)
 	for _, e := range n.secondaryENIs() {
 		assert.Equal(t, []string{"sg-0sim00000001", "sg-0sim00000003"}, e.SecurityGroupIDs, "ENI %s follows the primary ENI", e.ID)

@@ -6,12 +6,12 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 )
 
@@ -56,10 +56,6 @@ func (s subnets) SubnetCIDR(_ context.Context, id string) (netip.Prefix, error) 
 	return p, nil
 }
 
-func newErrors() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"})
-}
-
 var secondary = awsutils.ENI{ID: "eni-1", MAC: "02:00:00:00:00:01", DeviceNumber: 1, SubnetID: "subnet-a",
 	PrimaryIP: netip.MustParseAddr("10.0.32.5")}
 
@@ -70,7 +66,7 @@ func TestWiringFollowsENIs(t *testing.T) {
 	h := &host{enis: map[netip.Addr]networkutils.ENI{}}
 	var got awsutils.Identity
 	id := awsutils.Identity{PrimaryENIID: "eni-0"}
-	errs := newErrors()
+	errs := testsupport.ErrorCount()
 	w, err := Setup(context.Background(), func(id awsutils.Identity) (Host, error) { got = id; return h, nil }, id,
 		Config{Subnets: subnets{"subnet-a": netip.MustParsePrefix("10.0.32.0/19")}, Errors: errs})
 	require.NoError(t, err)

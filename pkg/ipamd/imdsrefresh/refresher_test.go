@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
@@ -30,11 +31,8 @@ type node struct {
 
 func newNode(t *testing.T, cfg ec2sim.Config, ipv6 bool) *node {
 	t.Helper()
-	sim := ec2simtest.Start(t, cfg)
-	ec2simtest.PointSDKAtSim(t, sim)
-	c, err := awsutils.New(context.Background(), awsutils.Options{IPv6: ipv6, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond})
-	require.NoError(t, err)
-	n := &node{sim: sim, aws: c, errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"})}
+	sim, c := testsupport.SimClient(t, cfg, awsutils.Options{IPv6: ipv6})
+	n := &node{sim: sim, aws: c, errors: testsupport.ErrorCount()}
 	id := c.InstanceIdentity()
 	n.ipv4.Set(id.VPCCIDRs)
 	n.ipv6.Set(id.VPCIPv6CIDRs)

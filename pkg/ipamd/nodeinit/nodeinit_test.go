@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
@@ -34,11 +34,8 @@ type node struct {
 
 func newNode(t *testing.T, cfg ec2sim.Config, ipv6 bool) *node {
 	t.Helper()
-	sim := ec2simtest.Start(t, cfg)
-	ec2simtest.PointSDKAtSim(t, sim)
-	c, err := awsutils.New(context.Background(), awsutils.Options{IPv6: ipv6, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond})
-	require.NoError(t, err)
-	return &node{sim: sim, aws: c, errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"})}
+	sim, c := testsupport.SimClient(t, cfg, awsutils.Options{IPv6: ipv6})
+	return &node{sim: sim, aws: c, errors: testsupport.ErrorCount()}
 }
 
 // config is node init's configuration on this node, over upstream's defaults.

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 )
 
-// Introspection paths ipamd serves (pkg/ipamd/introspect.go).
+// Introspection paths ipamd serves (pkg/ipamd/introspect).
 const (
 	pathENIs       = "/v1/enis"
 	pathReconciler = "/v1/reconciler"

@@ -4,24 +4,24 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/enisweep"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/hostnet"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/imdsrefresh"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/poolgauges"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
 
@@ -78,6 +78,24 @@ type Options struct {
 	StartedAt time.Time
 }
 
+// Timings tune the pool manager; zero values take upstream's defaults.
+type Timings struct {
+	PoolInterval      time.Duration // 5 s
+	ENISyncInterval   time.Duration // 1 min: ENI sync against IMDS/EC2
+	DecreaseInterval  time.Duration // 30 s
+	SubnetCooldown    time.Duration // 2 min
+	MinENILifetime    time.Duration // 1 min
+	LeakHookInterval  time.Duration // 10 s
+	EC2VerifyInterval time.Duration // 5 min
+	// The leaked-ENI sweep: every hour, after a random delay of up to 300 s
+	// (negative: no delay).
+	LeakedENISweepPeriod   time.Duration
+	LeakedENISweepMaxDelay time.Duration
+	// IMDSInterval is how often the VPC's CIDR blocks and the primary
+	// ENI's security groups are re-read from IMDS (30 s).
+	IMDSInterval time.Duration
+}
+
 // Agent is the running ipamd.
 type Agent struct {
 	opts    Options
@@ -85,27 +103,25 @@ type Agent struct {
 	aws     awsAPI
 	store   *datastore.DataStore
 	rpc     rpcserver.Options
-	pool    *pool.Manager     // nil with a development pool
-	sweep   *enisweep.Sweeper // leaked-ENI sweep; nil when off
-	poolCfg *pool.Config      // sized at node init; nil with a development pool
+	pool    *pool.Manager          // nil with a development pool
+	sweep   *enisweep.Sweeper      // leaked-ENI sweep; nil when off
+	imds    *imdsrefresh.Refresher // VPC CIDRs and security groups; nil without AWS
+	poolCfg *pool.Config           // sized at node init; nil with a development pool
 	metrics *agentMetrics
 	events  *k8sapi.NodeEvents
 	sched   *k8sapi.NodeSchedulability // nil: AWS_MANAGE_ENIS_NON_SCHEDULABLE=true or no API server
 	recon   *podip.Reconciler          // nil when off or no runtime is reachable
 	runtime podip.SandboxSource        // what the reconciler lists; nil when off
 	delq    *podip.DelQueue
-	host    HostNetwork // nil when the host network is not managed
+	host    *hostnet.Wiring // the host side of the ENIs; nil with a development pool
 	// apiServer: the API server answered during start-up.
 	apiServer bool
 	podIPs    *k8sapi.PodIPs // ANNOTATE_POD_IP; nil when off
-	vpcSet    vpcCIDRSet     // the VPC's IPv4 CIDR blocks, refreshed while running
-	vpcSetV6  vpcCIDRSet     // its IPv6 ones (IPv6 mode), refreshed while running
+	vpcSet    vpcCIDRSet     // the VPC's IPv4 CIDR blocks, refreshed by imds
+	vpcSetV6  vpcCIDRSet     // its IPv6 ones (IPv6 mode), refreshed by imds
 	// newIPv6Prefix: IPv6 mode assigned the primary ENI's /80 at this
 	// start, so no pod can hold an address in it.
 	newIPv6Prefix bool
-	// appliedSGs are the primary ENI's security groups as last given to
-	// every secondary ENI (refreshSecurityGroups; one goroutine at a time).
-	appliedSGs []string
 	// eniConfigs reads the node's ENIConfig; nil without an API client.
 	eniConfigs eniConfigSource
 	// leftOut are managed ENIs whose setup failed at start: their
@@ -141,7 +157,7 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	a.metrics = newAgentMetrics(opts.Registry, func() poolSource {
+	a.metrics = newAgentMetrics(opts.Registry, func() poolgauges.Source {
 		if a.store == nil {
 			return nil
 		}
@@ -169,11 +185,10 @@ func (a *Agent) ReconcilerStatus() (podip.Status, bool) {
 	return a.recon.Status(), true
 }
 
-// Run serves gRPC, introspection and metrics until ctx ends, then stops
-// cleanly: in-flight RPCs finish (up to ShutdownTimeout) and the checkpoint
-// is flushed.
+// Run serves gRPC and runs the agent's jobs (jobs) until ctx ends, then
+// stops cleanly: in-flight RPCs finish (up to ShutdownTimeout), the jobs
+// return and the checkpoint is flushed.
 func (a *Agent) Run(ctx context.Context) error {
-	cfg := a.opts.Config
 	lis, err := rpcserver.ListenUnix(a.opts.SocketPath)
 	if err != nil {
 		_ = a.store.Close()
@@ -186,44 +201,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("ipamd serving", "socket", a.opts.SocketPath, "version", version.Version)
 
 	var wg sync.WaitGroup
-	httpCtx, stopHTTP := context.WithCancel(context.Background())
-	defer stopHTTP()
-	if !cfg.DisableIntrospection {
-		h := &introspectionHandler{store: a.store, cfg: cfg, log: loglimit.New(a.log, loglimit.Config{})}
-		if a.eniConfigs != nil {
-			h.eniConfigName = a.eniConfigs.SelectedName
-		}
-		if a.recon != nil {
-			h.extra = map[string]func() any{pathReconciler: func() any { return a.recon.Introspect() }}
-		}
+	jobsCtx, stopJobs := context.WithCancel(context.Background())
+	defer stopJobs()
+	for _, j := range a.jobs() {
 		wg.Add(1)
-		go func() { defer wg.Done(); a.serveHTTP(httpCtx, "introspection", cfg.IntrospectionBindAddress, h) }()
+		go func() { defer wg.Done(); j.Run(jobsCtx) }()
 	}
-	if !cfg.DisableMetrics {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.gatherer(), promhttp.HandlerOpts{}))
-		wg.Add(1)
-		go func() { defer wg.Done(); a.serveHTTP(httpCtx, "metrics", a.opts.MetricsAddress, mux) }()
-	}
-
-	if a.pool != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.pool.Run(httpCtx) }()
-	}
-	if a.recon != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.recon.Run(httpCtx) }()
-	}
-	if a.aws != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.watchIMDS(httpCtx, a.opts.Timings.imdsInterval()) }()
-	}
-	if a.sweep != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.sweep.Run(httpCtx) }()
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); a.delq.Run(httpCtx, cfg.Reconciler.Interval) }()
 
 	select {
 	case <-ctx.Done():
@@ -233,7 +216,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("ipamd stopping")
 	a.stopGRPC(srv, hs)
-	stopHTTP()
+	stopJobs()
 	wg.Wait()
 	if cerr := a.store.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("final checkpoint flush: %w", cerr)

@@ -70,18 +70,3 @@ func (a *Agent) placement(ctx context.Context) (pool.Placement, error) {
 	spec, err := a.eniConfigs.Selected(ctx)
 	return pool.Placement{Config: spec.Name, SubnetID: spec.Subnet, SecurityGroups: spec.SecurityGroups}, err
 }
-
-// excludePrimaryENI keeps the primary ENI's addresses from pods under
-// custom networking (upstream shows it IsExcludedForPodIPs). Pods already
-// holding one, from before custom networking was turned on, keep it until
-// they end; the idle ones go back to EC2 with the excluded ENIs'.
-func (a *Agent) excludePrimaryENI() error {
-	if !a.opts.Config.CustomNetworking || a.aws == nil {
-		return nil
-	}
-	id := a.aws.InstanceIdentity().PrimaryENIID
-	if err := a.store.SetExcluded(id, true); err != nil {
-		return fmt.Errorf("custom networking: exclude the primary ENI %s from pod IPs: %w", id, err)
-	}
-	return nil
-}

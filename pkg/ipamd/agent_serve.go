@@ -1,9 +1,6 @@
 package ipamd
 
 import (
-	"context"
-	"errors"
-	"net/http"
 	"time"
 
 	"google.golang.org/grpc"
@@ -26,35 +23,5 @@ func (a *Agent) stopGRPC(srv *grpc.Server, hs *health.Server) {
 		a.log.Warn("in-flight RPCs did not finish in time; stopping hard")
 		srv.Stop()
 		<-done
-	}
-}
-
-// serveHTTP serves h on addr until ctx ends, retrying a failed listen with
-// backoff (1 s doubling to 1 min), as upstream does.
-func (a *Agent) serveHTTP(ctx context.Context, name, addr string, h http.Handler) {
-	backoff := time.Second
-	for {
-		lis, err := listenHTTP(addr)
-		if err == nil {
-			a.log.Info("http server listening", "server", name, "address", lis.Addr().String())
-			srv := newHTTPServer(h)
-			go func() {
-				<-ctx.Done()
-				shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				defer cancel()
-				_ = srv.Shutdown(shutCtx)
-			}()
-			err = srv.Serve(lis)
-			if errors.Is(err, http.ErrServerClosed) {
-				return
-			}
-		}
-		a.log.Error("http server failed; retrying", "server", name, "address", addr, "error", err, "in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Minute)
 	}
 }

@@ -3,12 +3,16 @@ package ipamd
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/nodeinit"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
 
@@ -31,6 +35,8 @@ type phase struct {
 //   - reconciler: the pod-IP reconciler on the runtime;
 //   - pool: the pool manager, wired to the reconciler it signals;
 //   - enisweep: the leaked-ENI sweep, unless disabled (it runs with Run);
+//   - imdsrefresh: the IMDS refresh of the VPC's CIDR blocks and the
+//     primary ENI's security groups (it runs with Run);
 //   - restore: the checkpoint, then the check of every other address
 //     against the runtime (the rebuild of a lost checkpoint);
 //   - delqueue: the DELs the plugin queued while ipamd was down;
@@ -46,6 +52,7 @@ func (a *Agent) phases(st *startState) []phase {
 		{"reconciler", func(context.Context) error { a.connectRuntime(a.runtime, st.verifying); return nil }},
 		{"pool", func(context.Context) error { a.buildPool(); return nil }},
 		{"enisweep", func(context.Context) error { a.buildENISweep(); return nil }},
+		{"imdsrefresh", func(context.Context) error { a.buildIMDSRefresh(); return nil }},
 		{"restore", a.restore},
 		{"delqueue", func(context.Context) error {
 			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Store: a.store, Log: a.log, Metrics: a.metrics.podip}
@@ -60,7 +67,7 @@ func (a *Agent) phases(st *startState) []phase {
 // startState carries what early phases decide for later ones.
 type startState struct {
 	a         *Agent
-	limits    nodeLimits
+	limits    nodeinit.Limits
 	pd        bool // prefix delegation, once the instance type is known
 	verifying bool // addresses join pending
 }
@@ -116,22 +123,13 @@ func (st *startState) instance(ctx context.Context) error {
 		}
 		a.aws = c
 	}
+	id := a.aws.InstanceIdentity()
 	var err error
-	st.limits, err = instanceLimits(ctx, a.aws, a.aws.InstanceIdentity().InstanceType)
-	if err != nil {
+	if st.limits, err = nodeinit.InstanceLimits(ctx, a.aws, id.InstanceType); err != nil {
 		return err
 	}
-	if st.pd && !st.limits.pdSupported {
-		if cfg.EnableIPv6 {
-			// As upstream: IPv6 mode cannot fall back to secondary IPs.
-			return fmt.Errorf("ENABLE_IPv6=true needs prefix delegation, which instance type %s does not support (Nitro instances do)",
-				a.aws.InstanceIdentity().InstanceType)
-		}
-		a.log.Warn("ENABLE_PREFIX_DELEGATION=true but the instance type does not support prefixes; using secondary IPs",
-			"instanceType", a.aws.InstanceIdentity().InstanceType)
-		st.pd = false
-	}
-	return nil
+	st.pd, err = st.limits.PrefixDelegation(st.pd, cfg.EnableIPv6, id.InstanceType, a.log)
+	return err
 }
 
 func (st *startState) datastore(context.Context) error {
@@ -151,14 +149,90 @@ func (st *startState) datastore(context.Context) error {
 	return nil
 }
 
+// addresses fills the datastore: from the development pool, or, after the
+// host's node-wide setup, with node init from EC2 (which, in IPv4 mode,
+// also sizes the pool manager).
 func (st *startState) addresses(ctx context.Context) error {
-	switch {
-	case st.a.opts.DevPool != nil:
-		return st.a.fillDevPool()
-	case st.a.opts.Config.EnableIPv6:
-		return st.a.initIPv6(ctx)
+	a, cfg := st.a, st.a.opts.Config
+	if a.opts.DevPool != nil {
+		return a.fillDevPool()
 	}
-	return st.a.initFromAWS(ctx, st.limits)
+	id := a.aws.InstanceIdentity()
+	a.vpcSet.Set(id.VPCCIDRs)
+	if cfg.EnableIPv6 {
+		a.vpcSetV6.Set(id.VPCIPv6CIDRs)
+	}
+	if err := a.setupHostNetwork(ctx); err != nil {
+		return err
+	}
+	nc := nodeinit.Config{Rules: eniRules(cfg), Provisioning: !cfg.DisableNetworkResourceProvisioning, CustomNetworking: cfg.CustomNetworking,
+		MaxENI: cfg.MaxENI, SubnetDiscovery: cfg.SubnetDiscovery, MaxPods: a.opts.MaxPods, MaxPodsFile: a.opts.MaxPodsFile,
+		Log: a.log, Errors: a.metrics.errors}
+	deps := nodeinit.Deps{AWS: a.aws, Store: a.store, SetupENI: a.setupENI}
+	if cfg.EnableIPv6 {
+		var err error
+		a.newIPv6Prefix, err = nodeinit.IPv6(ctx, nc, deps)
+		return err
+	}
+	n, err := nodeinit.IPv4(ctx, nc, deps, st.limits)
+	a.leftOut = n.LeftOut
+	if err != nil {
+		return err
+	}
+	a.poolCfg = a.poolConfig(n)
+	return nil
+}
+
+// poolConfig is the pool manager's configuration: the sizing node init
+// found, the warm targets and the timings.
+func (a *Agent) poolConfig(n nodeinit.Node) *pool.Config {
+	cfg, t, pd := a.opts.Config, a.opts.Timings, a.store.PrefixDelegation()
+	return &pool.Config{
+		Targets: warmpool.Config{
+			WarmENITarget: cfg.WarmENITarget, WarmIPTarget: cfg.WarmIPTarget,
+			MinimumIPTarget: cfg.MinimumIPTarget, WarmPrefixTarget: cfg.WarmPrefixTarget,
+			MaxPods: n.MaxPods, MaxAddresses: n.MaxAddresses, SlotsPerENI: n.SlotsPerENI, PrefixDelegation: pd,
+		},
+		MaxENIs:           n.MaxENIs,
+		UnmanagedENIs:     n.UnmanagedENIs,
+		ENIRules:          eniRules(cfg),
+		SlotsPerENI:       n.SlotsPerENI,
+		Provisioning:      !cfg.DisableNetworkResourceProvisioning,
+		SubnetDiscovery:   cfg.SubnetDiscovery,
+		CustomNetworking:  cfg.CustomNetworking,
+		Interval:          t.PoolInterval,
+		SyncInterval:      t.ENISyncInterval,
+		DecreaseInterval:  t.DecreaseInterval,
+		SubnetCooldown:    t.SubnetCooldown,
+		MinENILifetime:    t.MinENILifetime,
+		ReturnedCacheTTL:  t.ENISyncInterval,
+		LeakHookInterval:  t.LeakHookInterval,
+		EC2VerifyInterval: t.EC2VerifyInterval,
+	}
+}
+
+// afterRestore marks ENIs whose subnets are excluded from pod IPs, returns
+// addresses of the mode ipamd no longer uses (secondary IPs after switching
+// to prefix delegation, or prefixes after switching back) once nothing
+// holds them, then sizes the pool once before serving.
+func (a *Agent) afterRestore(ctx context.Context) {
+	if a.pool == nil {
+		return
+	}
+	// As upstream's node init: ENIs in subnets tagged out of pod IPs are
+	// marked before any ADD is served (their idle addresses go back to EC2
+	// in the step below).
+	a.pool.CheckExcludedSubnets(ctx)
+	if !a.pool.Config().Provisioning {
+		return
+	}
+	a.imds.RefreshSecurityGroups(ctx) // as upstream's node init: before the pool grows
+	other := !a.store.PrefixDelegation()
+	if stale := a.store.FreeCIDRs(other, math.MaxInt); len(stale) > 0 {
+		a.log.Info("returning idle addresses of the other IPAM mode", "count", len(stale), "prefixes", other)
+		a.pool.ReturnToEC2(ctx, stale, other)
+	}
+	a.pool.Step(ctx)
 }
 
 // wireRPC sets what the gRPC handlers serve from.

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/introspect"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
@@ -421,7 +422,7 @@ func TestIntrospection(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	var cmds struct{ AvailableCommands []string }
 	require.NoError(t, json.Unmarshal(body, &cmds))
-	assert.ElementsMatch(t, []string{pathENIs, pathENIConfigs, pathNetworkUtilsEnv, pathIPAMDEnv}, cmds.AvailableCommands)
+	assert.ElementsMatch(t, []string{introspect.PathENIs, introspect.PathENIConfigs, introspect.PathNetworkUtilsEnv, introspect.PathIPAMDEnv}, cmds.AvailableCommands)
 }
 
 func TestMetricsEndpoint(t *testing.T) {

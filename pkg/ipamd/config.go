@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/nodeinit"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
@@ -84,6 +85,8 @@ const (
 	DefaultMetricsAddress       = ":61678"
 	DefaultSocketPath           = "/var/run/aws-node/ipamd.sock"
 	DefaultLogFile              = "/host/var/log/aws-routed-eni/ipamd.log"
+	// DefaultMaxPodsFile is where the image ships upstream's max-pods table.
+	DefaultMaxPodsFile = nodeinit.DefaultMaxPodsFile
 	// defaultENIConfigKey is upstream's default for both the annotation and
 	// the label that name a node's ENIConfig (eniconfig.DefaultKey).
 	defaultENIConfigKey = "k8s.amazonaws.com/eniConfig"

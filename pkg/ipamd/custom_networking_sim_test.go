@@ -2,6 +2,9 @@ package ipamd
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
 	"testing"
@@ -23,6 +26,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/eniconfig"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/introspect"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
@@ -109,6 +113,17 @@ func (k *cnKube) relabel(t *testing.T, key, value string) {
 	require.NoError(t, err)
 }
 
+// eniConfigsPath asks the agent's introspection handler for
+// /v1/eni-configs: the JSON string it answers and the status code.
+func eniConfigsPath(t *testing.T, n *simNode) (string, int) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	n.agent.introspection().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, introspect.PathENIConfigs, nil))
+	var body string
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	return body, rec.Code
+}
+
 // startCNNode starts a custom-networking node on the simulator.
 func startCNNode(t *testing.T, simCfg ec2sim.Config, k *cnKube, env map[string]string, mutate ...func(*Options)) *simNode {
 	t.Helper()
@@ -173,8 +188,7 @@ func TestCustomNetworkingENIsFromENIConfig(t *testing.T) {
 	infos := n.agent.store.ENIInfos()
 	assert.True(t, infos.ENIs[prim.ID].IsExcludedForPodIPs, "/v1/enis shows the primary ENI excluded")
 
-	h := &introspectionHandler{eniConfigName: n.agent.eniConfigs.SelectedName}
-	name, code := h.eniConfig()
+	name, code := eniConfigsPath(t, n)
 	assert.Equal(t, 200, code)
 	assert.Equal(t, "us-west-2a", name, "/v1/eni-configs names the ENIConfig the zone label selects")
 	n.storeHasOnlyEC2Addresses(t)
@@ -343,8 +357,7 @@ func TestCustomNetworkingFailureIsANodeEvent(t *testing.T) {
 	assert.Contains(t, notes[0], "us-west-2z", "the event names the missing ENIConfig")
 
 	require.NoError(t, k.kube.CoreV1().Nodes().Delete(context.Background(), cnNode, metav1.DeleteOptions{}))
-	h := &introspectionHandler{eniConfigName: n.agent.eniConfigs.SelectedName}
-	_, code := h.eniConfig()
+	_, code := eniConfigsPath(t, n)
 	assert.Equal(t, 404, code)
 }
 

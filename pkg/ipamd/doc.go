@@ -1,11 +1,15 @@
 // Package ipamd is the node agent's daemon: it owns the datastore's lifecycle
 // (restore at start, flush at stop), serves the CNI plugin's gRPC API on its
-// unix socket, and exposes introspection and Prometheus metrics. It holds
-// the agent's own jobs (options, construction, start-up, run and stop,
-// introspection, node init, host network wiring, the metrics endpoint) and
-// wires together the ones that live in their own packages: the pool
-// manager (pool), the pod-IP reconciler (podip) and the gRPC handlers
-// (rpcserver), over the datastore. docs/architecture.md maps them.
+// unix socket, and builds and starts the jobs that live in packages of
+// their own. It holds only the agent's part: options and configuration,
+// construction, start-up (agent_start.go: named phases, in order), run and
+// stop (Run starts every job from one list, jobs), and its own metrics.
+// The jobs are the pool manager (pool), the pod-IP reconciler and DEL-queue
+// replay (podip), the gRPC handlers (rpcserver), the IMDS refresh
+// (imdsrefresh), the leaked-ENI sweep (enisweep) and the introspection and
+// metrics endpoints (introspect served by httpserve); start-up uses node
+// init (nodeinit) and the host network wiring (hostnet), and /metrics the
+// pool gauges (poolgauges). docs/architecture.md maps them.
 //
 // It never answers an ADD before the datastore is restored from its
 // checkpoint, and never acknowledges an ADD or DEL that is not durable.

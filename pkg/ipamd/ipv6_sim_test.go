@@ -205,19 +205,16 @@ func TestIPv6LostCheckpointIsNotAFreshNode(t *testing.T) {
 
 // An IPv6 block associated with the VPC while the node runs reaches the
 // AddNetwork replies at the next IMDS refresh; the IPv4 blocks, unused in
-// IPv6 mode, are not re-read.
+// IPv6 mode, are not re-read (imdsrefresh tests the refresh itself).
 func TestIPv6VPCCIDRBlocksRefreshed(t *testing.T) {
 	n := startSimNode(t, ec2simtest.IPv6Node(ec2sim.Config{Seed: 42}), withEnv(quietListeners, ipv6Env))
 	ctx := context.Background()
 	assert.Equal(t, []string{ec2simtest.IPv6VPCCIDR}, n.agent.vpcCIDRsV6())
 
-	n.agent.refreshVPCCIDRs(ctx)
-	assert.Equal(t, []string{ec2simtest.IPv6VPCCIDR}, n.agent.vpcCIDRsV6(), "the same blocks")
-
 	const second = "2600:1f14:abc:df00::/56"
 	require.NoError(t, n.sim.AssociateVPCIPv6CIDR(second))
 	require.NoError(t, n.sim.AssociateVPCCIDR("100.64.0.0/16"))
-	n.agent.refreshVPCCIDRs(ctx)
+	n.agent.imds.RefreshVPCCIDRs(ctx)
 	assert.ElementsMatch(t, []string{ec2simtest.IPv6VPCCIDR, second}, n.agent.vpcCIDRsV6())
 	assert.Equal(t, []string{"10.0.0.0/16"}, n.agent.vpcCIDRs(), "IPv4 blocks are not re-read in IPv6 mode")
 

@@ -7,9 +7,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/poolgauges"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
@@ -31,7 +31,7 @@ type agentMetrics struct {
 	podip            *podip.Metrics
 }
 
-func newAgentMetrics(reg *prometheus.Registry, src func() poolSource) *agentMetrics {
+func newAgentMetrics(reg *prometheus.Registry, src func() poolgauges.Source) *agentMetrics {
 	m := &agentMetrics{
 		reg: reg,
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -72,7 +72,7 @@ func newAgentMetrics(reg *prometheus.Registry, src func() poolSource) *agentMetr
 	for _, fn := range []string{"nodeInit", "tryEnableSecurityGroupsForPods"} {
 		m.podENIErrors.WithLabelValues(fn)
 	}
-	reg.MustRegister(m.errors, m.podENIErrors, m.startup, m.nodeInit, m.checkpointWrites, buildInfo, &poolCollector{src: src})
+	reg.MustRegister(m.errors, m.podENIErrors, m.startup, m.nodeInit, m.checkpointWrites, buildInfo, poolgauges.New(src))
 	return m
 }
 
@@ -93,55 +93,4 @@ func (m *agentMetrics) observeNodeInit(ok bool, d time.Duration) {
 // gatherer is what /metrics serves.
 func (m *agentMetrics) gatherer() prometheus.Gatherer {
 	return prometheus.Gatherers{prometheus.DefaultGatherer, m.reg}
-}
-
-// poolSource is what the pool gauges are computed from at scrape time.
-type poolSource interface {
-	Stats() datastore.Stats
-	Usage() []datastore.ENIUsage
-}
-
-// poolCollector reports the datastore gauges when scraped, so the ADD/DEL
-// path never updates gauges and removed ENIs and CIDRs drop out by
-// themselves.
-type poolCollector struct {
-	src func() poolSource // nil until the datastore exists
-}
-
-var (
-	descENIs        = prometheus.NewDesc("awscni_eni_allocated", "The number of ENIs allocated", nil, nil)
-	descTotalIPs    = prometheus.NewDesc("awscni_total_ip_addresses", "The total number of IP addresses", nil, nil)
-	descAssigned    = prometheus.NewDesc("awscni_assigned_ip_addresses", "The number of IP addresses assigned to pods", nil, nil)
-	descPrefixes    = prometheus.NewDesc("awscni_total_ipv4_prefixes", "The total number of IPv4 prefixes", nil, nil)
-	descPerENI      = prometheus.NewDesc("awscni_assigned_ip_per_eni", "The number of allocated ips partitioned by eni", []string{"eni"}, nil)
-	descPerCIDR     = prometheus.NewDesc("awscni_assigned_ip_per_cidr", "The total number of IP addresses assigned per cidr", []string{"cidr"}, nil)
-	descCooldownIPs = prometheus.NewDesc("awscni_ipamd_cooldown_ip_addresses", "Released addresses still resting before reuse", nil, nil)
-)
-
-func (p *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descENIs, descTotalIPs, descAssigned, descPrefixes, descPerENI, descPerCIDR, descCooldownIPs} {
-		ch <- d
-	}
-}
-
-func (p *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	src := p.src()
-	if src == nil {
-		return
-	}
-	s := src.Stats()
-	gauge := func(d *prometheus.Desc, v int, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
-	}
-	gauge(descENIs, s.ENIs)
-	gauge(descTotalIPs, s.TotalIPs)
-	gauge(descAssigned, s.AssignedIPs)
-	gauge(descPrefixes, s.TotalPrefixes)
-	gauge(descCooldownIPs, s.CooldownIPs)
-	for _, e := range src.Usage() {
-		gauge(descPerENI, e.Assigned, e.ID)
-		for _, c := range e.CIDRs {
-			gauge(descPerCIDR, c.Assigned, c.CIDR.String())
-		}
-	}
 }

@@ -22,10 +22,11 @@ func setGroups(t *testing.T, n *simNode, eniID string, groups ...string) {
 	require.NoError(t, err)
 }
 
-// The primary ENI's security groups reach every secondary ENI: when they
-// change, and at start for ENIs that drifted while ipamd was down. An
-// unchanged set costs no EC2 call; an ENI that could not be updated is
-// retried at the next refresh.
+// The agent's IMDS refresh gives the primary ENI's security groups to
+// every secondary ENI, counting failures in upstream's
+// awscni_ipamd_error_count, and ipamd applies them at start, before the
+// pool grows, to ENIs that drifted while it was down (imdsrefresh tests
+// the refresh itself: unchanged groups, retries).
 func TestSecurityGroupsFollowThePrimaryENI(t *testing.T) {
 	simCfg := ec2sim.Config{Seed: 42, SecurityGroupIDs: []string{"sg-0sim00000001", "sg-0sim00000002", "sg-0sim00000003"}}
 	n := startSimNode(t, simCfg, map[string]string{"WARM_ENI_TARGET": "3"})
@@ -35,16 +36,12 @@ func TestSecurityGroupsFollowThePrimaryENI(t *testing.T) {
 	ctx := context.Background()
 	primary := n.aws.InstanceIdentity().PrimaryENIID
 
-	calls := n.sim.Calls()["ModifyNetworkInterfaceAttribute"]
-	n.agent.refreshSecurityGroups(ctx)
-	assert.Equal(t, calls, n.sim.Calls()["ModifyNetworkInterfaceAttribute"], "unchanged groups: no EC2 call")
-
 	setGroups(t, n, primary, "sg-0sim00000003", "sg-0sim00000001")
 	n.sim.SetUnauthorized("ModifyNetworkInterfaceAttribute", true)
-	n.agent.refreshSecurityGroups(ctx)
+	n.agent.imds.RefreshSecurityGroups(ctx)
 	assert.Equal(t, 2.0, testutil.ToFloat64(n.agent.metrics.errors.WithLabelValues("refreshSGIDsFailed")), "each ENI's failure counted")
 	n.sim.SetUnauthorized("ModifyNetworkInterfaceAttribute", false)
-	n.agent.refreshSecurityGroups(ctx)
+	n.agent.imds.RefreshSecurityGroups(ctx)
 	for _, e := range n.secondaryENIs() {
 		assert.Equal(t, []string{"sg-0sim00000001", "sg-0sim00000003"}, e.SecurityGroupIDs, "ENI %s follows the primary ENI", e.ID)
 	}
@@ -63,7 +60,7 @@ func TestSecurityGroupsNotRefreshedUnderCustomNetworking(t *testing.T) {
 	n := startCNNode(t, cnSim(), k, nil)
 	n.settle(t, 40)
 	setGroups(t, n, n.aws.InstanceIdentity().PrimaryENIID, cnHostSG)
-	n.agent.refreshSecurityGroups(context.Background())
+	n.agent.imds.RefreshSecurityGroups(context.Background())
 	for _, e := range n.secondaryENIs() {
 		assert.Equal(t, []string{cnPodSG}, e.SecurityGroupIDs)
 	}

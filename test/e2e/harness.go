@@ -43,9 +43,9 @@ const (
 // 30s, with a unit); the others are built into the agent and not settable
 // from its environment.
 const (
-	ReconcileInterval     = 5 * time.Second
-	ReconcileGrace        = 30 * time.Second
-	ReconcileStartDelay   = 10 * time.Second // first pass after start
+	ReconcileInterval   = 5 * time.Second
+	ReconcileGrace      = 30 * time.Second
+	ReconcileStartDelay = 10 * time.Second // first pass after start
 )
 
 // agentPodName is the aws-node pod of every node: a host-network sandbox

@@ -46,8 +46,14 @@ type rule struct {
 // The clients ipamd uses to reach the world; they know nothing of ipamd.
 var clients = []string{"./pkg/awsutils/...", "./pkg/cri/...", "./pkg/k8sapi/...", "./pkg/networkutils/...", "./pkg/delqueue/...", "./pkg/eniconfig/..."}
 
+// The agent's jobs and the parts it builds them from; the agent wires them
+// together, so none imports another.
+var jobs = []string{"./pkg/ipamd/pool/...", "./pkg/ipamd/podip/...", "./pkg/ipamd/rpcserver/...", "./pkg/ipamd/enisweep/...",
+	"./pkg/ipamd/imdsrefresh/...", "./pkg/ipamd/introspect/...", "./pkg/ipamd/httpserve/...",
+	"./pkg/ipamd/hostnet/...", "./pkg/ipamd/poolgauges/..."}
+
 // The agent and its jobs, without the leaves (datastore, warmpool).
-var agentAndJobs = []string{"./pkg/ipamd", "./pkg/ipamd/pool/...", "./pkg/ipamd/podip/...", "./pkg/ipamd/rpcserver/...", "./pkg/ipamd/enisweep/..."}
+var agentAndJobs = concat([]string{"./pkg/ipamd"}, jobs)
 
 // Outside libraries that do I/O against the cloud, the cluster or a peer.
 var cloudClusterRPC = []string{"github.com/aws/aws-sdk-go-v2/...", "github.com/aws/smithy-go/...", "k8s.io/...", "sigs.k8s.io/...", "google.golang.org/grpc/..."}
@@ -68,10 +74,16 @@ var rules = []rule{
 		reason:  "warmpool is pure sizing math: no I/O, no clocks, no globals, no logging",
 	},
 	{
-		pkgs: []string{"./pkg/ipamd/pool/...", "./pkg/ipamd/podip/...", "./pkg/ipamd/rpcserver/...", "./pkg/ipamd/enisweep/..."}, scope: transitive,
+		pkgs: jobs, scope: transitive,
 		forbid: agentAndJobs,
 		reason: "the agent (pkg/ipamd) wires its jobs together through interfaces and callbacks; " +
 			"a job importing the agent or another job would undo the split and make a cycle",
+	},
+	{
+		pkgs: []string{"./pkg/ipamd/nodeinit/..."}, scope: transitive,
+		forbid: agentAndJobs, unless: []string{"./pkg/ipamd/pool/..."},
+		reason: "node init fills the datastore with the ENIs the pool manager's ownership rules (pool.IsManaged) call ipamd's, and the agent " +
+			"sizes the pool manager from what it returns; it never reaches the agent or another job",
 	},
 	{
 		pkgs: []string{"./pkg/ipamd/rpcserver/..."}, scope: transitive,

@@ -1,7 +1,8 @@
 // Package testsupport holds what the tests of ipamd's packages share: a
-// manual clock and a fake container runtime served over a real unix
-// socket. Only tests import it. It never imports the ipamd packages whose
-// tests use it (pkg/ipamd, pool, podip, rpcserver), so that each of them can.
+// manual clock, a fake container runtime served over a real unix socket,
+// and the awsutils client on the EC2/IMDS simulator. Only tests import it.
+// It never imports the ipamd packages whose tests use it (pkg/ipamd and
+// its jobs), so that each of them can.
 package testsupport
 
 import (

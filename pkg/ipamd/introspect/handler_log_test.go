@@ -1,4 +1,4 @@
-package ipamd
+package introspect
 
 import (
 	"bufio"
@@ -40,14 +40,13 @@ func TestIntrospectionRequestLoggingIsRateLimited(t *testing.T) {
 	clock := clocktest.New()
 	store := datastore.New(datastore.Config{})
 	t.Cleanup(func() { store.Close() })
-	h := &introspectionHandler{store: store,
-		log: loglimit.New(logger.New(&out, slog.LevelDebug), loglimit.Config{Clock: clock})}
+	h := New(Config{ENIs: store, Log: loglimit.New(logger.New(&out, slog.LevelDebug), loglimit.Config{Clock: clock})})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
 	const each = 300
 	for i := range each {
-		for _, path := range []string{pathENIs, fmt.Sprintf("/no/such/path/%d", i)} {
+		for _, path := range []string{PathENIs, fmt.Sprintf("/no/such/path/%d", i)} {
 			resp, err := http.Get(srv.URL + path)
 			require.NoError(t, err)
 			_, _ = io.Copy(io.Discard, resp.Body)
@@ -69,7 +68,7 @@ func TestIntrospectionRequestLoggingIsRateLimited(t *testing.T) {
 		switch l["msg"] {
 		case "introspection request":
 			p := l["path"].(string)
-			if p != pathENIs {
+			if p != PathENIs {
 				p = "unknown"
 			}
 			requests[p]++
@@ -79,6 +78,6 @@ func TestIntrospectionRequestLoggingIsRateLimited(t *testing.T) {
 			t.Errorf("unexpected line %v", l)
 		}
 	}
-	assert.Equal(t, map[string]int{pathENIs: loglimit.DefaultBurst, "unknown": loglimit.DefaultBurst}, requests)
-	assert.Equal(t, map[string]float64{pathENIs: each - loglimit.DefaultBurst, "/": each - loglimit.DefaultBurst}, suppressed)
+	assert.Equal(t, map[string]int{PathENIs: loglimit.DefaultBurst, "unknown": loglimit.DefaultBurst}, requests)
+	assert.Equal(t, map[string]float64{PathENIs: each - loglimit.DefaultBurst, "/": each - loglimit.DefaultBurst}, suppressed)
 }

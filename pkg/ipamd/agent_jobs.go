@@ -1,0 +1,70 @@
+package ipamd
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/httpserve"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/introspect"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
+)
+
+// job is what Run starts beside the gRPC server: each runs until its
+// context ends and then returns.
+type job interface {
+	Run(ctx context.Context)
+}
+
+// jobFunc is a job given as a function.
+type jobFunc func(ctx context.Context)
+
+func (f jobFunc) Run(ctx context.Context) { f(ctx) }
+
+// jobs are what Run starts, each built at start-up (nil there: off):
+// the introspection and metrics endpoints, the pool manager, the pod-IP
+// reconciler, the IMDS refresh, the leaked-ENI sweep and the DEL-queue
+// replay.
+func (a *Agent) jobs() []job {
+	cfg := a.opts.Config
+	var jobs []job
+	if !cfg.DisableIntrospection {
+		jobs = append(jobs, httpserve.New(httpserve.Config{Name: "introspection", Addr: cfg.IntrospectionBindAddress, Log: a.log}, a.introspection()))
+	}
+	if !cfg.DisableMetrics {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.gatherer(), promhttp.HandlerOpts{}))
+		jobs = append(jobs, httpserve.New(httpserve.Config{Name: "metrics", Addr: a.opts.MetricsAddress, Log: a.log}, mux))
+	}
+	// Only the ones built (a nil pointer held in a job is not a nil job).
+	if a.pool != nil {
+		jobs = append(jobs, a.pool)
+	}
+	if a.recon != nil {
+		jobs = append(jobs, a.recon)
+	}
+	if a.imds != nil {
+		jobs = append(jobs, a.imds)
+	}
+	if a.sweep != nil {
+		jobs = append(jobs, a.sweep)
+	}
+	return append(jobs, jobFunc(func(ctx context.Context) { a.delq.Run(ctx, cfg.Reconciler.Interval) }))
+}
+
+// introspection is the introspection endpoint's handler.
+func (a *Agent) introspection() http.Handler {
+	cfg := a.opts.Config
+	ic := introspect.Config{ENIs: a.store, Log: loglimit.New(a.log, loglimit.Config{}), Settings: introspect.Settings{
+		WarmIPTarget: cfg.WarmIPTarget, WarmENITarget: cfg.WarmENITarget, CustomNetworking: cfg.CustomNetworking,
+		ManageENIsNonSchedulable: cfg.ManageENIsNonSchedulable, SubnetDiscovery: cfg.SubnetDiscovery, Network: cfg.Network,
+	}}
+	if a.eniConfigs != nil {
+		ic.ENIConfigName = a.eniConfigs.SelectedName
+	}
+	if a.recon != nil {
+		ic.Extra = map[string]func() any{introspect.PathReconciler: func() any { return a.recon.Introspect() }}
+	}
+	return introspect.New(ic)
+}

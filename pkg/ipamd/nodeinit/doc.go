@@ -1,0 +1,15 @@
+// Package nodeinit is node initialisation from EC2 and IMDS, run once at
+// start before anything is served: the instance's networking limits, the
+// node's pod capacity, and the node's addresses put into the datastore.
+// In IPv4 mode those are the managed ENIs (tagged as ipamd's) and their
+// addresses, and it works out what the pool manager is sized with; in
+// IPv6 mode it is the primary ENI's /80 (assigned through EC2 if the ENI
+// has none).
+//
+// It decides which ENIs are ipamd's with the pool manager's rules
+// (pool.IsManaged), so start and the ENI sync agree. It never creates,
+// frees or detaches an ENI, never returns an address to EC2, and reaches
+// the host only through the SetupENI it is given. It never imports
+// pkg/ipamd; the agent calls it and builds the pool manager from what it
+// returns.
+package nodeinit

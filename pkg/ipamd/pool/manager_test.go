@@ -1,9 +1,19 @@
 package pool
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -24,6 +34,9 @@ func TestLeakHookCalledExactlyWhenLeakSuspected(t *testing.T) {
 		}
 		total := rng.IntN(100)
 		s := datastore.Stats{TotalIPs: total, AssignedIPs: rng.IntN(total + 20), TotalPrefixes: total / 16}
+		if free := s.TotalIPs - s.AssignedIPs; free > 0 && rng.IntN(2) == 0 {
+			s.CooldownIPs = rng.IntN(free + 1) // often all of them: no leak signal before
+		}
 		called := 0
 		p := New(Config{Targets: cfg}, Deps{OnLeak: func(warmpool.Decision, datastore.Stats) { called++ }})
 		d := warmpool.Decide(toWarmStats(s), cfg)
@@ -42,4 +55,136 @@ func TestWakeCoalesces(t *testing.T) {
 		p.Wake() // never blocks; wake-ups coalesce into one pending step
 	}
 	assert.True(t, p.wake.Pending())
+	assert.Equal(t, []string{"an ADD found no address"}, p.wake.Take())
+}
+
+// stepCounter is a Store whose Stats counts pool steps (the only Store call
+// a step makes without provisioning).
+type stepCounter struct {
+	Store
+	steps atomic.Int64
+	mu    sync.Mutex
+	at    []time.Time
+}
+
+func (c *stepCounter) Stats() datastore.Stats {
+	c.mu.Lock()
+	c.at = append(c.at, time.Now())
+	c.mu.Unlock()
+	c.steps.Add(1)
+	return datastore.Stats{}
+}
+
+func (c *stepCounter) stepAt(i int) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at[i]
+}
+
+// A wake-up within a second of the last step is held until the second
+// ends, then answered (it used to be dropped until the next tick).
+func TestWakeSoonAfterAStepIsHeldNotDropped(t *testing.T) {
+	store := &stepCounter{}
+	p := New(Config{Interval: time.Hour, SyncInterval: time.Hour}, Deps{Store: store})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
+	go func() { defer close(done); p.Run(ctx) }()
+
+	beforeWake := time.Now()
+	p.Wake()
+	require.Eventually(t, func() bool { return store.steps.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
+	p.Wake() // within wakeMinInterval of that step
+	p.Wake()
+	require.Eventually(t, func() bool { return store.steps.Load() >= 2 }, 10*time.Second, 5*time.Millisecond,
+		"a wake-up right after a step is answered when the interval ends")
+	assert.GreaterOrEqual(t, store.stepAt(1).Sub(beforeWake), wakeMinInterval, "but not before")
+	time.Sleep(2 * wakeMinInterval)
+	assert.EqualValues(t, 2, store.steps.Load(), "folded wake-ups make one step")
+}
+
+type recordedEvents struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+func (e *recordedEvents) Warning(_ context.Context, reason, _, note string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.notes = append(e.notes, reason+": "+note)
+	return true
+}
+
+func (e *recordedEvents) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.notes)
+}
+
+// lockedBuffer collects JSON log lines from any goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines returns the logged lines whose msg contains text.
+func (l *lockedBuffer) lines(t *testing.T, text string) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		if msg, _ := rec["msg"].(string); strings.Contains(msg, text) {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// OnLeak is called at every suspicion; the warning (log line, event,
+// metric) at most once per LeakHookInterval, with the suspicions folded
+// in meanwhile.
+func TestLeakWarningSpacedOnLeakNot(t *testing.T) {
+	const interval = 200 * time.Millisecond
+	logs, events := &lockedBuffer{}, &recordedEvents{}
+	hooks := 0
+	p := New(Config{LeakHookInterval: interval, Targets: warmpool.Config{MaxPods: 10}}, Deps{
+		Log: slog.New(slog.NewJSONHandler(logs, nil)), Events: events, Metrics: NewMetrics(prometheus.NewRegistry()),
+		OnLeak: func(warmpool.Decision, datastore.Stats) { hooks++ },
+	})
+	s := datastore.Stats{TotalIPs: 10, AssignedIPs: 10}
+	d := warmpool.Decide(toWarmStats(s), p.cfg.Targets)
+	require.True(t, d.LeakSuspected, d.String())
+	const atENILimit = "pool has all the ENIs it may use and no address is available"
+
+	start := time.Now()
+	for range 5 {
+		p.observe(d, s)
+	}
+	p.suspectLeak(d, s, atENILimit)
+	assert.Equal(t, 6, hooks, "OnLeak at every suspicion")
+	assert.Equal(t, 1.0, testutil.ToFloat64(p.m.leakTriggers))
+	assert.Equal(t, 1, events.count())
+	warned := logs.lines(t, "suspected leaked pod IPs")
+	require.Len(t, warned, 1)
+	assert.Contains(t, warned[0]["msg"], "pool at max pods")
+
+	require.Eventually(t, func() bool {
+		p.observe(d, s)
+		return testutil.ToFloat64(p.m.leakTriggers) == 2
+	}, 10*time.Second, 10*time.Millisecond, "the next warning comes once the interval ends")
+	assert.GreaterOrEqual(t, time.Since(start), interval)
+	assert.Equal(t, 2, events.count())
+	warned = logs.lines(t, "suspected leaked pod IPs")
+	require.Len(t, warned, 2)
+	assert.Equal(t, []any{"pool at max pods", atENILimit}, warned[1]["suspectedSinceLastWarning"],
+		"the suspicions since the last warning, in the order first seen")
 }

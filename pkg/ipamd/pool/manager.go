@@ -70,7 +70,7 @@ func (c *Config) setDefaults() {
 }
 
 // LeakHook is called at every step that finds the pool unable to grow with
-// nothing available, or more addresses assigned than pods can exist: the
+// nothing assignable, or more addresses assigned than pods can exist: the
 // pod-IP reconciler should run now. The pool manager does not rate-limit
 // it; the reconciler's trigger has its own minimum interval.
 type LeakHook func(warmpool.Decision, datastore.Stats)
@@ -243,7 +243,7 @@ func (p *Manager) observe(d warmpool.Decision, s datastore.Stats) {
 }
 
 // suspectLeak tells the pod-IP reconciler to run now: the pool cannot grow
-// and nothing is available, or more addresses are assigned than pods can
+// and nothing is assignable, or more addresses are assigned than pods can
 // exist. The warning (log line, event, metric) comes at most once per
 // LeakHookInterval.
 func (p *Manager) suspectLeak(d warmpool.Decision, s datastore.Stats, why string) {

@@ -140,6 +140,9 @@ func (l *lockedBuffer) lines(t *testing.T, text string) []map[string]any {
 	defer l.mu.Unlock()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+		if line == "" {
+			continue // nothing logged
+		}
 		var rec map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
 		if msg, _ := rec["msg"].(string); strings.Contains(msg, text) {
@@ -160,10 +163,10 @@ func TestLeakWarningSpacedOnLeakNot(t *testing.T) {
 		Log: slog.New(slog.NewJSONHandler(logs, nil)), Events: events, Metrics: NewMetrics(prometheus.NewRegistry()),
 		OnLeak: func(warmpool.Decision, datastore.Stats) { hooks++ },
 	})
-	s := datastore.Stats{TotalIPs: 10, AssignedIPs: 10}
+	s := datastore.Stats{TotalIPs: 10, AssignedIPs: 8, CooldownIPs: 2} // nothing assignable
 	d := warmpool.Decide(toWarmStats(s), p.cfg.Targets)
 	require.True(t, d.LeakSuspected, d.String())
-	const atENILimit = "pool has all the ENIs it may use and no address is available"
+	const atENILimit = "pool has all the ENIs it may use and no address is assignable"
 
 	start := time.Now()
 	for range 5 {
@@ -187,4 +190,41 @@ func TestLeakWarningSpacedOnLeakNot(t *testing.T) {
 	require.Len(t, warned, 2)
 	assert.Equal(t, []any{"pool at max pods", atENILimit}, warned[1]["suspectedSinceLastWarning"],
 		"the suspicions since the last warning, in the order first seen")
+}
+
+// fullENIs is a Store whose ENIs have no room left, with the given stats.
+type fullENIs struct {
+	Store
+	stats datastore.Stats
+}
+
+func (f fullENIs) ENISummaries() []datastore.ENISummary { return []datastore.ENISummary{{}} }
+func (f fullENIs) Stats() datastore.Stats               { return f.stats }
+
+// At the ENI limit the leak is suspected when the next ADD could get
+// nothing: cooling and pending addresses are available but not assignable.
+func TestENILimitSuspectsLeakWhenNothingAssignable(t *testing.T) {
+	tests := []struct {
+		name  string
+		stats datastore.Stats
+		leak  bool
+	}{
+		{"all assigned", datastore.Stats{TotalIPs: 9, AssignedIPs: 9}, true},
+		{"every free address cooling", datastore.Stats{TotalIPs: 9, AssignedIPs: 6, CooldownIPs: 3}, true},
+		{"every free address cooling or pending", datastore.Stats{TotalIPs: 9, AssignedIPs: 6, CooldownIPs: 1, PendingIPs: 2}, true},
+		{"one free address not cooling", datastore.Stats{TotalIPs: 9, AssignedIPs: 6, CooldownIPs: 2}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &lockedBuffer{}
+			hooks := 0
+			p := New(Config{MaxENIs: 1, Provisioning: true}, Deps{
+				Store: fullENIs{stats: tt.stats}, Log: slog.New(slog.NewJSONHandler(logs, nil)),
+				OnLeak: func(warmpool.Decision, datastore.Stats) { hooks++ },
+			})
+			p.grow(context.Background(), warmpool.Decision{Unit: warmpool.UnitENI, Short: 1})
+			assert.Equal(t, tt.leak, hooks == 1, "OnLeak called %d times", hooks)
+			assert.Equal(t, tt.leak, len(logs.lines(t, "pool has all the ENIs it may use and no address is assignable")) == 1)
+		})
+	}
 }

@@ -103,43 +103,17 @@ func TestWakeSoonAfterAStepIsHeldNotDropped(t *testing.T) {
 	assert.EqualValues(t, 2, store.steps.Load(), "folded wake-ups make one step")
 }
 
-type recordedEvents struct {
-	mu    sync.Mutex
-	notes []string
-}
+// warnings counts the events posted (tests call the manager from one
+// goroutine).
+type warnings int
 
-func (e *recordedEvents) Warning(_ context.Context, reason, _, note string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.notes = append(e.notes, reason+": "+note)
-	return true
-}
+func (w *warnings) Warning(context.Context, string, string, string) bool { *w++; return true }
 
-func (e *recordedEvents) count() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.notes)
-}
-
-// lockedBuffer collects JSON log lines from any goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines returns the logged lines whose msg contains text.
-func (l *lockedBuffer) lines(t *testing.T, text string) []map[string]any {
+// logged returns the JSON log lines in buf whose msg contains text.
+func logged(t *testing.T, buf *bytes.Buffer, text string) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		if line == "" {
 			continue // nothing logged
 		}
@@ -157,7 +131,7 @@ func (l *lockedBuffer) lines(t *testing.T, text string) []map[string]any {
 // in meanwhile.
 func TestLeakWarningSpacedOnLeakNot(t *testing.T) {
 	const interval = 200 * time.Millisecond
-	logs, events := &lockedBuffer{}, &recordedEvents{}
+	logs, events := &bytes.Buffer{}, new(warnings)
 	hooks := 0
 	p := New(Config{LeakHookInterval: interval, Targets: warmpool.Config{MaxPods: 10}}, Deps{
 		Log: slog.New(slog.NewJSONHandler(logs, nil)), Events: events, Metrics: NewMetrics(prometheus.NewRegistry()),
@@ -175,8 +149,8 @@ func TestLeakWarningSpacedOnLeakNot(t *testing.T) {
 	p.suspectLeak(d, s, atENILimit)
 	assert.Equal(t, 6, hooks, "OnLeak at every suspicion")
 	assert.Equal(t, 1.0, testutil.ToFloat64(p.m.leakTriggers))
-	assert.Equal(t, 1, events.count())
-	warned := logs.lines(t, "suspected leaked pod IPs")
+	assert.Equal(t, 1, int(*events))
+	warned := logged(t, logs, "suspected leaked pod IPs")
 	require.Len(t, warned, 1)
 	assert.Contains(t, warned[0]["msg"], "pool at max pods")
 
@@ -185,8 +159,8 @@ func TestLeakWarningSpacedOnLeakNot(t *testing.T) {
 		return testutil.ToFloat64(p.m.leakTriggers) == 2
 	}, 10*time.Second, 10*time.Millisecond, "the next warning comes once the interval ends")
 	assert.GreaterOrEqual(t, time.Since(start), interval)
-	assert.Equal(t, 2, events.count())
-	warned = logs.lines(t, "suspected leaked pod IPs")
+	assert.Equal(t, 2, int(*events))
+	warned = logged(t, logs, "suspected leaked pod IPs")
 	require.Len(t, warned, 2)
 	assert.Equal(t, []any{"pool at max pods", atENILimit}, warned[1]["suspectedSinceLastWarning"],
 		"the suspicions since the last warning, in the order first seen")
@@ -216,7 +190,7 @@ func TestENILimitSuspectsLeakWhenNothingAssignable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			logs := &lockedBuffer{}
+			logs := &bytes.Buffer{}
 			hooks := 0
 			p := New(Config{MaxENIs: 1, Provisioning: true}, Deps{
 				Store: fullENIs{stats: tt.stats}, Log: slog.New(slog.NewJSONHandler(logs, nil)),
@@ -224,7 +198,7 @@ func TestENILimitSuspectsLeakWhenNothingAssignable(t *testing.T) {
 			})
 			p.grow(context.Background(), warmpool.Decision{Unit: warmpool.UnitENI, Short: 1})
 			assert.Equal(t, tt.leak, hooks == 1, "OnLeak called %d times", hooks)
-			assert.Equal(t, tt.leak, len(logs.lines(t, "pool has all the ENIs it may use and no address is assignable")) == 1)
+			assert.Equal(t, tt.leak, len(logged(t, logs, "pool has all the ENIs it may use and no address is assignable")) == 1)
 		})
 	}
 }

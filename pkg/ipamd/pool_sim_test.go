@@ -126,12 +126,19 @@ func TestMaxPodsClampAndLeakHook(t *testing.T) {
 
 	n.assign(t, 2, "more")
 	time.Sleep(2 * fastTimings.LeakHookInterval)
+	warnings := gathered(t, n.agent, "awscni_ipamd_leak_reconcile_triggers_total")
+	start := time.Now()
 	d := n.agent.pool.Step(context.Background())
 	assert.True(t, d.AtMaxPods)
 	assert.True(t, d.LeakSuspected)
 	require.Len(t, hooks, 1, "the reconciler is asked to run")
+	assert.Equal(t, warnings+1, gathered(t, n.agent, "awscni_ipamd_leak_reconcile_triggers_total"))
 	n.agent.pool.Step(context.Background())
-	assert.Len(t, hooks, 1, "rate-limited")
+	assert.Len(t, hooks, 2, "asked again: the reconciler's trigger spaces its passes")
+	if time.Since(start) < fastTimings.LeakHookInterval { // else a busy machine let the interval end
+		assert.Equal(t, warnings+1, gathered(t, n.agent, "awscni_ipamd_leak_reconcile_triggers_total"),
+			"the warning is rate-limited")
+	}
 	_, ips, _ := n.ec2Totals()
 	assert.Equal(t, 12, ips)
 }

@@ -92,8 +92,8 @@ func (p *Manager) assignOnce(ctx context.Context, eniID string, n int, prefixes 
 func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 	if len(p.Store.ENISummaries()) >= p.maxENIs() {
 		p.Log.Debug("pool short but the node has all the ENIs it may use", "maxENIs", p.maxENIs(), "unmanaged", p.unmanaged)
-		if s := p.Store.Stats(); s.AvailableIPs() <= 0 {
-			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.Targets), s, "pool has all the ENIs it may use and no address is available")
+		if s := p.Store.Stats(); s.AssignableIPs() <= 0 {
+			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.Targets), s, "pool has all the ENIs it may use and no address is assignable")
 		}
 		return
 	}
@@ -157,12 +157,13 @@ func (p *Manager) addENI(ctx context.Context, e awsutils.ENI) error {
 
 // growFailed classifies an EC2 failure during growth. A failure growth
 // cannot get past (subnet exhausted, address or ENI limit) while nothing is
-// available is a suspected leak: the reconciler is the only way to free
-// addresses then.
+// assignable (every unassigned address cooling or pending counts as none)
+// is a suspected leak: the reconciler is the only way to free addresses
+// then.
 func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 	if errors.Is(err, awsutils.ErrSubnetExhausted) || errors.Is(err, awsutils.ErrAddressLimit) || errors.Is(err, awsutils.ErrENILimit) {
-		if s := p.Store.Stats(); s.AvailableIPs() <= 0 {
-			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.Targets), s, "pool cannot grow ("+err.Error()+") and no address is available")
+		if s := p.Store.Stats(); s.AssignableIPs() <= 0 {
+			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.Targets), s, "pool cannot grow ("+err.Error()+") and no address is assignable")
 		}
 	}
 	switch {

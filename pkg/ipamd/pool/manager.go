@@ -43,7 +43,10 @@ type Config struct {
 	SubnetCooldown   time.Duration // pause growth after subnet exhaustion (120 s)
 	MinENILifetime   time.Duration // never free a younger ENI (1 min)
 	ReturnedCacheTTL time.Duration // ignore addresses just returned to EC2 in the sync (60 s)
-	LeakHookInterval time.Duration // at most one reconciler trigger per this
+	// LeakHookInterval spaces the leak warnings: at most one log line,
+	// PodIPLeakSuspected event and awscni_ipamd_leak_reconcile_triggers_total
+	// count per this (10 s). OnLeak itself is called at every suspicion.
+	LeakHookInterval time.Duration
 	// EC2VerifyInterval forces an EC2 check even when IMDS agrees with the
 	// datastore, to catch addresses removed behind ipamd's back while IMDS
 	// lags (5 min: one DescribeNetworkInterfaces per node per 5 minutes).
@@ -66,9 +69,10 @@ func (c *Config) setDefaults() {
 	set(&c.EC2VerifyInterval, 5*time.Minute)
 }
 
-// LeakHook is called when the pool cannot grow, nothing is available, or
-// more addresses are assigned than pods can exist: the pod-IP reconciler
-// should run now.
+// LeakHook is called at every step that finds the pool unable to grow with
+// nothing assignable, or more addresses assigned than pods can exist: the
+// pod-IP reconciler should run now. The pool manager does not rate-limit
+// it; the reconciler's trigger has its own minimum interval.
 type LeakHook func(warmpool.Decision, datastore.Stats)
 
 // Deps are the pool manager's collaborators and the callbacks it makes.
@@ -117,14 +121,16 @@ type Manager struct {
 	m   *Metrics
 	Deps
 	now func() time.Time
-	// wake asks for a step now (an ADD found no address).
+	// wake asks for a step now (an ADD found no address), at most one a
+	// wakeMinInterval after the last.
 	wake *trigger.Trigger
+	// leakWarned spaces the leak warnings by LeakHookInterval; its reasons
+	// are the suspicions since the last warning.
+	leakWarned *trigger.Trigger
 
 	subnetCooldownUntil time.Time
 	lastDecrease        time.Time
-	lastLeakHook        time.Time
 	lastEC2Verify       time.Time
-	lastStep            time.Time
 	unmanaged           int                        // attached ENIs left alone (see maxENIs)
 	paused              bool                       // growth and ENI release paused: node unschedulable
 	returned            map[netip.Prefix]time.Time // returned to EC2 at
@@ -141,8 +147,10 @@ func New(cfg Config, deps Deps) *Manager {
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics(prometheus.NewRegistry()) // counted, but not served
 	}
-	p := &Manager{cfg: cfg, Deps: deps, m: deps.Metrics, now: time.Now, returned: map[netip.Prefix]time.Time{}, wake: trigger.New(),
-		unmanaged: cfg.UnmanagedENIs}
+	p := &Manager{cfg: cfg, Deps: deps, m: deps.Metrics, now: time.Now, returned: map[netip.Prefix]time.Time{},
+		wake:       trigger.NewWithOptions(trigger.Options{MinInterval: wakeMinInterval}),
+		leakWarned: trigger.NewWithOptions(trigger.Options{MinInterval: cfg.LeakHookInterval}),
+		unmanaged:  cfg.UnmanagedENIs}
 	p.exportLimits()
 	return p
 }
@@ -150,11 +158,14 @@ func New(cfg Config, deps Deps) *Manager {
 // Config is the configuration the manager runs with (defaults filled).
 func (p *Manager) Config() Config { return p.cfg }
 
-// run steps the pool every interval and reconciles ENIs every
-// reconcileInterval until ctx ends.
+// Run steps the pool every Interval, and on Wake no sooner than
+// wakeMinInterval after the last step, and syncs the datastore's ENIs with
+// IMDS/EC2 every SyncInterval, until ctx ends.
 func (p *Manager) Run(ctx context.Context) {
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
+	defer p.wake.Stop()
+	defer p.leakWarned.Stop()
 	lastSync := p.now()
 	for {
 		select {
@@ -162,11 +173,11 @@ func (p *Manager) Run(ctx context.Context) {
 			return
 		case <-tick.C:
 		case <-p.wake.C():
-			if p.now().Sub(p.lastStep) < minWakeGap {
-				continue // a step just ran; the next tick comes soon anyway
-			}
 		}
-		p.lastStep = p.now()
+		// This step answers every wake-up so far, whatever woke it.
+		if reasons := p.wake.Take(); len(reasons) > 0 {
+			p.Log.Debug("pool step woken early", "reasons", reasons)
+		}
 		p.Step(ctx)
 		if p.now().Sub(lastSync) >= p.cfg.SyncInterval {
 			p.SyncENIs(ctx)
@@ -176,13 +187,14 @@ func (p *Manager) Run(ctx context.Context) {
 	}
 }
 
-// minWakeGap bounds how often failed ADDs can make the pool manager step
-// (and call EC2) between its regular ticks.
-const minWakeGap = time.Second
+// wakeMinInterval bounds how often failed ADDs can make the pool manager
+// step (and call EC2) between its regular ticks: a wake-up sooner after a
+// step waits for the interval to end.
+const wakeMinInterval = time.Second
 
 // Wake asks for a pool step now (an ADD found no address). It never
-// blocks; wake-ups that arrive while one is queued merge into it.
-func (p *Manager) Wake() { p.wake.Fire() }
+// blocks; wake-ups that arrive while one is pending fold into it.
+func (p *Manager) Wake() { p.wake.Fire("an ADD found no address") }
 
 // settlePending has addresses that joined the pool checked at once rather
 // than at the reconciler's next pass.
@@ -230,26 +242,40 @@ func (p *Manager) observe(d warmpool.Decision, s datastore.Stats) {
 	p.suspectLeak(d, s, why)
 }
 
-// suspectLeak tells the pod-IP reconciler to run now (rate-limited): the
-// pool cannot grow and nothing is available, or more addresses are
-// assigned than pods can exist.
+// suspectLeak tells the pod-IP reconciler to run now: the pool cannot grow
+// and nothing is assignable, or more addresses are assigned than pods can
+// exist. The warning (log line, event, metric) comes at most once per
+// LeakHookInterval.
 func (p *Manager) suspectLeak(d warmpool.Decision, s datastore.Stats, why string) {
-	now := p.now()
-	if now.Sub(p.lastLeakHook) < p.cfg.LeakHookInterval {
-		return
-	}
-	p.lastLeakHook = now
-	p.m.leakTriggers.Inc()
-	p.Log.Warn(why+": suspected leaked pod IPs, asking the pod-IP reconciler to run now",
-		"maxPods", p.cfg.Targets.MaxPods, "maxAddresses", p.cfg.Targets.MaxAddresses, "totalIPs", s.TotalIPs,
-		"assignedIPs", s.AssignedIPs, "cooldownIPs", s.CooldownIPs, "pendingIPs", s.PendingIPs, "decision", d.String())
-	if p.Events != nil {
-		p.Events.Warning(context.Background(), "PodIPLeakSuspected", "ReconcilePodIPs", fmt.Sprintf(
-			"%s with %d of %d addresses assigned: suspected leaked pod IPs, pod-IP reconciler triggered",
-			why, s.AssignedIPs, s.TotalIPs))
+	if reasons, ok := p.leakWarning(why); ok {
+		p.m.leakTriggers.Inc()
+		p.Log.Warn(why+": suspected leaked pod IPs, asking the pod-IP reconciler to run now",
+			"maxPods", p.cfg.Targets.MaxPods, "maxAddresses", p.cfg.Targets.MaxAddresses, "totalIPs", s.TotalIPs,
+			"assignedIPs", s.AssignedIPs, "cooldownIPs", s.CooldownIPs, "pendingIPs", s.PendingIPs, "decision", d.String(),
+			"suspectedSinceLastWarning", reasons)
+		if p.Events != nil {
+			p.Events.Warning(context.Background(), "PodIPLeakSuspected", "ReconcilePodIPs", fmt.Sprintf(
+				"%s with %d of %d addresses assigned: suspected leaked pod IPs, pod-IP reconciler triggered",
+				why, s.AssignedIPs, s.TotalIPs))
+		}
 	}
 	if p.OnLeak != nil {
 		p.OnLeak(d, s)
+	}
+}
+
+// leakWarning folds why into the next leak warning and reports whether it
+// is due now, with every reason suspected since the last one. The trigger
+// is read here, not by Run: a suspicion within LeakHookInterval of the last
+// warning is delivered when the interval ends and written by the next
+// suspicion after that (none is written if the suspicions stop).
+func (p *Manager) leakWarning(why string) ([]string, bool) {
+	p.leakWarned.Fire(why)
+	select {
+	case <-p.leakWarned.C():
+		return p.leakWarned.Take(), true
+	default:
+		return nil, false
 	}
 }
 

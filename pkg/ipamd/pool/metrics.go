@@ -41,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "awscni_ipamd_pool_leak_suspected", Help: "1 when the pool is at max pods and its allocations suggest leaked addresses",
 		}),
 		leakTriggers: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "awscni_ipamd_leak_reconcile_triggers_total", Help: "Times the pool manager asked the pod-IP reconciler to run because of suspected leaks",
+			Name: "awscni_ipamd_leak_reconcile_triggers_total", Help: "Times the pool manager warned of suspected leaks and asked the pod-IP reconciler to run (at most once per 10 s; it asks at every step while the suspicion lasts)",
 		}),
 		forceRemovedENIs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "awscni_force_removed_enis", Help: "The number of ENIs force removed while they had assigned pods",

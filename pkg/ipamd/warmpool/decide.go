@@ -21,10 +21,12 @@ package warmpool
 // never touched: a full node may still give addresses back.
 //
 // LeakSuspected is AssignedIPs > MaxPods (MaxPods known), or either limit
-// reached with no address available: the pool cannot grow and the next pod
-// would fail, so the caller should check for leaked addresses now. The
-// second part needs only one known limit, so it also fires on a node whose
-// max pods is unknown but whose ENI capacity is.
+// reached with no address assignable (every unassigned address cooling
+// counts as none): the pool cannot grow and the next pod would fail, so
+// the caller should check for leaked addresses now. The second part needs
+// only one known limit, so it also fires on a node whose max pods is
+// unknown but whose ENI capacity is. Cooling addresses still count as
+// available for Short and Over.
 //
 // Short and Over are never both > 0.
 func Decide(s Stats, c Config) Decision {
@@ -33,7 +35,7 @@ func Decide(s Stats, c Config) Decision {
 	d.AtMaxPods = clampToLimit(&d, s.TotalIPs, c.MaxPods)
 	d.AtCapacity = clampToLimit(&d, s.TotalIPs, c.MaxAddresses)
 	d.LeakSuspected = (c.MaxPods > 0 && s.AssignedIPs > c.MaxPods) ||
-		((d.AtMaxPods || d.AtCapacity) && available(s) == 0)
+		((d.AtMaxPods || d.AtCapacity) && assignable(s) == 0)
 	if d.Short > 0 {
 		// The state functions already guarantee this; keep the invariant
 		// local so a future edit cannot break it silently. Short wins for

@@ -21,6 +21,7 @@ func FuzzDecide(f *testing.F) {
 		{Stats{27, 27, 0, 0, 0}, Config{1, 0, 0, 0, 29, 27, 9, false}},
 		{Stats{25, 23, 0, 0, 0}, Config{0, 5, 0, 0, 29, 27, 9, false}},
 		{Stats{32, 32, 0, 2, 0}, Config{0, 0, 0, 1, 110, 32, 0, true}},
+		{Stats{27, 24, 3, 0, 0}, Config{1, 0, 0, 0, 29, 27, 9, false}}, // at capacity, every free address cooling
 		{Stats{math.MaxInt, math.MinInt, -1, math.MaxInt, math.MaxInt}, Config{math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt, true}},
 		{Stats{math.MaxInt - 1, 3, 0, 0, 0}, Config{0, math.MaxInt, 0, 0, 0, math.MaxInt, 0, false}},
 	}

@@ -31,6 +31,12 @@ func available(s Stats) int {
 	return nonNeg(s.TotalIPs - s.AssignedIPs)
 }
 
+// assignable is what the next ADD could be given: the available addresses
+// that are not cooling (never negative; no overflow, both are >= 0).
+func assignable(s Stats) int {
+	return nonNeg(available(s) - s.CooldownIPs)
+}
+
 // ipTargetsSet reports whether WARM_IP_TARGET or MINIMUM_IP_TARGET is set.
 func ipTargetsSet(c Config) bool {
 	return c.WarmIPTarget > 0 || c.MinimumIPTarget > 0

@@ -50,6 +50,9 @@ func genConsistent(r *rand.Rand) (Stats, Config) {
 		s.AssignedIPs = s.TotalIPs // a full pool, where the leak rule lives
 	}
 	s.CooldownIPs = r.IntN(s.TotalIPs - s.AssignedIPs + 1)
+	if r.IntN(8) == 0 {
+		s.CooldownIPs = s.TotalIPs - s.AssignedIPs // every unassigned address cooling
+	}
 	if c.PrefixDelegation {
 		maxFree := min(s.TotalPrefixes, (s.TotalIPs-s.AssignedIPs-s.CooldownIPs)/AddressesPerPrefix)
 		s.FreePrefixes = r.IntN(maxFree + 1)
@@ -135,11 +138,11 @@ func checkInvariants(t *testing.T, s Stats, c Config, d Decision) {
 //     prefix past the limit. Both are checked as Short <= f(room), which
 //     cannot overflow, instead of summing;
 //   - LeakSuspected is exactly (MaxPods > 0 and AssignedIPs > MaxPods) or
-//     (a limit reached and nothing available), so it never fires with both
-//     limits unknown.
+//     (a limit reached and nothing assignable: TotalIPs - AssignedIPs -
+//     CooldownIPs <= 0), so it never fires with both limits unknown.
 func checkLimits(t *testing.T, s Stats, c Config, d Decision) {
 	t.Helper()
-	total, assigned := nonNeg(s.TotalIPs), nonNeg(s.AssignedIPs)
+	total, assigned, cooling := nonNeg(s.TotalIPs), nonNeg(s.AssignedIPs), nonNeg(s.CooldownIPs)
 	maxPods, maxAddrs := nonNeg(c.MaxPods), nonNeg(c.MaxAddresses)
 	atMax := maxPods > 0 && total >= maxPods
 	atCap := maxAddrs > 0 && total >= maxAddrs
@@ -162,7 +165,9 @@ func checkLimits(t *testing.T, s Stats, c Config, d Decision) {
 			t.Fatalf("grows a whole prefix past limit %d: {%v} for %+v %+v", limit, d, s, c)
 		}
 	}
-	leak := (maxPods > 0 && assigned > maxPods) || ((atMax || atCap) && total <= assigned)
+	// total-assigned cannot overflow (both >= 0); subtracting cooling from
+	// a non-negative number cannot either.
+	leak := (maxPods > 0 && assigned > maxPods) || ((atMax || atCap) && max(total-assigned, 0)-cooling <= 0)
 	if d.LeakSuspected != leak {
 		t.Fatalf("leakSuspected=%t, want %t: {%v} for %+v %+v", d.LeakSuspected, leak, d, s, c)
 	}
@@ -379,7 +384,14 @@ func TestPropertyLimitsExercised(t *testing.T) {
 		if d.AtCapacity && d.Over > 0 {
 			checked["release at capacity"]++
 		}
+		if d.LeakSuspected && s.AssignedIPs < s.TotalIPs && !(c.MaxPods > 0 && s.AssignedIPs > c.MaxPods) {
+			checked["leak with every unassigned address cooling"]++
+		}
+		if (d.AtMaxPods || d.AtCapacity) && !d.LeakSuspected && s.CooldownIPs > 0 {
+			checked["no leak at a limit with some cooling"]++
+		}
 	}
 	requireKinds(t, checked, "growth stopped at capacity", "growth capped below capacity",
-		"leak at capacity, max pods unknown", "leak at capacity below max pods", "release at capacity")
+		"leak at capacity, max pods unknown", "leak at capacity below max pods", "release at capacity",
+		"leak with every unassigned address cooling", "no leak at a limit with some cooling")
 }

@@ -9,12 +9,14 @@ import (
 
 // specTable is the sizing spec, kept verbatim. Columns:
 //
-//	name | stats total/assigned/totalPrefixes/freePrefixes |
+//	name | stats total/assigned/totalPrefixes/freePrefixes[/cooldown] |
 //	config warmENI/warmIP/minIP/warmPrefix PD maxPods maxAddresses SlotsPerENI |
 //	SecondaryIPTargetState short,over,enabled | PrefixTargetState short,over,enabled |
 //	Decide unit short,over [atMax] [atCap] [leak]
 //
-// CooldownIPs is 0 in every row.
+// CooldownIPs is 0 unless a fifth stats number gives it. Cooling addresses
+// are available to the targets but not to the next ADD, so only the leak
+// flag sees them.
 const specTable = `
 | ENI mode, 5 of 9 used | 9/5/0/0 | 1/0/0/0 off 29 0 9 | 0,0,false | 0,0,false | eni 1,0 |
 | ENI mode, 12 free of 18 | 18/6/0/0 | 1/0/0/0 off 29 0 9 | 0,0,false | 0,0,false | eni 0,0 |
@@ -48,10 +50,15 @@ const specTable = `
 | m5.large at capacity, 24 of 27 assigned | 27/24/0/0 | 1/0/0/0 off 29 27 9 | 0,0,false | 0,0,false | eni 0,0 atCap |
 | warm-ip 5 clamped by capacity | 25/23/0/0 | 0/5/0/0 off 29 27 9 | 3,0,true | 1,0,true | ip 2,0 |
 | PD capacity 2 prefixes, all used | 32/32/2/0 | 0/0/0/1 on 110 32 0 | 0,0,false | 1,0,true | prefix 0,0 atCap leak |
+| m5.large at capacity, 3 free all cooling | 27/24/0/0/3 | 1/0/0/0 off 29 27 9 | 0,0,false | 0,0,false | eni 0,0 atCap leak |
+| m5.large at capacity, 3 free, 2 cooling | 27/24/0/0/2 | 1/0/0/0 off 29 27 9 | 0,0,false | 0,0,false | eni 0,0 atCap |
+| warm-ip 5 at max pods, 2 free both cooling | 29/27/0/0/2 | 0/5/0/0 off 29 0 9 | 3,0,true | 1,0,true | ip 0,0 atMax leak |
+| max pods 62, 4 free all cooling | 64/60/4/0/4 | 0/0/0/1 on 62 0 0 | 0,0,false | 1,0,true | prefix 0,0 atMax leak |
+| warm-ip 5, 3 free all cooling, below the limits | 10/7/0/0/3 | 0/5/0/0 off 29 27 9 | 2,0,true | 1,0,true | ip 2,0 |
 `
 
 // specRowCount guards against rows silently lost while parsing.
-const specRowCount = 32
+const specRowCount = 37
 
 type targetState struct {
 	short, over int
@@ -119,8 +126,12 @@ func parseSpecTable(t *testing.T, table string) []specRow {
 
 func parseStats(t *testing.T, cell string) Stats {
 	t.Helper()
-	n := atois(t, strings.Split(cell, "/"), 4)
-	return Stats{TotalIPs: n[0], AssignedIPs: n[1], TotalPrefixes: n[2], FreePrefixes: n[3]}
+	f := strings.Split(cell, "/")
+	if len(f) == 4 {
+		f = append(f, "0")
+	}
+	n := atois(t, f, 5)
+	return Stats{TotalIPs: n[0], AssignedIPs: n[1], TotalPrefixes: n[2], FreePrefixes: n[3], CooldownIPs: n[4]}
 }
 
 func parseConfig(t *testing.T, cell string) Config {

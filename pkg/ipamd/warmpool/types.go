@@ -9,8 +9,10 @@ const AddressesPerPrefix = 16
 // Stats is a snapshot of the node's address pool.
 //
 // Addresses in cooldown (recently released by a pod, not yet reusable)
-// still count as available: they are part of TotalIPs - AssignedIPs. A
-// prefix is free when none of its addresses is assigned or in cooldown.
+// still count as available to the warm targets: they are part of
+// TotalIPs - AssignedIPs. The leak signal counts them as unavailable, since
+// the next ADD cannot have them. A prefix is free when none of its
+// addresses is assigned or in cooldown.
 type Stats struct {
 	TotalIPs      int // addresses held by the node (secondary IPs or prefix addresses)
 	AssignedIPs   int // addresses assigned to pods
@@ -57,8 +59,8 @@ type Decision struct {
 	AtCapacity bool
 	// LeakSuspected is set when more addresses are assigned than pods can
 	// exist, or when the node is at max pods or at capacity with nothing
-	// available. The caller should run the pod-IP reconciler now rather
-	// than wait.
+	// assignable (every unassigned address cooling down, if any). The
+	// caller should run the pod-IP reconciler now rather than wait.
 	LeakSuspected bool
 }
 

@@ -165,7 +165,7 @@ func (a *Agent) buildPool() {
 	if a.recon != nil {
 		hook := a.opts.OnLeak
 		deps.OnLeak = func(d warmpool.Decision, s datastore.Stats) {
-			a.recon.Trigger()
+			a.recon.Trigger("pool leak signal")
 			if hook != nil {
 				hook(d, s)
 			}

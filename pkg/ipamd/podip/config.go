@@ -31,7 +31,8 @@ type Config struct {
 	Grace time.Duration
 	// StartDelay is when the first pass runs after start (10s).
 	StartDelay time.Duration
-	// MinTriggerGap rate-limits triggered passes (2s).
+	// MinTriggerGap is the least time between two passes when triggered
+	// (2s): the trigger's minimum interval.
 	MinTriggerGap time.Duration
 	// MaxReleasePerPass or MaxReleasePercent (of the pool's addresses, at
 	// least 1) caps what every pass frees, and every path until the next

@@ -54,7 +54,6 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 		}
 		r.totals.Passes++
 		r.last = rep
-		r.lastPass = r.now()
 		r.publishLocked()
 	}()
 	r.budget = r.capPerInterval()

@@ -100,7 +100,6 @@ type Reconciler struct {
 	lastList    time.Time // last successful ListPodSandbox
 	reachable   bool
 	last        PassReport
-	lastPass    time.Time
 	totals      Totals
 	published   atomic.Pointer[Status]
 }
@@ -127,7 +126,7 @@ func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *sl
 		events = noEvents{}
 	}
 	r := &Reconciler{m: metrics, cfg: cfg, src: src, store: store, events: events, log: log, now: time.Now,
-		trigger: trigger.New(), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{}, statusFailed: map[string]time.Time{},
+		trigger: trigger.NewWithOptions(trigger.Options{MinInterval: cfg.MinTriggerGap}), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{}, statusFailed: map[string]time.Time{},
 		trustEmptyAtStart: true}
 	r.verify.Reason = WaitNotStarted
 	r.budget = r.capPerInterval() // CNI GC may come before the first pass
@@ -150,12 +149,13 @@ func (r *Reconciler) OnFirstList(f func()) {
 	r.onFirstList = f
 }
 
-// Trigger asks for a pass now (the pool's leak signal). It never blocks.
-func (r *Reconciler) Trigger() { r.trigger.Fire() }
+// Trigger asks for a pass now, for reason (the pool's leak signal). It
+// never blocks; triggers fold, and one that comes within MinTriggerGap of
+// the last pass runs when the gap ends, never dropped.
+func (r *Reconciler) Trigger(reason string) { r.trigger.Fire(reason) }
 
 // Run makes passes until ctx ends: shortly after start, then every
-// interval, and when triggered (at most one per MinTriggerGap: a trigger
-// that comes sooner runs when the gap ends, never dropped).
+// interval, and when triggered.
 func (r *Reconciler) Run(ctx context.Context) {
 	if r.cfg.Mode == Off {
 		r.log.Info("pod-IP reconciler is off (POD_IP_RECONCILE_MODE=off)")
@@ -164,25 +164,19 @@ func (r *Reconciler) Run(ctx context.Context) {
 	r.log.Info("pod-IP reconciler started", "mode", r.cfg.Mode, "interval", r.cfg.Interval.String(), "grace", r.cfg.Grace.String())
 	timer := time.NewTimer(r.cfg.StartDelay)
 	defer timer.Stop()
-	postponed := false
+	defer r.trigger.Stop()
 	for {
-		triggered := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
-			triggered, postponed = postponed, false
 		case <-r.trigger.C():
-			if gap := r.cfg.MinTriggerGap - r.now().Sub(r.lastPassTime()); gap > 0 {
-				// Too soon after a pass: run it when the gap ends rather
-				// than drop it (the pool manager signals again only later).
-				postponed = true
-				resetTimer(timer, gap)
-				continue
-			}
-			triggered = true
 		}
-		r.Pass(ctx, triggered)
+		reasons := r.trigger.Take()
+		if len(reasons) > 0 {
+			r.log.Debug("pod-IP reconcile pass triggered", "reasons", reasons)
+		}
+		r.Pass(ctx, len(reasons) > 0)
 		resetTimer(timer, r.cfg.Interval)
 	}
 }
@@ -196,12 +190,6 @@ func resetTimer(t *time.Timer, d time.Duration) {
 		}
 	}
 	t.Reset(d)
-}
-
-func (r *Reconciler) lastPassTime() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastPass
 }
 
 // maxNodeAddresses bounds the IPv4 pool of the largest node (tens of

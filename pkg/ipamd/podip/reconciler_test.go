@@ -474,7 +474,7 @@ func TestReconcilerTriggerReclaimsWithinSeconds(t *testing.T) {
 	defer cancel()
 	go f.r.Run(ctx)
 	start := time.Now()
-	f.r.Trigger()
+	f.r.Trigger("test")
 	require.Eventually(t, func() bool { return !f.held(leaked[0]) && !f.held(leaked[1]) }, 3*time.Second, 5*time.Millisecond,
 		"a triggered pass frees them at once, not at the interval")
 	t.Logf("reclaimed %d leaked IPs %s after the trigger", len(leaked), time.Since(start).Round(time.Millisecond))
@@ -495,7 +495,7 @@ func TestReconcilerTriggerTooSoonIsPostponedNotDropped(t *testing.T) {
 	defer cancel()
 	go f.r.Run(ctx)
 	require.Eventually(t, func() bool { return f.r.Status().Totals.Passes == 1 }, 2*time.Second, time.Millisecond)
-	f.r.Trigger() // well inside the gap
+	f.r.Trigger("test") // well inside the gap
 	require.Eventually(t, func() bool { return f.r.Status().Totals.Passes == 2 }, 2*time.Second, 5*time.Millisecond,
 		"the postponed trigger runs at the end of the gap")
 	assert.True(t, f.r.Status().LastPass.Triggered)

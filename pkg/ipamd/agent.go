@@ -117,8 +117,10 @@ type Agent struct {
 	// apiServer: the API server answered during start-up.
 	apiServer bool
 	podIPs    *k8sapi.PodIPs // ANNOTATE_POD_IP; nil when off
-	vpcSet    vpcCIDRSet     // the VPC's IPv4 CIDR blocks, refreshed by imds
-	vpcSetV6  vpcCIDRSet     // its IPv6 ones (IPv6 mode), refreshed by imds
+	// vpcSet and vpcSetV6 are the VPC's CIDR blocks (IPv6: in IPv6 mode),
+	// seeded at node init and kept current by imds; the AddNetwork replies
+	// read them.
+	vpcSet, vpcSetV6 imdsrefresh.CIDRSet
 	// newIPv6Prefix: IPv6 mode assigned the primary ENI's /80 at this
 	// start, so no pod can hold an address in it.
 	newIPv6Prefix bool

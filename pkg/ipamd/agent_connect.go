@@ -3,11 +3,9 @@ package ipamd
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
@@ -87,50 +85,23 @@ func (a *Agent) k8sClientOptions() k8sapi.ClientOptions {
 	return k8sapi.ClientOptions{UserAgent: "aws-k8s-agent-" + version.Version, Endpoint: cfg.ClusterEndpoint, Kubeconfig: cfg.Kubeconfig}
 }
 
-// runtimeSource resolves the container runtime the pod-IP reconciler uses;
-// nil when the reconciler is off. The second result says whether addresses
-// that join the pool wait for the check against the runtime from the
-// start: true when a runtime socket exists (configured or probed), false
-// when probing found none yet (then addresses join free, as upstream, until
-// a runtime appears and answers).
+// runtimeSource is the container runtime the pod-IP reconciler uses (nil
+// when it is off) and whether addresses that join the pool wait for the
+// check against it from the start (podip.OpenCRI).
 func (a *Agent) runtimeSource() (podip.SandboxSource, bool) {
 	rc := a.opts.Config.Reconciler
-	if rc.Mode == podip.Off {
+	switch {
+	case rc.Mode == podip.Off:
 		return nil, false
-	}
-	if a.opts.CRI != nil {
+	case a.opts.CRI != nil:
 		return a.opts.CRI, true
 	}
-	candidates := a.opts.RuntimeSockets
-	if candidates == nil {
-		candidates = cri.DefaultSocketCandidates
-	}
-	rt, err := cri.NewRuntime(cri.Config{Endpoint: rc.CRIEndpoint, Candidates: candidates, Timeout: rc.CRITimeout, Log: a.log})
+	src, verifying, err := podip.OpenCRI(rc, a.opts.RuntimeSockets, a.log)
 	if err != nil {
-		// loadReconcilerConfig already refuses a bad endpoint.
-		a.log.Error("pod-IP reconciler disabled", "error", err)
+		a.log.Error("pod-IP reconciler disabled", "error", err) // LoadConfig already refuses a bad endpoint
 		return nil, false
 	}
-	src := podip.CRISource(rt)
-	if rc.CRIEndpoint != "" {
-		if path, _ := cri.NormalizeEndpoint(rc.CRIEndpoint); !isSocket(path) {
-			a.log.Error("CRI_RUNTIME_ENDPOINT names no socket (yet): addresses that join the pool wait until the runtime answers; "+
-				"mount the runtime's socket directory and name its socket, or turn the reconciler off (criSocket.enabled=false)",
-				"CRI_RUNTIME_ENDPOINT", rc.CRIEndpoint)
-		}
-		return src, true
-	}
-	if _, err := cri.ResolveEndpoint("", candidates); err != nil {
-		a.log.Warn("no container runtime socket found yet: the pod-IP reconciler waits for one to appear, and addresses join the pool unchecked until it answers "+
-			"(mount the runtime socket directory and set CRI_RUNTIME_ENDPOINT)", "error", err)
-		return src, false
-	}
-	return src, true
-}
-
-func isSocket(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode()&os.ModeSocket != 0
+	return src, verifying
 }
 
 // connectRuntime sets up the pod-IP reconciler on the container runtime
@@ -174,10 +145,3 @@ func (a *Agent) buildPool() {
 	}
 	a.pool = pool.New(*a.poolCfg, deps)
 }
-
-// vpcCIDRs are the VPC's IPv4 CIDRs for AddNetwork replies, as last read.
-func (a *Agent) vpcCIDRs() []string { return a.vpcSet.strings() }
-
-// vpcCIDRsV6 are the VPC's IPv6 CIDRs for AddNetwork replies in IPv6 mode,
-// as last read.
-func (a *Agent) vpcCIDRsV6() []string { return a.vpcSetV6.strings() }

@@ -2,13 +2,6 @@ package ipamd
 
 import "github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/imdsrefresh"
 
-// vpcCIDRSet is the VPC's CIDR blocks of one family, seeded at node init
-// and kept current by the IMDS refresh; strings is what the AddNetwork
-// replies read (vpcCIDRs, vpcCIDRsV6).
-type vpcCIDRSet struct{ imdsrefresh.CIDRSet }
-
-func (s *vpcCIDRSet) strings() []string { return s.Strings() }
-
 // buildIMDSRefresh makes the IMDS refresh, which re-reads the VPC's CIDR
 // blocks and the primary ENI's security groups; Run starts it. None
 // without an AWS client.
@@ -17,7 +10,7 @@ func (a *Agent) buildIMDSRefresh() {
 		return
 	}
 	cfg := a.opts.Config
-	deps := imdsrefresh.Deps{AWS: a.aws, Store: a.store, IPv4CIDRs: &a.vpcSet.CIDRSet, IPv6CIDRs: &a.vpcSetV6.CIDRSet, Errors: a.metrics.errors}
+	deps := imdsrefresh.Deps{AWS: a.aws, Store: a.store, IPv4CIDRs: &a.vpcSet, IPv6CIDRs: &a.vpcSetV6, Errors: a.metrics.errors}
 	if a.host != nil {
 		deps.SNAT = a.host
 	}

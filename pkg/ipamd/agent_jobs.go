@@ -17,11 +17,6 @@ type job interface {
 	Run(ctx context.Context)
 }
 
-// jobFunc is a job given as a function.
-type jobFunc func(ctx context.Context)
-
-func (f jobFunc) Run(ctx context.Context) { f(ctx) }
-
 // jobs are what Run starts, each built at start-up (nil there: off):
 // the introspection and metrics endpoints, the pool manager, the pod-IP
 // reconciler, the IMDS refresh, the leaked-ENI sweep and the DEL-queue
@@ -50,7 +45,7 @@ func (a *Agent) jobs() []job {
 	if a.sweep != nil {
 		jobs = append(jobs, a.sweep)
 	}
-	return append(jobs, jobFunc(func(ctx context.Context) { a.delq.Run(ctx, cfg.Reconciler.Interval) }))
+	return append(jobs, a.delq)
 }
 
 // introspection is the introspection endpoint's handler.

@@ -54,7 +54,7 @@ func (a *Agent) restore(ctx context.Context) error {
 	if a.recon == nil || !a.store.VerifyingNewAddresses() {
 		// No runtime to check against (reconciler off, or probe mode found
 		// no socket at start).
-		return a.restoreWithoutRuntime(lostCheckpoint, corrupt || markerReason == podip.RebuildCorrupt, err)
+		return podip.StartWithoutRuntime(a.opts.Config.Reconciler.Mode, path, lostCheckpoint, corrupt || markerReason == podip.RebuildCorrupt, err, a.log)
 	}
 	if !lost {
 		a.recon.SetCleanStart(true)
@@ -70,48 +70,7 @@ func (a *Agent) restore(ctx context.Context) error {
 	case reason == "":
 		reason = podip.RebuildMissing
 	}
-	if err := a.recon.BeginRebuild(path, reason, a.leftOutJoined); err != nil {
-		return err
-	}
-	marker := podip.RebuildMarker(path)
-	res, verr := a.recon.VerifyNow(ctx)
-	if verr != nil && reason == podip.RebuildCorrupt {
-		a.log.Error("checkpoint is corrupt and the container runtime cannot be asked which addresses running pods hold; refusing to start "+
-			"(retried at every start until the runtime answers; remove the marker to start with every address held back, "+
-			"or set POD_IP_RECONCILE_MODE=off to start as upstream does)", "marker", marker, "error", verr)
-		return fmt.Errorf("restore checkpoint: corrupt, and no runtime to rebuild from (marker %s): %w", marker, verr)
-	}
-	a.log.Warn("checkpoint lost: rebuilding allocations from the runtime's sandboxes", "reason", reason,
-		"adopted", res.Adopted, "verified", res.Verified, "waiting", res.Waiting, "waitReason", res.Reason)
-	return nil
-}
-
-// restoreWithoutRuntime decides a start with no runtime to check addresses
-// against. With the reconciler off by choice, a lost checkpoint starts as
-// upstream does, loudly. With the reconciler wanted but no runtime socket,
-// a corrupt checkpoint (now or at an earlier start) refuses to start.
-func (a *Agent) restoreWithoutRuntime(lost, corrupt bool, cause error) error {
-	if !lost {
-		return nil
-	}
-	if a.opts.Config.Reconciler.Mode == podip.Off {
-		a.log.Error("CHECKPOINT LOST and the pod-IP reconciler is off (POD_IP_RECONCILE_MODE=off): "+
-			"starting with every address free, as upstream does; addresses running pods still hold may be handed to new pods",
-			"path", a.opts.Config.CheckpointPath, "corrupt", corrupt, "error", cause)
-		return nil
-	}
-	if corrupt {
-		if err := podip.MarkRebuild(a.opts.Config.CheckpointPath, podip.RebuildCorrupt); err != nil {
-			return err
-		}
-		marker := podip.RebuildMarker(a.opts.Config.CheckpointPath)
-		a.log.Error("checkpoint is corrupt and no container runtime is reachable to rebuild from; refusing to start "+
-			"(set CRI_RUNTIME_ENDPOINT and mount the runtime socket, or POD_IP_RECONCILE_MODE=off to start as upstream does)",
-			"marker", marker, "error", cause)
-		return fmt.Errorf("restore checkpoint: corrupt, and no runtime to rebuild from (marker %s): %w", marker, cause)
-	}
-	a.log.Warn("no checkpoint and no container runtime to rebuild from: starting empty, as upstream does")
-	return nil
+	return a.recon.Rebuild(ctx, path, reason, a.leftOutJoined)
 }
 
 // freshNode reports whether the node holds nothing a pod could use: at

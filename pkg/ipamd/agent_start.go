@@ -55,7 +55,7 @@ func (a *Agent) phases(st *startState) []phase {
 		{"imdsrefresh", func(context.Context) error { a.buildIMDSRefresh(); return nil }},
 		{"restore", a.restore},
 		{"delqueue", func(context.Context) error {
-			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Store: a.store, Log: a.log, Metrics: a.metrics.podip}
+			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Every: a.opts.Config.Reconciler.Interval, Store: a.store, Log: a.log, Metrics: a.metrics.podip}
 			a.delq.Replay()
 			return nil
 		}},
@@ -252,7 +252,7 @@ func (a *Agent) wireRPC() {
 	set := rpcserver.Settings{Version: version.RPCVersion,
 		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
 		ExternalSNAT: cfg.Network.ExternalSNAT, ExcludeSNATCIDRs: cfg.excludeSNATStrings(),
-		VPCCIDRs: a.vpcCIDRs, IPv6: cfg.EnableIPv6, VPCv6CIDRs: a.vpcCIDRsV6}
+		VPCCIDRs: a.vpcSet.Strings, IPv6: cfg.EnableIPv6, VPCv6CIDRs: a.vpcSetV6.Strings}
 	if a.aws != nil {
 		id := a.aws.InstanceIdentity()
 		set.InstanceID, set.Region = id.InstanceID, id.Region

@@ -209,14 +209,14 @@ func TestIPv6LostCheckpointIsNotAFreshNode(t *testing.T) {
 func TestIPv6VPCCIDRBlocksRefreshed(t *testing.T) {
 	n := startSimNode(t, ec2simtest.IPv6Node(ec2sim.Config{Seed: 42}), withEnv(quietListeners, ipv6Env))
 	ctx := context.Background()
-	assert.Equal(t, []string{ec2simtest.IPv6VPCCIDR}, n.agent.vpcCIDRsV6())
+	assert.Equal(t, []string{ec2simtest.IPv6VPCCIDR}, n.agent.vpcSetV6.Strings())
 
 	const second = "2600:1f14:abc:df00::/56"
 	require.NoError(t, n.sim.AssociateVPCIPv6CIDR(second))
 	require.NoError(t, n.sim.AssociateVPCCIDR("100.64.0.0/16"))
 	n.agent.imds.RefreshVPCCIDRs(ctx)
-	assert.ElementsMatch(t, []string{ec2simtest.IPv6VPCCIDR, second}, n.agent.vpcCIDRsV6())
-	assert.Equal(t, []string{"10.0.0.0/16"}, n.agent.vpcCIDRs(), "IPv4 blocks are not re-read in IPv6 mode")
+	assert.ElementsMatch(t, []string{ec2simtest.IPv6VPCCIDR, second}, n.agent.vpcSetV6.Strings())
+	assert.Equal(t, []string{"10.0.0.0/16"}, n.agent.vpcSet.Strings(), "IPv4 blocks are not re-read in IPv6 mode")
 
 	r, err := rpc.NewCNIBackendClient(serveSimNode(t, n)).AddNetwork(ctx, &rpc.AddNetworkRequest{ClientVersion: version.RPCVersion,
 		ContainerID: "c1", IfName: "eth0", NetworkName: "aws-cni", K8S_POD_NAME: "p", K8S_POD_NAMESPACE: "default", Netns: "/var/run/netns/c1"})

@@ -22,11 +22,11 @@ func TestVPCCIDRBlocksRefreshed(t *testing.T) {
 		o.HostNetwork = func(awsutils.Identity) (HostNetwork, error) { return host, nil }
 	})
 	ctx := context.Background()
-	assert.Equal(t, []string{"10.0.0.0/16"}, n.agent.vpcCIDRs())
+	assert.Equal(t, []string{"10.0.0.0/16"}, n.agent.vpcSet.Strings())
 
 	require.NoError(t, n.sim.AssociateVPCCIDR("100.64.0.0/16"))
 	n.agent.imds.Pass(ctx)
 	require.Len(t, host.snat, 1)
 	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/16"), netip.MustParsePrefix("100.64.0.0/16")}, host.snat[0])
-	assert.Equal(t, []string{"10.0.0.0/16", "100.64.0.0/16"}, n.agent.vpcCIDRs(), "AddNetwork replies carry the new block")
+	assert.Equal(t, []string{"10.0.0.0/16", "100.64.0.0/16"}, n.agent.vpcSet.Strings(), "AddNetwork replies carry the new block")
 }

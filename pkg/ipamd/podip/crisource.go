@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
+	"os"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -94,4 +96,40 @@ func grpcCode(err error) codes.Code {
 		return se.GRPCStatus().Code()
 	}
 	return codes.Unknown
+}
+
+// OpenCRI connects to the runtime named by rc.CRIEndpoint or, when it is
+// empty, to the first of sockets (nil: cri.DefaultSocketCandidates) that
+// answers. verifying says whether addresses that join the pool wait for the
+// check against it from the start: true when a runtime socket exists
+// (configured or probed), false when probing found none yet (then they
+// join free, as upstream, until a runtime appears and answers).
+func OpenCRI(rc Config, sockets []string, log *slog.Logger) (src *CRISandboxes, verifying bool, err error) {
+	if sockets == nil {
+		sockets = cri.DefaultSocketCandidates
+	}
+	rt, err := cri.NewRuntime(cri.Config{Endpoint: rc.CRIEndpoint, Candidates: sockets, Timeout: rc.CRITimeout, Log: log})
+	if err != nil {
+		return nil, false, err
+	}
+	src = CRISource(rt)
+	if rc.CRIEndpoint != "" {
+		if path, _ := cri.NormalizeEndpoint(rc.CRIEndpoint); !isSocket(path) {
+			log.Error("CRI_RUNTIME_ENDPOINT names no socket (yet): addresses that join the pool wait until the runtime answers; "+
+				"mount the runtime's socket directory and name its socket, or turn the reconciler off (criSocket.enabled=false)",
+				"CRI_RUNTIME_ENDPOINT", rc.CRIEndpoint)
+		}
+		return src, true, nil
+	}
+	if _, err := cri.ResolveEndpoint("", sockets); err != nil {
+		log.Warn("no container runtime socket found yet: the pod-IP reconciler waits for one to appear, and addresses join the pool unchecked until it answers "+
+			"(mount the runtime socket directory and set CRI_RUNTIME_ENDPOINT)", "error", err)
+		return src, false, nil
+	}
+	return src, true, nil
+}
+
+func isSocket(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode()&os.ModeSocket != 0
 }

@@ -21,7 +21,9 @@ type ReplayStore interface {
 // DelQueue replays the DELs the CNI plugin queued on the host while ipamd
 // was unreachable (pkg/delqueue).
 type DelQueue struct {
-	Dir     string
+	Dir string
+	// Every is the time between replays while Run runs.
+	Every   time.Duration
 	Store   ReplayStore
 	Log     *slog.Logger
 	Metrics *Metrics
@@ -116,9 +118,9 @@ func legacyMigratedKey(containerID string) datastore.IPAMKey {
 	return datastore.IPAMKey{NetworkName: "_migrated-from-cri", ContainerID: containerID, IfName: "unknown"}
 }
 
-// Run replays the queue every interval until ctx ends.
-func (a *DelQueue) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+// Run replays the queue every Every until ctx ends.
+func (a *DelQueue) Run(ctx context.Context) {
+	t := time.NewTicker(a.Every)
 	defer t.Stop()
 	for {
 		select {

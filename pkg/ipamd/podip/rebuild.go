@@ -1,8 +1,10 @@
 package podip
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 )
@@ -66,6 +68,59 @@ func (r *Reconciler) BeginRebuild(checkpoint string, reason RebuildReason, mayCl
 	defer r.mu.Unlock()
 	r.trustEmptyAtStart, r.markerPath, r.mayClearMarker = false, RebuildMarker(checkpoint), mayClear
 	return nil
+}
+
+// Rebuild begins the rebuild of the lost checkpoint at checkpoint (see
+// BeginRebuild) and checks every address against the runtime before any
+// ADD is served: addresses READY sandboxes use are adopted, the others
+// freed, and a runtime that cannot be asked keeps them all pending. After
+// a corrupt checkpoint, a runtime that cannot be asked refuses the start
+// (retried at every start until the runtime answers).
+func (r *Reconciler) Rebuild(ctx context.Context, checkpoint string, reason RebuildReason, mayClear func() bool) error {
+	if err := r.BeginRebuild(checkpoint, reason, mayClear); err != nil {
+		return err
+	}
+	marker := RebuildMarker(checkpoint)
+	res, err := r.VerifyNow(ctx)
+	if err != nil && reason == RebuildCorrupt {
+		r.log.Error("checkpoint is corrupt and the container runtime cannot be asked which addresses running pods hold; refusing to start "+
+			"(retried at every start until the runtime answers; remove the marker to start with every address held back, "+
+			"or set POD_IP_RECONCILE_MODE=off to start as upstream does)", "marker", marker, "error", err)
+		return fmt.Errorf("restore checkpoint: corrupt, and no runtime to rebuild from (marker %s): %w", marker, err)
+	}
+	r.log.Warn("checkpoint lost: rebuilding allocations from the runtime's sandboxes", "reason", reason,
+		"adopted", res.Adopted, "verified", res.Verified, "waiting", res.Waiting, "waitReason", res.Reason)
+	return nil
+}
+
+// StartWithoutRuntime decides a start with no runtime to check addresses
+// against (the reconciler off, or probe mode found no socket) after the
+// checkpoint at checkpoint was lost (or, with corrupt, corrupt now or at
+// an earlier start). With the reconciler off by choice it starts as
+// upstream does, loudly; with the reconciler wanted, a corrupt checkpoint
+// refuses to start and leaves the marker.
+func StartWithoutRuntime(mode Mode, checkpoint string, lost, corrupt bool, cause error, log *slog.Logger) error {
+	if !lost {
+		return nil
+	}
+	if mode == Off {
+		log.Error("CHECKPOINT LOST and the pod-IP reconciler is off (POD_IP_RECONCILE_MODE=off): "+
+			"starting with every address free, as upstream does; addresses running pods still hold may be handed to new pods",
+			"path", checkpoint, "corrupt", corrupt, "error", cause)
+		return nil
+	}
+	if !corrupt {
+		log.Warn("no checkpoint and no container runtime to rebuild from: starting empty, as upstream does")
+		return nil
+	}
+	if err := MarkRebuild(checkpoint, RebuildCorrupt); err != nil {
+		return err
+	}
+	marker := RebuildMarker(checkpoint)
+	log.Error("checkpoint is corrupt and no container runtime is reachable to rebuild from; refusing to start "+
+		"(set CRI_RUNTIME_ENDPOINT and mount the runtime socket, or POD_IP_RECONCILE_MODE=off to start as upstream does)",
+		"marker", marker, "error", cause)
+	return fmt.Errorf("restore checkpoint: corrupt, and no runtime to rebuild from (marker %s): %w", marker, cause)
 }
 
 // clearMarkerLocked removes the marker once nothing waits, the runtime

@@ -35,9 +35,9 @@ type Row struct {
 	// cools down, since it was released.
 	AgeSeconds int64     `json:"ageSeconds"`
 	AssignedAt time.Time `json:"assignedAt,omitzero"`
-	// A leaked candidate the reconciler has seen: when it first saw the
-	// sandbox absent, on how many passes in a row, and whether that is
-	// confirmed (two sightings a confirm delay apart).
+	// A leaked candidate the reconciler has seen: when a list first left
+	// its sandbox out, on how many lists, and whether that is confirmed
+	// (the runtime, asked by the sandbox's ID, said it has none).
 	FirstSeenAbsent time.Time `json:"firstSeenAbsent,omitzero"`
 	PassesAbsent    int       `json:"passesAbsent,omitempty"`
 	Confirmed       bool      `json:"confirmed,omitempty"`

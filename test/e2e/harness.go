@@ -285,21 +285,20 @@ func NewNode(t testing.TB, o Options) *Node {
 func (n *Node) defaultEnv() map[string]string {
 	d := n.Dir
 	return map[string]string{
-		"ENABLE_IPv4":                           "true",
-		"AWS_VPC_K8S_CNI_BACKING_STORE":         filepath.Join(d, "ipam.json"),
-		"AWS_VPC_K8S_CNI_LOG_FILE":              filepath.Join(d, "ipamd.log"),
-		"AWS_VPC_K8S_CNI_LOGLEVEL":              "info",
-		"INTROSPECTION_BIND_ADDRESS":            "unix:" + filepath.Join(d, "introspect.sock"),
-		"AWS_ENDPOINT_URL_EC2":                  n.Sim.EC2Endpoint(),
-		"AWS_EC2_METADATA_SERVICE_ENDPOINT":     n.Sim.IMDSEndpoint(),
-		"AWS_ACCESS_KEY_ID":                     "AKIDE2ESIMULATOR",
-		"AWS_SECRET_ACCESS_KEY":                 "e2e-simulator",
-		"AWS_REGION":                            n.Sim.Region(),
-		"IP_COOLDOWN_PERIOD":                    "0",
-		"POD_IP_RECONCILE_MODE":                 "enforce",
-		"POD_IP_RECONCILE_INTERVAL":             ReconcileInterval.String(),
-		"POD_IP_RECONCILE_GRACE_PERIOD":         ReconcileGrace.String(),
-		"POD_IP_RECONCILE_MAX_RELEASE_PER_PASS": "100%",
+		"ENABLE_IPv4":                       "true",
+		"AWS_VPC_K8S_CNI_BACKING_STORE":     filepath.Join(d, "ipam.json"),
+		"AWS_VPC_K8S_CNI_LOG_FILE":          filepath.Join(d, "ipamd.log"),
+		"AWS_VPC_K8S_CNI_LOGLEVEL":          "info",
+		"INTROSPECTION_BIND_ADDRESS":        "unix:" + filepath.Join(d, "introspect.sock"),
+		"AWS_ENDPOINT_URL_EC2":              n.Sim.EC2Endpoint(),
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT": n.Sim.IMDSEndpoint(),
+		"AWS_ACCESS_KEY_ID":                 "AKIDE2ESIMULATOR",
+		"AWS_SECRET_ACCESS_KEY":             "e2e-simulator",
+		"AWS_REGION":                        n.Sim.Region(),
+		"IP_COOLDOWN_PERIOD":                "0",
+		"POD_IP_RECONCILE_MODE":             "enforce",
+		"POD_IP_RECONCILE_INTERVAL":         ReconcileInterval.String(),
+		"POD_IP_RECONCILE_GRACE_PERIOD":     ReconcileGrace.String(),
 	}
 }
 

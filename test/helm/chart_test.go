@@ -52,11 +52,10 @@ var defaultEnv = map[string]string{
 	"WARM_ENI_TARGET":                       "1",
 	"WARM_PREFIX_TARGET":                    "1",
 	// Added by this chart.
-	"POD_IP_RECONCILE_MODE":                 "enforce",
-	"POD_IP_RECONCILE_INTERVAL":             "1m",
-	"POD_IP_RECONCILE_GRACE_PERIOD":         "5m",
-	"POD_IP_RECONCILE_MAX_RELEASE_PER_PASS": "10%",
-	"CRI_RUNTIME_ENDPOINT":                  "unix://" + containerdSocket,
+	"POD_IP_RECONCILE_MODE":         "enforce",
+	"POD_IP_RECONCILE_INTERVAL":     "1m",
+	"POD_IP_RECONCILE_GRACE_PERIOD": "5m",
+	"CRI_RUNTIME_ENDPOINT":          "unix://" + containerdSocket,
 }
 
 // withEnv is defaultEnv with changes; an empty value deletes the key.

@@ -30,7 +30,7 @@ type Config struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// VerifyNewAddresses holds every address that joins the pool (AddCIDR)
-	// as pending: not assignable until Verify or AdoptPending settles it
+	// as pending: not assignable until Verify or Adopt settles it
 	// against the container runtime, so an address a live sandbox still
 	// uses is never handed to another pod. Off, addresses are free at once.
 	VerifyNewAddresses bool

@@ -32,7 +32,7 @@ func TestPartialListFreesNothingOnAnyPath(t *testing.T) {
 	ctx := context.Background()
 	f.clk.Advance(6 * time.Minute) // past the grace period
 	for range 6 {
-		f.clk.Advance(time.Minute) // past grace, confirm delay and cooldown
+		f.clk.Advance(time.Minute) // past the cooldown and the status retry
 		f.pass(t)
 		assert.False(t, f.r.ReclaimForAdd(ctx), "an exhausted ADD frees nothing a partial list leaves out")
 		valid := map[[2]string]bool{}

@@ -219,12 +219,16 @@ func TestFullM5LargeRecovers(t *testing.T) {
 	require.Len(t, infos.ENIs, 3)
 
 	loseDELsWhileDown(t, n, pods)
+	held, err := n.IPAMD.Checkpoint()
+	require.NoError(t, err)
+	require.Len(t, held, capacity, "every address is held by a deleted pod when ipamd comes back")
 	restart := time.Now()
 	require.NoError(t, n.IPAMD.Start())
 	infos, err = n.IPAMD.ENIs()
 	require.NoError(t, err)
 	require.Equal(t, capacity, infos.TotalIPs)
-	require.Equal(t, capacity, infos.AssignedIPs, "every address is held by a deleted pod")
+	// The reconciler may be freeing the leaks already: the pool step at
+	// start raises the leak signal, and the pass it triggers frees them.
 
 	r := n.StartRetrying(t, "new", recoveryBound+30*time.Second)
 	t.Log(r.Figure("full-node-m5large"))
@@ -273,12 +277,14 @@ func TestSeedPDNodeRecovers(t *testing.T) {
 	lost := pods[:addresses-live]
 	loseDELsWhileDown(t, n, lost)
 	n.IPAMD.Env["WARM_PREFIX_TARGET"] = "1"
+	held, err := n.IPAMD.Checkpoint()
+	require.NoError(t, err)
+	require.Len(t, held, addresses, "64 allocations when ipamd comes back, 50 of them live")
 	restart := time.Now()
 	require.NoError(t, n.IPAMD.Start())
 	infos, err = n.IPAMD.ENIs()
 	require.NoError(t, err)
 	require.Equal(t, addresses, infos.TotalIPs)
-	require.Equal(t, addresses, infos.AssignedIPs, "64 allocations, 50 of them live")
 
 	r := n.StartRetrying(t, "new", recoveryBound+30*time.Second)
 	t.Log(r.Figure("seed-pd-node"))

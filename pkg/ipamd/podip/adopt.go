@@ -15,7 +15,7 @@ import (
 // pending). Requires r.mu.
 func (r *Reconciler) readoptLocked(ctx context.Context, l *listing, allocs []datastore.Allocation, rep *PassReport, evs *eventBatch) {
 	r.learn(ctx, l, allocs)
-	held := r.heldIDs // learn filled it from allocs
+	held := l.held
 	for _, s := range l.sandboxes {
 		if _, ok := held[s.ID]; !s.Ready || ok {
 			continue

@@ -72,9 +72,6 @@ func (s *CRISandboxes) Close() error {
 	return nil
 }
 
-// Runtime is the adapted CRI runtime (for the agent's probe-mode checks).
-func (s *CRISandboxes) Runtime() CRIRuntime { return s.rt }
-
 // classify wraps err in podip's sentinels: NotFound (for a status call
 // only) and a deadline, whether the caller's or gRPC's.
 func classify(err error, status bool) error {

@@ -19,8 +19,11 @@ import (
 func (r *Reconciler) handOver(ctx context.Context, c *candidate, s Sandbox, res *reclaimResult, evs *eventBatch) {
 	a := c.alloc
 	if !s.Ready || r.cfg.Mode != Enforce {
-		r.noteOnce(c, "allocation of a gone sandbox holds an address another sandbox uses; kept until that sandbox is ready (enforce mode hands it over)",
-			"ip", a.IP.String(), "containerID", a.Key.ContainerID, "sandbox", s.ID, "pod", s.Namespace+"/"+s.Name,
+		msg := "allocation of a gone sandbox holds an address another sandbox uses; kept until that sandbox is ready, then handed over"
+		if r.cfg.Mode != Enforce {
+			msg = "report mode: allocation of a gone sandbox holds an address another sandbox uses; enforce mode would hand it over"
+		}
+		r.noteOnce(c, msg, "ip", a.IP.String(), "containerID", a.Key.ContainerID, "sandbox", s.ID, "pod", s.Namespace+"/"+s.Name,
 			"ready", s.Ready, "mode", r.cfg.Mode)
 		return
 	}

@@ -17,11 +17,13 @@ type listing struct {
 	at        time.Time
 	sandboxes []Sandbox
 	ids       map[string]struct{}
-	// Filled by learn: the listed sandboxes' known IPs, and the first
+	// Filled by learn: the container IDs that hold an allocation, whether
+	// every listed sandbox's IPs are known, the known IPs, and the first
 	// listed sandbox without an allocation whose IPs are not known.
-	learnt  bool
-	users   map[netip.Addr]Sandbox
-	unknown *Sandbox
+	learnt, complete bool
+	held             map[string]struct{}
+	users            map[netip.Addr]Sandbox
+	unknown          *Sandbox
 }
 
 // has says whether the sandbox with this ID is listed.
@@ -51,8 +53,8 @@ func (l *listing) blocked() string {
 }
 
 // listLocked asks the runtime for every sandbox and records whether it
-// answered. The listing's ID set is one of two the reconciler reuses:
-// the other holds the previous list, for continuity (corroborated).
+// answered. The listing's ID set reuses the one retire handed back (the
+// previous decision's previous list), when there is one.
 // Requires r.mu.
 func (r *Reconciler) listLocked(ctx context.Context) (*listing, error) {
 	sandboxes, err := r.src.ListSandboxes(ctx)
@@ -79,8 +81,8 @@ func (r *Reconciler) listLocked(ctx context.Context) (*listing, error) {
 }
 
 // learn asks the runtime for the IPs it does not know yet of the listed
-// sandboxes (held: IDs that hold an allocation, asked last) and fills
-// users and unknown. Once per listing. Requires r.mu.
+// sandboxes (those holding one of allocs asked last) and fills held,
+// complete, users and unknown. Once per listing. Requires r.mu.
 func (r *Reconciler) learn(ctx context.Context, l *listing, allocs []datastore.Allocation) {
 	if l.learnt {
 		return
@@ -95,9 +97,10 @@ func (r *Reconciler) learn(ctx context.Context, l *listing, allocs []datastore.A
 	for _, a := range allocs {
 		held[a.Key.ContainerID] = struct{}{}
 	}
-	complete := r.learnSandboxIPs(ctx, l, held)
+	l.held = held
+	l.complete = r.learnSandboxIPs(ctx, l, held)
 	l.users = r.usersOf(l)
-	if complete {
+	if l.complete {
 		return
 	}
 	for i, s := range l.sandboxes {
@@ -149,5 +152,8 @@ func (r *Reconciler) retire(l *listing, allocs []datastore.Allocation, res recla
 	}
 	r.spareIDs, r.prevIDs = r.prevIDs, l.ids
 	r.prevCorroborated = corroborated
+	if corroborated {
+		r.holdStreak = 0 // the streak is of lists in a row
+	}
 	l.ids = nil
 }

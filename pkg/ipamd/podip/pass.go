@@ -56,7 +56,11 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 		r.last = rep
 		r.publishLocked()
 	}()
-	r.budget = r.capPerInterval()
+	if now := r.now(); r.budgetAt.IsZero() || now.Sub(r.budgetAt) >= r.cfg.Interval {
+		// Triggered passes come every few seconds on a full node: the cap
+		// is per interval, not per pass.
+		r.budget, r.budgetAt = r.capPerInterval(), now
+	}
 
 	l, ok := r.list(ctx, &rep)
 	if !ok {
@@ -71,13 +75,12 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 		return rep
 	}
 	res := r.reclaimLocked(ctx, l, allocs, scope{path: pathPass}, evs)
-	rep.Confirmed, rep.Reclaimed, rep.WouldReclaim, rep.HandedOver, rep.Capped = res.Gone, res.Reclaimed, res.WouldReclaim, res.HandedOver, res.Capped
+	rep.Candidates, rep.Confirmed, rep.Reclaimed, rep.WouldReclaim, rep.HandedOver, rep.Capped = res.Candidates, res.Gone, res.Reclaimed, res.WouldReclaim, res.HandedOver, res.Capped
 	if res.Held != "" {
 		r.skip(&rep, res.Held, res.detail)
 	}
 	r.readoptLocked(ctx, l, allocs, &rep, evs)
 	r.retire(l, allocs, res)
-	rep.Candidates = len(r.candidates)
 	if rep.Reclaimed+rep.Readopted+rep.HandedOver+rep.WouldReclaim > 0 || rep.Pending.Verified+rep.Pending.Adopted > 0 {
 		r.log.Info("pod-IP reconcile pass", "sandboxes", rep.Sandboxes, "allocations", rep.Allocations,
 			"candidates", rep.Candidates, "reclaimed", rep.Reclaimed, "wouldReclaim", rep.WouldReclaim,

@@ -50,8 +50,10 @@ type candidate struct {
 	lastSeen  time.Time
 	lists     int // lists that left it out since firstSeen
 	// gone: asked by its ID after a list left it out, the runtime said it
-	// has no such sandbox. Sandbox IDs are never reused, so it stays true.
-	gone bool
+	// has no such sandbox (first at goneAt). Sandbox IDs are never reused,
+	// so it stays true.
+	gone   bool
+	goneAt time.Time
 	// statusFailed: when asking for it by its ID last failed.
 	statusFailed time.Time
 	// counted: report mode counted and announced it (once).
@@ -97,8 +99,9 @@ type reclaimResult struct {
 	corroborated, asked bool
 }
 
-// holdRepeats is how many passes in a row must see an uncorroborated
-// listing before its frees proceed (at the capped rate).
+// holdRepeats is how many passes in a row, over at least holdRepeats-1
+// intervals, must see an uncorroborated listing before its frees proceed
+// (at the capped rate), when ipamd's own pod is not known.
 const holdRepeats = 3
 
 // reclaimLocked is the decision, on l (a successful, non-empty list taken
@@ -139,47 +142,16 @@ func (r *Reconciler) reclaimLocked(ctx context.Context, l *listing, allocs []dat
 		res.Held, res.detail = SkipStatusUnknown, why
 		return res
 	}
-	limit := sc.limit
-	capped := r.operatorCap()
-	res.corroborated, res.asked = r.corroborated(l, allocs), true
-	if res.corroborated {
-		r.holdStreak = 0
-	} else {
-		if sc.path == pathPass {
-			r.holdStreak++
-		}
-		if r.holdStreak < holdRepeats {
-			res.Held, res.detail = SkipMassHeld, fmt.Sprintf(
-				"%d allocations have no sandbox on a list that names neither ipamd's pod nor any sandbox holding an allocation (%d of %d passes)",
-				len(rest), r.holdStreak, holdRepeats)
-			if sc.path == pathPass {
-				evs.warning("PodIPMassReleaseHeld", "ReconcilePodIPs", fmt.Sprintf(
-					"%d pod IP allocations have no sandbox, but the runtime's list has nothing in common with this node's pods; "+
-						"holding the release until this repeats on %d passes (%d so far)", len(rest), holdRepeats, r.holdStreak))
-			}
-			return res
-		}
-		capped = true
-		if sc.path == pathPass {
-			verb := "releasing"
-			if r.cfg.Mode == Report {
-				verb = "report mode, would release"
-			}
-			evs.warning("PodIPMassReleaseProceeding", "ReconcilePodIPs", fmt.Sprintf(
-				"%d pod IP allocations have had no sandbox on %d passes of a runtime list that has nothing in common with this node's pods; %s at most %d per pass",
-				len(rest), r.holdStreak, verb, r.capPerInterval()))
-		}
-	}
-	if capped && r.cfg.Mode == Enforce {
-		limit = minLimit(limit, max(r.budget, 0))
-		if limit == 0 {
-			res.Capped = true
-			return res
-		}
-	} else if capped {
-		limit = minLimit(limit, r.capPerInterval())
+	limit, capped, ok := r.brakesLocked(l, allocs, sc, len(rest), now, &res, evs)
+	if !ok {
+		return res
 	}
 
+	// Asked first: candidates whose status call never failed, so one that
+	// keeps timing out never keeps the others unasked.
+	slices.SortStableFunc(rest, func(a, b *candidate) int {
+		return cmp.Compare(boolGauge(!a.statusFailed.IsZero()), boolGauge(!b.statusFailed.IsZero()))
+	})
 	asking := true // a status call that times out ends the round
 	partial := 0
 	for _, c := range rest {
@@ -196,17 +168,86 @@ func (r *Reconciler) reclaimLocked(ctx context.Context, l *listing, allocs []dat
 			continue
 		}
 		res.Gone++
-		rested := now.Sub(c.firstSeen) >= r.store.Cooldown()
+		switch s, st := r.unlistedUser(ctx, c.alloc.IP, &asking); st {
+		case inUse:
+			// A sandbox a list showed using this address earlier, left out
+			// now, answers by its ID: it is using it still.
+			r.handOver(ctx, c, s, &res, evs)
+			continue
+		case userUnknown:
+			continue // its earlier user did not answer: wait
+		}
+		rested := now.Sub(c.goneAt) >= r.store.Cooldown()
 		if sc.rested && !rested {
 			continue // not usable now: a pass frees it
 		}
-		r.free(c, rested, sc, &res, evs)
-		if capped && r.cfg.Mode == Enforce {
+		if r.free(c, rested, sc, &res, evs) && capped && r.cfg.Mode == Enforce {
 			r.budget--
 		}
 	}
 	r.notePartial(partial)
 	return res
+}
+
+// brakesLocked applies the brakes for frees to n candidates on l: an
+// uncorroborated list holds them (for good when ipamd's own pod is known,
+// since this node's runtime always lists it; else until passes over at
+// least two intervals saw such lists three times in a row), and a cap
+// (the operator's, or the one a release proceeding after a hold takes)
+// limits them to the budget left until the next interval. It returns the
+// limit (0: none) and whether the decision may go on. Requires r.mu.
+func (r *Reconciler) brakesLocked(l *listing, allocs []datastore.Allocation, sc scope, n int, now time.Time, res *reclaimResult, evs *eventBatch) (limit int, capped, ok bool) {
+	limit, capped = sc.limit, r.operatorCap()
+	res.corroborated, res.asked = r.corroborated(l, allocs), true
+	if !res.corroborated {
+		if sc.path == pathPass {
+			if r.holdStreak == 0 {
+				r.holdSince = now
+			}
+			r.holdStreak++
+		}
+		if why := r.holdLocked(now); why != "" {
+			res.Held, res.detail = SkipMassHeld, fmt.Sprintf("%d allocations have no sandbox on a list %s", n, why)
+			if sc.path == pathPass {
+				evs.warning("PodIPMassReleaseHeld", "ReconcilePodIPs", fmt.Sprintf(
+					"%d pod IP allocations have no sandbox, but the runtime's list %s; holding the release", n, why))
+			}
+			return 0, false, false
+		}
+		capped = true
+		if sc.path == pathPass {
+			verb := "releasing"
+			if r.cfg.Mode == Report {
+				verb = "report mode, would release"
+			}
+			evs.warning("PodIPMassReleaseProceeding", "ReconcilePodIPs", fmt.Sprintf(
+				"%d pod IP allocations have had no sandbox on %d passes of a runtime list that has nothing in common with this node's pods; %s at most %d per interval",
+				n, r.holdStreak, verb, r.capPerInterval()))
+		}
+	}
+	switch {
+	case capped && r.cfg.Mode == Enforce && r.budget <= 0:
+		res.Capped = true
+		return 0, true, false
+	case capped && r.cfg.Mode == Enforce:
+		limit = minLimit(limit, r.budget)
+	case capped:
+		limit = minLimit(limit, r.capPerInterval())
+	}
+	return limit, capped, true
+}
+
+// holdLocked says why frees on an uncorroborated list are held ("" when
+// they may proceed). Requires r.mu.
+func (r *Reconciler) holdLocked(now time.Time) string {
+	if r.cfg.PodName != "" {
+		return fmt.Sprintf("does not name ipamd's own pod (MY_POD_NAME=%s), which this node's runtime always lists, nor any sandbox holding an allocation", r.cfg.PodName)
+	}
+	if r.holdStreak < holdRepeats || now.Sub(r.holdSince) < time.Duration(holdRepeats-1)*r.cfg.Interval {
+		return fmt.Sprintf("names no sandbox holding an allocation (%d of %d passes, over at least %s)",
+			r.holdStreak, holdRepeats, time.Duration(holdRepeats-1)*r.cfg.Interval)
+	}
+	return ""
 }
 
 // minLimit is the lower of two limits, where 0 means none.
@@ -268,7 +309,7 @@ func (r *Reconciler) evidence(ctx context.Context, c *candidate, now time.Time, 
 	case err == nil:
 		return sandboxAlive
 	case errors.Is(err, ErrSandboxNotFound):
-		c.gone = true
+		c.gone, c.goneAt = true, now
 		return sandboxGone
 	}
 	if errors.Is(err, ErrRuntimeTimeout) || ctx.Err() != nil {
@@ -298,13 +339,14 @@ func (r *Reconciler) notePartial(n int) {
 }
 
 // free releases (or, in report mode, counts once) one allocation the
-// decision judged leaked, and accounts for it. Requires r.mu.
-func (r *Reconciler) free(c *candidate, rested bool, sc scope, res *reclaimResult, evs *eventBatch) {
+// decision judged leaked, and accounts for it. It reports whether an
+// address was released. Requires r.mu.
+func (r *Reconciler) free(c *candidate, rested bool, sc scope, res *reclaimResult, evs *eventBatch) bool {
 	a := c.alloc
 	age := r.now().Sub(a.AssignedAt).Round(time.Second)
 	if r.cfg.Mode == Report {
 		if c.counted {
-			return // counted and announced once per leaked allocation
+			return false // counted and announced once per leaked allocation
 		}
 		c.counted = true
 		res.WouldReclaim++
@@ -314,7 +356,7 @@ func (r *Reconciler) free(c *candidate, rested bool, sc scope, res *reclaimResul
 			"containerID", a.Key.ContainerID, "age", age.String())
 		evs.normalForPod(a.Metadata, "PodIPLeakReported", "ReconcilePodIPs", fmt.Sprintf(
 			"would reclaim %s held by %s (container %s, age %s): its sandbox no longer exists", a.IP, podRef(a.Metadata), a.Key.ContainerID, age))
-		return
+		return false
 	}
 	release := r.store.ReleaseIfUnchanged
 	if rested {
@@ -323,10 +365,10 @@ func (r *Reconciler) free(c *candidate, rested bool, sc scope, res *reclaimResul
 	if _, err := release(a.Key, a.AssignedAt); err != nil {
 		if errors.Is(err, datastore.ErrUnknownPod) || errors.Is(err, datastore.ErrAllocationChanged) {
 			delete(r.candidates, a.Key) // no longer this allocation
-			return
+			return false
 		}
 		r.log.Error("could not reclaim pod IP; trying again at the next pass", "ip", a.IP.String(), "error", err)
-		return
+		return false
 	}
 	delete(r.candidates, a.Key)
 	res.Reclaimed++
@@ -343,6 +385,7 @@ func (r *Reconciler) free(c *candidate, rested bool, sc scope, res *reclaimResul
 	r.log.Info(what, "ip", a.IP.String(), "pod", podRef(a.Metadata), "containerID", a.Key.ContainerID, "age", age.String(), "rested", rested)
 	evs.normalForPod(a.Metadata, "PodIPReclaimed", "ReleasePodIP", fmt.Sprintf(
 		"reclaimed %s held by %s (container %s, age %s)%s", a.IP, podRef(a.Metadata), a.Key.ContainerID, age, note))
+	return true
 }
 
 // decideLocked is the decision for an entry point on its fresh listing l,

@@ -70,22 +70,29 @@ type Reconciler struct {
 	mu         sync.Mutex // guards what introspection reads, and serialises passes
 	candidates map[datastore.IPAMKey]*candidate
 	// holdStreak counts passes in a row whose list was not corroborated
-	// while something would be freed.
+	// while something would be freed, the first of them at holdSince.
 	holdStreak int
+	holdSince  time.Time
 	// partial is how many sandboxes the last decision's list left out
 	// that answered by their IDs (logged when it changes).
 	partial    int
 	sandboxIPs map[string]sandboxAddrs // listed sandboxes' IPs, learnt once each
-	// heldIDs is the set of allocated container IDs of the listing being
-	// decided (learn); prevIDs the IDs of the previous decision's list and
+	// unlisted are sandboxes a list showed using an address of the pool
+	// without holding an allocation, left out of a later list: asked by
+	// their IDs before that address is freed (verify.go).
+	unlisted map[string]sandboxAddrs
+	// heldIDs is the buffer of a listing's allocated container IDs
+	// (learn); prevIDs the IDs of the previous decision's list and
 	// spareIDs a set to reuse for the next (listing.go).
 	heldIDs, prevIDs, spareIDs map[string]struct{}
 	prevCorroborated           bool
 	// statusFailed: when a listed sandbox's status call last failed.
 	statusFailed map[string]time.Time
-	// budget is what may still be released until the next pass starts,
-	// when a cap applies (reclaim.go); every path draws from it.
-	budget int
+	// budget is what may still be released until the next interval, when
+	// a cap applies (reclaim.go); every path draws from it. A pass refills
+	// it, at most once per interval (at budgetAt).
+	budget   int
+	budgetAt time.Time
 	// trustEmptyAtStart: the start was clean, so an empty sandbox list may
 	// verify pending addresses (see emptyListTrusted).
 	trustEmptyAtStart bool
@@ -126,7 +133,7 @@ func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *sl
 		events = noEvents{}
 	}
 	r := &Reconciler{m: metrics, cfg: cfg, src: src, store: store, events: events, log: log, now: time.Now,
-		trigger: trigger.NewWithOptions(trigger.Options{MinInterval: cfg.MinTriggerGap}), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{}, statusFailed: map[string]time.Time{},
+		trigger: trigger.NewWithOptions(trigger.Options{MinInterval: cfg.MinTriggerGap}), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{}, unlisted: map[string]sandboxAddrs{}, statusFailed: map[string]time.Time{},
 		trustEmptyAtStart: true}
 	r.verify.Reason = WaitNotStarted
 	r.budget = r.capPerInterval() // CNI GC may come before the first pass

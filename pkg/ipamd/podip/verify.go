@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
@@ -100,7 +101,7 @@ asking:
 	// With distinct IDs listed, a cache no larger than what was found in
 	// it holds nothing unlisted: the usual pass, spared a walk of the cache.
 	if len(listed) != len(sandboxes) || len(r.sandboxIPs) > known {
-		r.forgetUnlisted(listed)
+		r.forgetUnlisted(listed, held)
 	}
 	return complete
 }
@@ -127,12 +128,71 @@ func (r *Reconciler) learnOne(ctx context.Context, s Sandbox, now time.Time) err
 }
 
 // forgetUnlisted drops what is cached about sandboxes no longer listed.
-func (r *Reconciler) forgetUnlisted(listed map[string]struct{}) {
-	for id := range r.sandboxIPs {
-		if _, ok := listed[id]; !ok {
-			delete(r.sandboxIPs, id)
+// One that used an address of the pool without holding an allocation (so
+// not a pod of this ipamd's, or one whose allocation an old checkpoint
+// lacks) is kept aside as unlisted: it may be a running sandbox a partial
+// list left out, so it is asked by its ID before that address is freed.
+func (r *Reconciler) forgetUnlisted(listed, held map[string]struct{}) {
+	for id, sa := range r.sandboxIPs {
+		if _, ok := listed[id]; ok {
+			continue
+		}
+		delete(r.sandboxIPs, id)
+		if _, ok := held[id]; ok || held == nil || len(r.unlisted) >= maxUnlisted {
+			continue
+		}
+		for _, ip := range sa.ips {
+			if inPool, _ := r.store.Holds(ip); inPool {
+				r.unlisted[id] = sa
+				break
+			}
 		}
 	}
+	for id := range r.unlisted {
+		if _, ok := listed[id]; ok {
+			delete(r.unlisted, id) // listed again: learnt afresh
+		}
+	}
+}
+
+// maxUnlisted bounds the unlisted sandboxes kept (one per pod address of
+// the largest node is far more than a partial list leaves out).
+const maxUnlisted = 1024
+
+// userState is what the unlisted sandboxes say about an address.
+type userState int
+
+const (
+	noUser userState = iota
+	inUse
+	userUnknown
+)
+
+// unlistedUser asks the unlisted sandboxes that used ip, by their IDs,
+// whether they still exist: one that answers still uses it; one the runtime
+// has no more is forgotten; a failed call leaves it unknown (a timeout also
+// ends the round, *asking). Requires r.mu.
+func (r *Reconciler) unlistedUser(ctx context.Context, ip netip.Addr, asking *bool) (Sandbox, userState) {
+	for id, sa := range r.unlisted {
+		if !slices.Contains(sa.ips, ip) {
+			continue
+		}
+		if !*asking {
+			return Sandbox{}, userUnknown
+		}
+		st, err := r.src.SandboxStatus(ctx, id)
+		switch {
+		case err == nil:
+			return st.Sandbox, inUse
+		case errors.Is(err, ErrSandboxNotFound):
+			delete(r.unlisted, id)
+			continue
+		case errors.Is(err, ErrRuntimeTimeout) || ctx.Err() != nil:
+			*asking = false
+		}
+		return Sandbox{}, userUnknown
+	}
+	return Sandbox{}, noUser
 }
 
 // usersOf maps the known IPs of l's sandboxes (learnSandboxIPs) to them.
@@ -181,7 +241,7 @@ func (r *Reconciler) verifyPendingLocked(ctx context.Context, l *listing, evs *e
 		res.Reason = WaitEmptyList
 		return res
 	}
-	if !r.learnSandboxIPs(ctx, l, nil) {
+	if r.learn(ctx, l, r.store.Allocations()); !l.complete {
 		res.Reason = WaitStatuses
 		return res
 	}

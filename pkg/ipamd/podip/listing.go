@@ -18,8 +18,9 @@ type listing struct {
 	sandboxes []Sandbox
 	ids       map[string]struct{}
 	// Filled by learn: the container IDs that hold an allocation, whether
-	// every listed sandbox's IPs are known, the known IPs, and the first
-	// listed sandbox without an allocation whose IPs are not known.
+	// every listed sandbox's IPs are known, and the first listed sandbox
+	// without an allocation whose IPs are not known; users (the known IPs)
+	// only by a decision that has candidates to look them up for.
 	learnt, complete bool
 	held             map[string]struct{}
 	users            map[netip.Addr]Sandbox
@@ -82,7 +83,7 @@ func (r *Reconciler) listLocked(ctx context.Context) (*listing, error) {
 
 // learn asks the runtime for the IPs it does not know yet of the listed
 // sandboxes (those holding one of allocs asked last) and fills held,
-// complete, users and unknown. Once per listing. Requires r.mu.
+// complete and unknown. Once per listing. Requires r.mu.
 func (r *Reconciler) learn(ctx context.Context, l *listing, allocs []datastore.Allocation) {
 	if l.learnt {
 		return
@@ -99,7 +100,6 @@ func (r *Reconciler) learn(ctx context.Context, l *listing, allocs []datastore.A
 	}
 	l.held = held
 	l.complete = r.learnSandboxIPs(ctx, l, held)
-	l.users = r.usersOf(l)
 	if l.complete {
 		return
 	}

@@ -124,6 +124,7 @@ func (r *Reconciler) reclaimLocked(ctx context.Context, l *listing, allocs []dat
 		return cmp.Or(a.alloc.AssignedAt.Compare(b.alloc.AssignedAt), cmp.Compare(a.alloc.Key.ContainerID, b.alloc.Key.ContainerID))
 	})
 	r.learn(ctx, l, allocs)
+	l.users = r.usersOf(l)
 
 	// What frees nothing comes first, whatever the brakes say.
 	var rest []*candidate

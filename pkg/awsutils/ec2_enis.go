@@ -33,6 +33,10 @@ type ENI struct {
 	ID, MAC, SubnetID, Description, Status, InterfaceType string
 	Attached                                              bool
 	AttachmentID                                          string
+	// AttachmentStatus is EC2's attachment state ("attaching", "attached",
+	// "detaching", "detached"; empty when unattached), AttachedTo the
+	// instance it names. Attached is AttachmentStatus == "attached".
+	AttachmentStatus, AttachedTo string
 	DeviceNumber, NetworkCard                             int
 	DeleteOnTermination                                   bool
 	PrimaryIP                                             netip.Addr
@@ -56,6 +60,8 @@ func eniFromSDK(n types.NetworkInterface) ENI {
 	}
 	if a := n.Attachment; a != nil {
 		e.AttachmentID = aws.ToString(a.AttachmentId)
+		e.AttachmentStatus = string(a.Status)
+		e.AttachedTo = aws.ToString(a.InstanceId)
 		e.Attached = a.Status == types.AttachmentStatusAttached
 		e.DeviceNumber = int(aws.ToInt32(a.DeviceIndex))
 		e.NetworkCard = int(aws.ToInt32(a.NetworkCardIndex))

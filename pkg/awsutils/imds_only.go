@@ -51,7 +51,7 @@ func (c *Client) imdsENIs(ctx context.Context) ([]ENI, error) {
 		}
 		out = append(out, ENI{
 			ID: m.ENIID, MAC: m.MAC, SubnetID: m.SubnetID, Status: "in-use",
-			Attached: true, DeviceNumber: m.DeviceNumber, NetworkCard: m.NetworkCard,
+			Attached: true, AttachmentStatus: "attached", AttachedTo: c.Identity.InstanceID, DeviceNumber: m.DeviceNumber, NetworkCard: m.NetworkCard,
 			PrimaryIP: m.PrimaryIP, SecondaryIPs: m.SecondaryIPs, Prefixes: m.Prefixes, IPv6Prefixes: m.IPv6Prefixes,
 		})
 	}

@@ -140,6 +140,9 @@ func (d *DataStore) beginReleaseLocked(key IPAMKey, assignedAt *time.Time, coold
 		a, ok = d.byKey[migratedKey(key)]
 	}
 	if !ok {
+		if assignedAt == nil && d.forcedKeys != nil {
+			d.forgetForcedKeyLocked(key) // its pod is gone: its address must not come back to it
+		}
 		return Allocation{}, change{}, ErrUnknownPod
 	}
 	if assignedAt != nil && !a.assignedAt.Equal(*assignedAt) {

@@ -56,6 +56,9 @@ type DataStore struct {
 	prefix  struct{ total, free int }
 	verify  bool
 	joinSeq uint64
+	// forced and forcedKeys remember what forced removals took (forced.go).
+	forced     map[netip.Prefix]*forcedOut
+	forcedKeys map[IPAMKey]netip.Prefix
 
 	commit *committer // nil when there is no checkpointer
 	closed bool
@@ -120,7 +123,7 @@ func (d *DataStore) reindexLocked(c *cidr) {
 	if c.v6 != nil {
 		return
 	}
-	d.free[c.kind].update(c, !c.eni.excluded)
+	d.free[c.kind].update(c, !c.eni.excluded && !c.disputed)
 }
 
 // addUsedLocked changes how many addresses of c are busy and keeps the

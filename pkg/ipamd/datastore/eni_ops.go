@@ -18,17 +18,37 @@ func (d *DataStore) AddENI(info ENIInfo) error {
 
 // AddCIDR adds a CIDR to an ENI: in an IPv4 datastore a secondary IPv4
 // address (/32) or an IPv4 /28 prefix, in an IPv6 datastore an IPv6 /80
-// prefix. A CIDR of the other family is refused (ErrWrongFamily).
+// prefix. A CIDR of the other family is refused (ErrWrongFamily). Addresses
+// a forced removal took from pods come back to them (forced.go), durable
+// on return.
 func (d *DataStore) AddCIDR(eniID string, p netip.Prefix) error {
 	if err := checkCIDR(d.mode == kindIPv6, p); err != nil {
 		return fmt.Errorf("add %s to %s: %w", p, eniID, err)
 	}
 	p = p.Masked()
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	c, err := d.addCIDRLocked(eniID, p)
+	var restored int
+	var b *batch
+	if err == nil {
+		restored, b = d.restoreForcedLocked(c)
+	}
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := b.wait(); err != nil {
+		// Kept in memory all the same: handing them out again would be worse.
+		d.log.Error("addresses given back to their pods could not be written to the checkpoint", "cidr", p.String(), "count", restored, "error", err)
+	}
+	return nil
+}
+
+// addCIDRLocked adds p to the ENI (see AddCIDR). Requires d.mu.
+func (d *DataStore) addCIDRLocked(eniID string, p netip.Prefix) (*cidr, error) {
 	e, ok := d.enis[eniID]
 	if !ok {
-		return fmt.Errorf("add %s: %w %s", p, ErrUnknownENI, eniID)
+		return nil, fmt.Errorf("add %s: %w %s", p, ErrUnknownENI, eniID)
 	}
 	if p.Addr().Is6() {
 		return d.addV6Locked(e, p)
@@ -36,7 +56,7 @@ func (d *DataStore) AddCIDR(eniID string, p netip.Prefix) error {
 	c := newCIDR(p, e)
 	for i := range c.addrs {
 		if _, dup := d.byIP[c.addrs[i].ip]; dup {
-			return fmt.Errorf("add %s to %s: %s: %w", p, eniID, c.addrs[i].ip, ErrIPAlreadyInStore)
+			return nil, fmt.Errorf("add %s to %s: %s: %w", p, eniID, c.addrs[i].ip, ErrIPAlreadyInStore)
 		}
 	}
 	for i := range c.addrs {
@@ -52,14 +72,14 @@ func (d *DataStore) AddCIDR(eniID string, p netip.Prefix) error {
 		d.holdPendingLocked(c)
 	}
 	d.reindexLocked(c)
-	return nil
+	return c, nil
 }
 
 // addV6Locked adds an IPv6 prefix to e. Requires d.mu.
-func (d *DataStore) addV6Locked(e *eni, p netip.Prefix) error {
+func (d *DataStore) addV6Locked(e *eni, p netip.Prefix) (*cidr, error) {
 	for _, o := range d.v6 {
 		if o.prefix.Overlaps(p) {
-			return fmt.Errorf("add %s to %s: %s on %s: %w", p, e.info.ID, o.prefix, o.eni.info.ID, ErrIPAlreadyInStore)
+			return nil, fmt.Errorf("add %s to %s: %s on %s: %w", p, e.info.ID, o.prefix, o.eni.info.ID, ErrIPAlreadyInStore)
 		}
 	}
 	c := newV6CIDR(p, e)
@@ -71,7 +91,7 @@ func (d *DataStore) addV6Locked(e *eni, p netip.Prefix) error {
 	if d.verify {
 		d.setV6PendingLocked(c, true)
 	}
-	return nil
+	return c, nil
 }
 
 // RemoveCIDR takes a CIDR off an ENI. Without force it refuses a CIDR with an
@@ -109,6 +129,7 @@ func (d *DataStore) removeCIDRLocked(eniID string, p netip.Prefix, force bool) (
 		}
 	}
 	released := d.dropCIDRLocked(c)
+	d.rememberForcedLocked(eniID, p, released)
 	return released, d.joinIfReleasedLocked(released), nil
 }
 
@@ -143,8 +164,10 @@ func (d *DataStore) removeENILocked(eniID string, force bool) ([]Allocation, *ba
 		}
 	}
 	var released []Allocation
-	for _, c := range e.cidrs {
-		released = append(released, d.dropCIDRLocked(c)...)
+	for p, c := range e.cidrs {
+		took := d.dropCIDRLocked(c)
+		d.rememberForcedLocked(eniID, p, took)
+		released = append(released, took...)
 	}
 	delete(d.enis, eniID)
 	return released, d.joinIfReleasedLocked(released), nil

@@ -216,8 +216,11 @@ func (d *DataStore) takeV6Locked() *addr {
 	return nil
 }
 
-// assignable: c's ENI is not excluded and c is not a pending IPv6 prefix.
-func (c *cidr) assignable() bool { return !c.eni.excluded && (c.v6 == nil || !c.v6.pending) }
+// assignable: c's ENI is not excluded and c is neither disputed nor a
+// pending IPv6 prefix.
+func (c *cidr) assignable() bool {
+	return !c.eni.excluded && !c.disputed && (c.v6 == nil || !c.v6.pending)
+}
 
 // insertV6Locked adds c to the address-ordered list of IPv6 prefixes.
 // Requires d.mu.

@@ -53,6 +53,9 @@ type cidr struct {
 	used int
 	// assigned counts addresses held by a key.
 	assigned int
+	// disputed: one EC2 answer left it out while pods held it (see
+	// disputed.go); its free addresses stay out of the free index.
+	disputed bool
 	// bucket and slot locate the CIDR in the free index; slot is -1 when
 	// the CIDR is not indexed.
 	bucket, slot int

@@ -1,0 +1,101 @@
+package datastore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A CIDR removed by force that comes back on its ENI gives each address back
+// to the key that held it, in the checkpoint too; a key whose pod was
+// deleted meanwhile does not get it back, nor does a CIDR back on another
+// ENI or after ForcedMemory.
+func TestForcedRemovalIsRememberedUntilTheCIDRComesBack(t *testing.T) {
+	cp := &MemoryCheckpointer{}
+	clk := clocktest.New()
+	// Given back even where new addresses join pending.
+	d := New(Config{PrefixDelegation: true, Now: clk.Now, Checkpointer: cp, VerifyNewAddresses: true})
+	t.Cleanup(func() { _ = d.Close() })
+	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
+	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-b", DeviceNumber: 1, RouteTableID: 2}))
+	p := pfx("10.0.0.16/28")
+	require.NoError(t, d.AddCIDR("eni-a", p))
+	require.Equal(t, 16, d.Verify(d.PendingAddresses()))
+	var held []Allocation
+	for i := range 3 {
+		a, err := d.Assign(key(podName(i)), meta(podName(i)))
+		require.NoError(t, err)
+		held = append(held, a)
+	}
+
+	released, err := d.RemoveCIDR("eni-a", p, true)
+	require.NoError(t, err)
+	require.Len(t, released, 3)
+	assert.Equal(t, 3, d.RemovedByForce())
+	entries, err := cp.Read()
+	require.NoError(t, err)
+	assert.Empty(t, entries, "a confirmed removal leaves the checkpoint")
+
+	_, err = d.Release(key(podName(2))) // its DEL arrives while the CIDR is away
+	require.ErrorIs(t, err, ErrUnknownPod)
+	assert.Equal(t, 2, d.RemovedByForce())
+
+	require.NoError(t, d.AddCIDR("eni-a", p))
+	for _, a := range held[:2] {
+		got, ok := d.Find(a.Key)
+		require.True(t, ok, "%s holds its address again", a.Key)
+		assert.Equal(t, a.IP, got.IP)
+	}
+	_, ok := d.Find(key(podName(2)))
+	assert.False(t, ok, "a deleted pod's address does not come back to it")
+	entries, err = cp.Read()
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "given back durably")
+	assert.Zero(t, d.RemovedByForce())
+	s := d.Stats()
+	assert.Equal(t, 2, s.AssignedIPs)
+	assert.Equal(t, 14, s.PendingIPs, "the rest joins as any new address")
+
+	// On another ENI, or too late: nothing comes back.
+	_, err = d.RemoveCIDR("eni-a", p, true)
+	require.NoError(t, err)
+	require.NoError(t, d.AddCIDR("eni-b", p))
+	assert.Zero(t, d.Stats().AssignedIPs)
+	require.Equal(t, 16, d.Verify(d.PendingAddresses()))
+	require.NoError(t, d.RemoveCIDRIfUnheld("eni-b", p))
+	require.NoError(t, d.AddCIDR("eni-a", p))
+	require.Equal(t, 16, d.Verify(d.PendingAddresses()))
+	_, err = d.Assign(key("late"), meta("late"))
+	require.NoError(t, err)
+	_, err = d.RemoveENI("eni-a", true)
+	require.NoError(t, err)
+	assert.Equal(t, 1, d.RemovedByForce(), "an ENI removed by force is remembered per CIDR")
+	clk.Advance(ForcedMemory + time.Second)
+	assert.Zero(t, d.RemovedByForce())
+	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
+	require.NoError(t, d.AddCIDR("eni-a", p))
+	_, ok = d.Find(key("late"))
+	assert.False(t, ok)
+}
+
+// A key that holds another address by the time its CIDR comes back keeps
+// that one; the remembered address stays free.
+func TestForcedRestoreSkipsAKeyThatMovedOn(t *testing.T) {
+	d, _ := newStoreOnClock(t, nil, 2)
+	a, err := d.Assign(key("a"), meta("a"))
+	require.NoError(t, err)
+	_, err = d.RemoveCIDR("eni-a", a.CIDR, true)
+	require.NoError(t, err)
+	other, err := d.Assign(key("a"), meta("a")) // the same key got a new ADD
+	require.NoError(t, err)
+	require.NoError(t, d.AddCIDR("eni-a", a.CIDR))
+	got, ok := d.Find(key("a"))
+	require.True(t, ok)
+	assert.Equal(t, other.IP, got.IP)
+	inPool, free := d.Holds(a.IP)
+	assert.True(t, inPool)
+	assert.True(t, free)
+}

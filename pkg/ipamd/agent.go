@@ -87,6 +87,9 @@ type Timings struct {
 	MinENILifetime    time.Duration // 1 min
 	LeakHookInterval  time.Duration // 10 s
 	EC2VerifyInterval time.Duration // 5 min
+	// DisputeConfirmAfter spaces the two EC2 reads that must agree before
+	// the ENI sync removes what pods use (30 s).
+	DisputeConfirmAfter time.Duration
 	// The leaked-ENI sweep: every hour, after a random delay of up to 300 s
 	// (negative: no delay).
 	LeakedENISweepPeriod   time.Duration

@@ -355,11 +355,13 @@ func startVerifyingDevNode(t *testing.T, pool devpool.Pool) (*testNode, *fakecri
 	return n, rt
 }
 
-// TestForcedRemovalAndReAddOfALiveAddressIsAdopted guards an address
-// removed by force (EC2 no longer showed it) while its pod runs, then
-// granted again: it joins pending, no ADD gets it, and the reconciler's
-// pass gives it back to the running pod.
-func TestForcedRemovalAndReAddOfALiveAddressIsAdopted(t *testing.T) {
+// TestForcedRemovalAndReAddOfALiveAddressIsGivenBack guards an address
+// removed by force (EC2 twice no longer showed it) while its pod runs, then
+// granted again: it comes back to the running pod at once (the datastore
+// remembers forced removals), no ADD gets it, and the reconciler's pass
+// keeps it with its pod. Without that memory (an address joining that a
+// live sandbox uses) it would join pending: see the tests above.
+func TestForcedRemovalAndReAddOfALiveAddressIsGivenBack(t *testing.T) {
 	n, rt := startVerifyingDevNode(t, devpool.Pool{ENIs: 1, PerENI: 3})
 	conn := n.dial(t)
 	defer conn.Close()
@@ -373,19 +375,21 @@ func TestForcedRemovalAndReAddOfALiveAddressIsAdopted(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, released, 1)
 	require.NoError(t, n.agent.store.AddCIDR(devPoolENI0, cidr))
-	require.Equal(t, 1, n.agent.store.Stats().PendingIPs)
+	a, ok := n.agent.store.Find(podKey("live"))
+	require.True(t, ok, "the running pod holds its address again")
+	assert.Equal(t, ip, a.IP.String())
+	assert.Zero(t, n.agent.store.Stats().PendingIPs)
 
 	others := []string{add(t, c, "b"), add(t, c, "c")}
 	assert.NotContains(t, others, "")
 	assert.NotContains(t, others, ip)
-	assert.Empty(t, add(t, c, "d"), "the pending address is not handed out")
+	assert.Empty(t, add(t, c, "d"), "the given-back address is not handed out")
 
 	rep := n.agent.recon.Pass(context.Background(), false)
-	assert.Equal(t, 1, rep.Pending.Adopted)
-	a, ok := n.agent.store.Find(podKey("live"))
-	require.True(t, ok, "the running pod holds its address again")
+	assert.Zero(t, rep.Reclaimed, "the running pod keeps it")
+	a, ok = n.agent.store.Find(podKey("live"))
+	require.True(t, ok)
 	assert.Equal(t, ip, a.IP.String())
-	assert.Empty(t, add(t, c, "d"), "the adopted address is not handed out")
 
 	// Once the pod really goes, its address serves new pods again.
 	r, err := c.DelNetwork(context.Background(), delReq("live"))

@@ -35,6 +35,9 @@ var fastTimings = Timings{
 	MinENILifetime:    time.Millisecond,
 	LeakHookInterval:  50 * time.Millisecond,
 	EC2VerifyInterval: time.Hour,
+	// The second read of a dispute (what pods use, left out of one EC2
+	// answer) is due this long after the first.
+	DisputeConfirmAfter: 20 * time.Millisecond,
 }
 
 // startSimNode starts the simulator and builds (but does not run) an agent

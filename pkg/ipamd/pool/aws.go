@@ -34,6 +34,9 @@ type Store interface {
 	AddCIDR(eniID string, p netip.Prefix) error
 	RemoveCIDR(eniID string, p netip.Prefix, force bool) ([]datastore.Allocation, error)
 	RemoveENI(eniID string, force bool) ([]datastore.Allocation, error)
+	RemoveCIDRIfUnheld(eniID string, p netip.Prefix) error
+	RemoveENIIfUnheld(eniID string) error
+	SetDisputed(eniID string, p netip.Prefix, disputed bool) error
 	ENISummaries() []datastore.ENISummary
 	FreeCIDRs(prefixes bool, max int) []datastore.FreeCIDR
 	SetExcluded(eniID string, excluded bool) error

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"slices"
 
@@ -81,13 +82,19 @@ func sameSet(a, b []netip.Prefix) bool {
 
 // applyTruth makes the datastore match EC2: new managed ENIs and addresses
 // are added (except ones ipamd itself just released, which EC2 may still
-// report for a moment), vanished ones removed, forcibly if a pod held them
-// (EC2 no longer routes them to this node).
+// report for a moment); vanished ones are removed at once when they hold
+// nothing, and disputed when pods hold them (disputes.go: a second read
+// decides). What this answer added is guarded from shrink and ENI freeing
+// until the next one.
 func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 	id := p.AWS.InstanceIdentity()
 	p.setUnmanaged(CountUnmanaged(truth, id, p.cfg.ENIRules))
+	p.joined = map[netip.Prefix]bool{}
+	p.joinedENIs = map[string]bool{}
+	byID := map[string]*awsutils.ENI{}
 	attached := map[string]awsutils.ENI{}
-	for _, e := range truth {
+	for i, e := range truth {
+		byID[e.ID] = &truth[i]
 		if e.Attached && e.NetworkCard == 0 && IsManaged(e, id, p.cfg.ENIRules) {
 			attached[e.ID] = e
 		}
@@ -95,15 +102,12 @@ func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 	for _, s := range p.Store.ENISummaries() {
 		e, ok := attached[s.Info.ID]
 		if !ok {
-			released, err := p.Store.RemoveENI(s.Info.ID, true)
-			p.countForceRemoved(1, released)
-			if err == nil {
-				p.m.reconcileCount.WithLabelValues("eniReconcileDel").Inc()
-				p.Log.Warn("ENI sync: ENI no longer attached; removed", "eni", s.Info.ID, "podsAffected", len(released))
-			}
+			reason, _ := p.attachedHere(byID[s.Info.ID])
+			p.eniLeftOut(s, reason)
 			continue
 		}
 		delete(attached, s.Info.ID)
+		p.settleDispute(disputeKey{eni: s.Info.ID}, outcomeResolved, allCIDRs(s))
 		p.syncCIDRs(s, e)
 	}
 	for _, e := range attached {
@@ -114,13 +118,30 @@ func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 				continue
 			}
 		}
-		if err := p.addENI(ctx, p.withoutReturned(e)); err != nil {
+		e = p.withoutReturned(e)
+		if err := p.addENI(ctx, e); err != nil {
 			p.Log.Error("ENI sync: could not add ENI", "eni", e.ID, "error", err)
 			continue
+		}
+		p.joinedENIs[e.ID] = true
+		for _, c := range eniCIDRs(e) {
+			p.joined[c] = true
 		}
 		p.m.reconcileCount.WithLabelValues("eniReconcileAdd").Inc()
 		p.Log.Info("ENI sync: added ENI found attached", "eni", e.ID, "device", e.DeviceNumber)
 	}
+}
+
+// eniLeftOut handles an ENI of the datastore that EC2's answer does not
+// show attached here: removed when it holds nothing, disputed otherwise.
+func (p *Manager) eniLeftOut(s datastore.ENISummary, reason string) {
+	if err := p.Store.RemoveENIIfUnheld(s.Info.ID); err == nil {
+		p.forgetDisputes(s.Info.ID, outcomeConfirmed)
+		p.m.reconcileCount.WithLabelValues("eniReconcileDel").Inc()
+		p.Log.Warn("ENI sync: ENI no longer attached and no pod uses it; removed", "eni", s.Info.ID, "reason", reason)
+		return
+	}
+	p.openDispute(disputeKey{eni: s.Info.ID}, reason, allCIDRs(s))
 }
 
 func (p *Manager) syncCIDRs(s datastore.ENISummary, e awsutils.ENI) {
@@ -129,19 +150,30 @@ func (p *Manager) syncCIDRs(s datastore.ENISummary, e awsutils.ENI) {
 	for _, c := range want {
 		if !slices.Contains(have, c) {
 			if err := p.Store.AddCIDR(e.ID, c); err == nil {
+				p.joined[c] = true
 				p.m.reconcileCount.WithLabelValues("eniDataStorePoolReconcileAdd").Inc()
 				p.Log.Info("ENI sync: added address EC2 has", "eni", e.ID, "cidr", c.String())
 			}
+			continue
 		}
+		p.settleDispute(disputeKey{e.ID, c}, outcomeResolved, []netip.Prefix{c})
 	}
 	for _, c := range have {
-		if !slices.Contains(want, c) && !p.recentlyReturned(c) {
-			released, err := p.Store.RemoveCIDR(e.ID, c, true)
-			p.countForceRemoved(0, released)
-			if err == nil {
-				p.m.reconcileCount.WithLabelValues("eniIPPoolReconcileDel").Inc()
-				p.Log.Warn("ENI sync: address gone from EC2; removed", "eni", e.ID, "cidr", c.String(), "podsAffected", len(released))
+		if slices.Contains(want, c) || p.recentlyReturned(c) {
+			continue
+		}
+		err := p.Store.RemoveCIDRIfUnheld(e.ID, c)
+		switch {
+		case err == nil:
+			p.settleDispute(disputeKey{e.ID, c}, outcomeConfirmed, nil)
+			p.m.reconcileCount.WithLabelValues("eniIPPoolReconcileDel").Inc()
+			p.Log.Warn("ENI sync: address gone from EC2 and no pod uses it; removed", "eni", e.ID, "cidr", c.String())
+		case errors.Is(err, datastore.ErrIPInUse):
+			reason := reasonIPMissing
+			if c.Bits() != 32 {
+				reason = reasonPrefixMissing
 			}
+			p.openDispute(disputeKey{e.ID, c}, reason, []netip.Prefix{c})
 		}
 	}
 }

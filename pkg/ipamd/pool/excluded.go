@@ -63,7 +63,7 @@ func (p *Manager) returnExcluded(ctx context.Context) {
 		return
 	}
 	var ips, prefixes []datastore.FreeCIDR
-	for _, f := range p.Store.ExcludedFreeCIDRs() {
+	for _, f := range p.unguarded(p.Store.ExcludedFreeCIDRs()) {
 		if f.CIDR.Bits() == 32 {
 			ips = append(ips, f)
 		} else {

@@ -51,6 +51,13 @@ type Config struct {
 	// datastore, to catch addresses removed behind ipamd's back while IMDS
 	// lags (5 min: one DescribeNetworkInterfaces per node per 5 minutes).
 	EC2VerifyInterval time.Duration
+	// DisputeConfirmAfter is how long after an EC2 answer that left out
+	// something pods hold the second, confirming read is taken (30 s; see
+	// disputes.go).
+	DisputeConfirmAfter time.Duration
+	// ENIViewFromIMDS (ENABLE_IMDS_ONLY_MODE): the ENI sync's answers come
+	// from IMDS, so nothing pods hold is ever removed on them.
+	ENIViewFromIMDS bool
 }
 
 func (c *Config) setDefaults() {
@@ -67,6 +74,7 @@ func (c *Config) setDefaults() {
 	set(&c.ReturnedCacheTTL, time.Minute)
 	set(&c.LeakHookInterval, 10*time.Second)
 	set(&c.EC2VerifyInterval, 5*time.Minute)
+	set(&c.DisputeConfirmAfter, 30*time.Second)
 }
 
 // LeakHook is called at every step that finds the pool unable to grow with
@@ -136,6 +144,11 @@ type Manager struct {
 	returned            map[netip.Prefix]time.Time // returned to EC2 at
 	placementErr        string                     // last ENIConfig failure ("" when usable)
 	placementLogged     time.Time                  // when it was last logged
+	// disputes are what one EC2 answer left out while pods held it
+	// (disputes.go); joined and joinedENIs what the last ENI sync added.
+	disputes   map[disputeKey]*dispute
+	joined     map[netip.Prefix]bool
+	joinedENIs map[string]bool
 }
 
 // New returns a pool manager; Run drives it.
@@ -148,6 +161,7 @@ func New(cfg Config, deps Deps) *Manager {
 		deps.Metrics = NewMetrics(prometheus.NewRegistry()) // counted, but not served
 	}
 	p := &Manager{cfg: cfg, Deps: deps, m: deps.Metrics, now: time.Now, returned: map[netip.Prefix]time.Time{},
+		disputes: map[disputeKey]*dispute{}, joined: map[netip.Prefix]bool{}, joinedENIs: map[string]bool{},
 		wake:       trigger.NewWithOptions(trigger.Options{MinInterval: wakeMinInterval}),
 		leakWarned: trigger.NewWithOptions(trigger.Options{MinInterval: cfg.LeakHookInterval}),
 		unmanaged:  cfg.UnmanagedENIs}
@@ -179,6 +193,7 @@ func (p *Manager) Run(ctx context.Context) {
 			p.Log.Debug("pool step woken early", "reasons", reasons)
 		}
 		p.Step(ctx)
+		p.ConfirmDisputes(ctx)
 		if p.now().Sub(lastSync) >= p.cfg.SyncInterval {
 			p.SyncENIs(ctx)
 			lastSync = p.now()

@@ -17,6 +17,9 @@ type Metrics struct {
 	leakTriggers      prometheus.Counter
 	forceRemovedENIs  prometheus.Counter
 	forceRemovedIPs   prometheus.Counter
+	disputes          *prometheus.CounterVec
+	disputesOpen      *prometheus.GaugeVec
+	disputeOutcomes   *prometheus.CounterVec
 }
 
 // NewMetrics builds the collectors and registers them with reg.
@@ -49,8 +52,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		forceRemovedIPs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "awscni_force_removed_ips", Help: "The number of IPs force removed while they had assigned pods",
 		}),
+		disputes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "awscni_ipamd_eni_sync_disputes_total", Help: "Times an EC2 answer left out an ENI, secondary IP or prefix that pods use, which is then kept until a second read agrees, by reason",
+		}, []string{"reason"}),
+		disputesOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "awscni_ipamd_eni_sync_disputes_open", Help: "ENIs, secondary IPs and prefixes that pods use and one EC2 answer left out, awaiting the second read, by reason",
+		}, []string{"reason"}),
+		disputeOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "awscni_ipamd_eni_sync_dispute_outcomes_total", Help: "Disputes ended: resolved (EC2 listed it again) or confirmed (a second read agreed, so it was removed)",
+		}, []string{"outcome"}),
 	}
 	reg.MustRegister(m.eniMax, m.ipMax, m.actionInProgress, m.reconcileCount, m.poolAtMaxPods, m.poolLeakSuspected, m.leakTriggers,
-		m.forceRemovedENIs, m.forceRemovedIPs)
+		m.forceRemovedENIs, m.forceRemovedIPs, m.disputes, m.disputesOpen, m.disputeOutcomes)
 	return m
 }

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"net/netip"
+	"slices"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
@@ -18,7 +19,30 @@ func (p *Manager) shrink(ctx context.Context, d warmpool.Decision) {
 	defer p.m.actionInProgress.WithLabelValues("decreaseDatastorePool").Dec()
 	p.lastDecrease = p.now()
 	prefixes := d.Unit == warmpool.UnitPrefix
-	p.ReturnToEC2(ctx, p.Store.FreeCIDRs(prefixes, d.Over), prefixes)
+	free := p.unguarded(p.Store.FreeCIDRs(prefixes, d.Over+len(p.disputes)+len(p.joined)))
+	p.ReturnToEC2(ctx, free[:min(len(free), d.Over)], prefixes)
+}
+
+// unguarded leaves out the CIDRs shrink must not return whatever the
+// datastore's counts say: disputed ones (EC2 may still route them to pods)
+// and ones the last ENI sync added (pods may hold them unseen until the
+// runtime has been asked, or at all with the reconciler off).
+func (p *Manager) unguarded(free []datastore.FreeCIDR) []datastore.FreeCIDR {
+	return slices.DeleteFunc(free, func(f datastore.FreeCIDR) bool { return p.guarded(f.ENIID, f.CIDR) })
+}
+
+func (p *Manager) guarded(eni string, c netip.Prefix) bool {
+	return p.joined[c] || p.heldBack(eni, c)
+}
+
+// eniGuarded: the ENI joined in the last sync, is disputed, or has a
+// guarded CIDR; it is not freed.
+func (p *Manager) eniGuarded(e datastore.ENISummary) bool {
+	if p.joinedENIs[e.Info.ID] {
+		return true
+	}
+	return slices.ContainsFunc(allCIDRs(e), func(c netip.Prefix) bool { return p.guarded(e.Info.ID, c) }) ||
+		p.heldBack(e.Info.ID, netip.Prefix{})
 }
 
 // ReturnToEC2 takes idle CIDRs out of the datastore, then returns them to EC2.
@@ -68,7 +92,7 @@ func (p *Manager) maybeFreeENI(ctx context.Context) {
 	enis := p.Store.ENISummaries()
 	for i := len(enis) - 1; i >= 0; i-- {
 		e := enis[i]
-		if e.Info.Primary || e.Assigned > 0 || e.Cooling > 0 || p.now().Sub(e.CreatedAt) < p.cfg.MinENILifetime {
+		if e.Info.Primary || e.Assigned > 0 || e.Cooling > 0 || p.now().Sub(e.CreatedAt) < p.cfg.MinENILifetime || p.eniGuarded(e) {
 			continue
 		}
 		// An excluded ENI adds nothing to the pool: once idle it only

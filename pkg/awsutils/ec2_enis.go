@@ -37,15 +37,15 @@ type ENI struct {
 	// "detaching", "detached"; empty when unattached), AttachedTo the
 	// instance it names. Attached is AttachmentStatus == "attached".
 	AttachmentStatus, AttachedTo string
-	DeviceNumber, NetworkCard                             int
-	DeleteOnTermination                                   bool
-	PrimaryIP                                             netip.Addr
-	SecondaryIPs                                          []netip.Addr
-	Prefixes                                              []netip.Prefix
-	IPv6Addrs                                             []netip.Addr
-	IPv6Prefixes                                          []netip.Prefix
-	Groups                                                []string
-	Tags                                                  map[string]string
+	DeviceNumber, NetworkCard    int
+	DeleteOnTermination          bool
+	PrimaryIP                    netip.Addr
+	SecondaryIPs                 []netip.Addr
+	Prefixes                     []netip.Prefix
+	IPv6Addrs                    []netip.Addr
+	IPv6Prefixes                 []netip.Prefix
+	Groups                       []string
+	Tags                         map[string]string
 }
 
 func eniFromSDK(n types.NetworkInterface) ENI {

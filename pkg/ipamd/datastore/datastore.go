@@ -57,8 +57,8 @@ type DataStore struct {
 	verify  bool
 	joinSeq uint64
 	// forced and forcedKeys remember what forced removals took (forced.go).
-	forced     map[netip.Prefix]*forcedOut
-	forcedKeys map[IPAMKey]netip.Prefix
+	forced     map[netip.Addr]forcedAlloc
+	forcedKeys map[IPAMKey]netip.Addr
 
 	commit *committer // nil when there is no checkpointer
 	closed bool

@@ -129,7 +129,7 @@ func (d *DataStore) removeCIDRLocked(eniID string, p netip.Prefix, force bool) (
 		}
 	}
 	released := d.dropCIDRLocked(c)
-	d.rememberForcedLocked(eniID, p, released)
+	d.rememberForcedLocked(eniID, released)
 	return released, d.joinIfReleasedLocked(released), nil
 }
 
@@ -164,9 +164,9 @@ func (d *DataStore) removeENILocked(eniID string, force bool) ([]Allocation, *ba
 		}
 	}
 	var released []Allocation
-	for p, c := range e.cidrs {
+	for _, c := range e.cidrs {
 		took := d.dropCIDRLocked(c)
-		d.rememberForcedLocked(eniID, p, took)
+		d.rememberForcedLocked(eniID, took)
 		released = append(released, took...)
 	}
 	delete(d.enis, eniID)

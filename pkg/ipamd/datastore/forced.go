@@ -5,75 +5,76 @@ import (
 	"time"
 )
 
-// Allocations a forced removal took away. The ENI sync removes a CIDR or an
-// ENI by force only when EC2 has twice said it is gone while pods held its
-// addresses. If EC2 lists it again on the same ENI (an answer that was
-// wrong twice, or the address granted back), the pods that held its
-// addresses are most likely still running with them: with no runtime to
-// ask (reconciler off), only this memory keeps them from being handed to
-// new pods or returned to EC2. So AddCIDR gives each remembered address
-// back to its key, as a fresh assignment (the reconciler, where it runs,
-// checks it like any other). A DEL for a remembered key forgets it. The
-// memory is in-process only and lasts ForcedMemory.
+// Allocations the datastore had to let go of while their pods may still
+// run with them:
+//   - a forced removal: the ENI sync removes a CIDR or an ENI by force only
+//     when EC2 has twice said it is gone while pods held its addresses;
+//   - a restore: a checkpoint entry whose address is on none of the ENIs
+//     EC2 showed at start (one answer, which may have left it out).
+//
+// If the address joins the pool again (on the same ENI, for a forced
+// removal; on any, for a restore), its pod is most likely still running
+// with it: with no runtime to ask (reconciler off), only this memory keeps
+// the address from being handed to a new pod or returned to EC2. So
+// AddCIDR gives it back to its key, as a fresh assignment that the
+// reconciler, where it runs, checks like any other. A DEL for a
+// remembered key forgets it. The memory is in-process only and lasts
+// ForcedMemory.
 
-// ForcedMemory is how long allocations removed by force are remembered.
+// ForcedMemory is how long such allocations are remembered.
 const ForcedMemory = time.Hour
 
-// forcedOut is what one forced removal took from one CIDR.
-type forcedOut struct {
-	eniID  string
-	at     time.Time
-	allocs []forcedAlloc
-}
-
 type forcedAlloc struct {
-	key  IPAMKey
-	meta IPAMMetadata
-	ip   netip.Addr
+	eniID string // "": any ENI
+	at    time.Time
+	key   IPAMKey
+	meta  IPAMMetadata
 }
 
-// rememberForcedLocked records the allocations a forced removal of p (on
-// eniID) released. Requires d.mu.
-func (d *DataStore) rememberForcedLocked(eniID string, p netip.Prefix, released []Allocation) {
-	if len(released) == 0 {
-		return
-	}
-	if d.forced == nil {
-		d.forced, d.forcedKeys = map[netip.Prefix]*forcedOut{}, map[IPAMKey]netip.Prefix{}
-	}
-	d.forgetForcedLocked(p)
-	f := &forcedOut{eniID: eniID, at: d.now()}
+// rememberForcedLocked records allocations let go of; eniID "" lets them
+// come back on any ENI. Requires d.mu.
+func (d *DataStore) rememberForcedLocked(eniID string, released []Allocation) {
 	for _, a := range released {
-		f.allocs = append(f.allocs, forcedAlloc{key: a.Key, meta: a.Metadata, ip: a.IP})
-		d.forcedKeys[a.Key] = p
+		d.rememberOneLocked(eniID, a.IP, a.Key, a.Metadata)
 	}
-	d.forced[p] = f
+}
+
+func (d *DataStore) rememberOneLocked(eniID string, ip netip.Addr, key IPAMKey, meta IPAMMetadata) {
+	if d.forced == nil {
+		d.forced, d.forcedKeys = map[netip.Addr]forcedAlloc{}, map[IPAMKey]netip.Addr{}
+	}
+	d.forgetForcedKeyLocked(key)
+	if old, ok := d.forced[ip]; ok {
+		delete(d.forcedKeys, old.key)
+	}
+	d.forced[ip] = forcedAlloc{eniID: eniID, at: d.now(), key: key, meta: meta}
+	d.forcedKeys[key] = ip
 }
 
 // restoreForcedLocked gives the remembered addresses of c, which has just
-// joined its ENI, back to their keys and returns the batch that records
-// them (nil when none). An address whose key holds another one by now, or
-// that is no longer free, is left as it is. Requires d.mu.
+// joined its ENI, back to their keys and returns how many and the batch
+// that records them (nil when none). An address whose key holds another
+// one by now, or that is no longer free, is left as it is. Requires d.mu.
 func (d *DataStore) restoreForcedLocked(c *cidr) (restored int, b *batch) {
-	f, ok := d.forced[c.prefix]
-	if !ok {
-		return 0, nil
-	}
-	d.forgetForcedLocked(c.prefix)
-	if f.eniID != c.eni.info.ID || d.now().Sub(f.at) > ForcedMemory {
-		return 0, nil
-	}
-	for _, fa := range f.allocs {
-		alloc, ad, err := d.beginAdoptLocked(fa.ip, fa.key, fa.meta)
+	for ip, fa := range d.forced {
+		if !c.prefix.Contains(ip) {
+			continue
+		}
+		delete(d.forced, ip)
+		delete(d.forcedKeys, fa.key)
+		if fa.eniID != "" && fa.eniID != c.eni.info.ID || d.now().Sub(fa.at) > ForcedMemory {
+			continue
+		}
+		alloc, ad, err := d.beginAdoptLocked(ip, fa.key, fa.meta)
 		if err != nil {
-			d.log.Warn("address removed by force is back, but its pod's key cannot have it again",
-				"ip", fa.ip.String(), "key", fa.key.String(), "error", err)
+			d.log.Warn("address ipamd had to let go of is back, but its pod's key cannot have it again",
+				"ip", ip.String(), "key", fa.key.String(), "error", err)
 			continue
 		}
 		restored++
 		b = ad.b
-		d.log.Info("address removed by force is back in EC2: given back to the pod that held it",
-			"ip", alloc.IP.String(), "key", fa.key.String(), "eni", alloc.ENIID)
+		d.log.Info("address ipamd had to let go of is back in EC2: given back to the pod that held it",
+			"ip", ip.String(), "key", fa.key.String(), "eni", alloc.ENIID)
 	}
 	return restored, b
 }
@@ -81,51 +82,25 @@ func (d *DataStore) restoreForcedLocked(c *cidr) (restored int, b *batch) {
 // forgetForcedKeyLocked drops key from the memory (its pod was deleted)
 // and reports whether it was there. Requires d.mu.
 func (d *DataStore) forgetForcedKeyLocked(key IPAMKey) bool {
-	p, ok := d.forcedKeys[key]
+	ip, ok := d.forcedKeys[key]
 	if !ok {
 		return false
 	}
 	delete(d.forcedKeys, key)
-	if f := d.forced[p]; f != nil {
-		for i, fa := range f.allocs {
-			if fa.key == key {
-				f.allocs = append(f.allocs[:i], f.allocs[i+1:]...)
-				break
-			}
-		}
-		if len(f.allocs) == 0 {
-			delete(d.forced, p)
-		}
-	}
+	delete(d.forced, ip)
 	return true
 }
 
-// forgetForcedLocked drops what is remembered for p. Requires d.mu.
-func (d *DataStore) forgetForcedLocked(p netip.Prefix) {
-	f, ok := d.forced[p]
-	if !ok {
-		return
-	}
-	for _, fa := range f.allocs {
-		if d.forcedKeys[fa.key] == p {
-			delete(d.forcedKeys, fa.key)
-		}
-	}
-	delete(d.forced, p)
-}
-
-// RemovedByForce counts the allocations remembered from forced removals
-// (within ForcedMemory) that would be given back if their CIDR returned.
+// RemovedByForce counts the allocations remembered (within ForcedMemory)
+// that would be given back if their address returned.
 func (d *DataStore) RemovedByForce() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	n := 0
-	for p, f := range d.forced {
-		if d.now().Sub(f.at) > ForcedMemory {
-			d.forgetForcedLocked(p)
-			continue
+	for ip, fa := range d.forced {
+		if d.now().Sub(fa.at) > ForcedMemory {
+			delete(d.forced, ip)
+			delete(d.forcedKeys, fa.key)
 		}
-		n += len(f.allocs)
 	}
-	return n
+	return len(d.forced)
 }

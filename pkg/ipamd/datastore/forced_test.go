@@ -99,3 +99,32 @@ func TestForcedRestoreSkipsAKeyThatMovedOn(t *testing.T) {
 	assert.True(t, inPool)
 	assert.True(t, free)
 }
+
+// A checkpoint entry whose address is on none of the ENIs at start (one
+// EC2 answer may have left it out) is dropped but remembered: when the
+// address joins, on any ENI, its key holds it again.
+func TestRestoreRemembersEntriesNotInPool(t *testing.T) {
+	cp := &MemoryCheckpointer{}
+	first := New(Config{Checkpointer: cp})
+	addSecondaryENI(t, first, "eni-a", 0, "10.0.0.10", 2)
+	a, err := first.Assign(key("a"), meta("a"))
+	require.NoError(t, err)
+	require.NoError(t, first.Close())
+
+	d := New(Config{Checkpointer: cp, VerifyNewAddresses: true})
+	t.Cleanup(func() { _ = d.Close() })
+	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
+	rep, err := d.Restore()
+	require.NoError(t, err)
+	require.Len(t, rep.NotInPool, 1)
+	assert.Equal(t, 1, d.RemovedByForce())
+	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-b", DeviceNumber: 1, RouteTableID: 2}))
+	require.NoError(t, d.AddCIDR("eni-b", a.CIDR))
+	got, ok := d.Find(key("a"))
+	require.True(t, ok, "the entry's key holds its address again")
+	assert.Equal(t, a.IP, got.IP)
+	entries, err := cp.Read()
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, a.IP, entries[0].IP)
+}

@@ -79,7 +79,14 @@ func nodeOnSim(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Opt
 // Options.AWS holds unless a mutation replaced it).
 func simOptions(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Options)) (opts Options, client *awsutils.Client) {
 	t.Helper()
-	ec2simtest.PointSDKAtSim(t, sim)
+	return simOptionsVia(t, sim, sim.EC2Endpoint(), env, mutate...)
+}
+
+// simOptionsVia is simOptions with the SDK's EC2 calls sent to ec2URL (a
+// fault layer in front of sim) and its IMDS calls to sim.
+func simOptionsVia(t tb, sim *ec2sim.Sim, ec2URL string, env map[string]string, mutate ...func(*Options)) (opts Options, client *awsutils.Client) {
+	t.Helper()
+	ec2simtest.PointSDKAt(t, ec2URL, sim.IMDSEndpoint())
 	ctx := context.Background()
 	dir := t.TempDir()
 	full := map[string]string{

@@ -217,6 +217,12 @@ type adoption struct {
 // beginAdoptLocked assigns ip to key (see Adopt), or finds that key already
 // holds it (nothing to undo). Requires d.mu.
 func (d *DataStore) beginAdoptLocked(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Allocation, adoption, error) {
+	return d.beginAdoptAtLocked(ip, key, meta, time.Time{})
+}
+
+// beginAdoptAtLocked is beginAdoptLocked for an assignment made at at (zero:
+// now): an allocation that goes on rather than a new one. Requires d.mu.
+func (d *DataStore) beginAdoptAtLocked(ip netip.Addr, key IPAMKey, meta IPAMMetadata, at time.Time) (Allocation, adoption, error) {
 	if d.closed {
 		return Allocation{}, adoption{}, ErrClosed
 	}
@@ -243,8 +249,11 @@ func (d *DataStore) beginAdoptLocked(ip netip.Addr, key IPAMKey, meta IPAMMetada
 		return Allocation{}, adoption{}, ErrIPBusy
 	}
 	ad := adoption{wasPending: a.state == statePending, seq: a.joinSeq, joined: a.joinedAt}
-	d.assignLocked(a, key, meta, now)
-	ad.change = d.joinAssignmentLocked(a, now)
+	if at.IsZero() {
+		at = now
+	}
+	d.assignLocked(a, key, meta, at)
+	ad.change = d.joinAssignmentLocked(a, at)
 	return a.allocation(), ad, nil
 }
 

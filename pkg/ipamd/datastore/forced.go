@@ -16,8 +16,9 @@ import (
 // removal; on any, for a restore), its pod is most likely still running
 // with it: with no runtime to ask (reconciler off), only this memory keeps
 // the address from being handed to a new pod or returned to EC2. So
-// AddCIDR gives it back to its key, as a fresh assignment that the
-// reconciler, where it runs, checks like any other. A DEL for a
+// AddCIDR gives it back to its key, with its original assignment time: the
+// allocation goes on, and the reconciler, where it runs, checks it like any
+// other (a pod that is gone has it reclaimed at the next pass). A DEL for a
 // remembered key forgets it. The memory is in-process only and lasts
 // ForcedMemory.
 
@@ -25,21 +26,22 @@ import (
 const ForcedMemory = time.Hour
 
 type forcedAlloc struct {
-	eniID string // "": any ENI
-	at    time.Time
-	key   IPAMKey
-	meta  IPAMMetadata
+	eniID      string    // "": any ENI
+	at         time.Time // when it was let go of
+	key        IPAMKey
+	meta       IPAMMetadata
+	assignedAt time.Time
 }
 
 // rememberForcedLocked records allocations let go of; eniID "" lets them
 // come back on any ENI. Requires d.mu.
 func (d *DataStore) rememberForcedLocked(eniID string, released []Allocation) {
 	for _, a := range released {
-		d.rememberOneLocked(eniID, a.IP, a.Key, a.Metadata)
+		d.rememberOneLocked(eniID, a.IP, a.Key, a.Metadata, a.AssignedAt)
 	}
 }
 
-func (d *DataStore) rememberOneLocked(eniID string, ip netip.Addr, key IPAMKey, meta IPAMMetadata) {
+func (d *DataStore) rememberOneLocked(eniID string, ip netip.Addr, key IPAMKey, meta IPAMMetadata, assignedAt time.Time) {
 	if d.forced == nil {
 		d.forced, d.forcedKeys = map[netip.Addr]forcedAlloc{}, map[IPAMKey]netip.Addr{}
 	}
@@ -47,7 +49,7 @@ func (d *DataStore) rememberOneLocked(eniID string, ip netip.Addr, key IPAMKey, 
 	if old, ok := d.forced[ip]; ok {
 		delete(d.forcedKeys, old.key)
 	}
-	d.forced[ip] = forcedAlloc{eniID: eniID, at: d.now(), key: key, meta: meta}
+	d.forced[ip] = forcedAlloc{eniID: eniID, at: d.now(), key: key, meta: meta, assignedAt: assignedAt}
 	d.forcedKeys[key] = ip
 }
 
@@ -65,7 +67,7 @@ func (d *DataStore) restoreForcedLocked(c *cidr) (restored int, b *batch) {
 		if fa.eniID != "" && fa.eniID != c.eni.info.ID || d.now().Sub(fa.at) > ForcedMemory {
 			continue
 		}
-		alloc, ad, err := d.beginAdoptLocked(ip, fa.key, fa.meta)
+		alloc, ad, err := d.beginAdoptAtLocked(ip, fa.key, fa.meta, fa.assignedAt)
 		if err != nil {
 			d.log.Warn("address ipamd had to let go of is back, but its pod's key cannot have it again",
 				"ip", ip.String(), "key", fa.key.String(), "error", err)

@@ -48,6 +48,7 @@ func TestForcedRemovalIsRememberedUntilTheCIDRComesBack(t *testing.T) {
 		got, ok := d.Find(a.Key)
 		require.True(t, ok, "%s holds its address again", a.Key)
 		assert.Equal(t, a.IP, got.IP)
+		assert.True(t, a.AssignedAt.Equal(got.AssignedAt), "the allocation goes on: the reconciler's grace is not restarted")
 	}
 	_, ok := d.Find(key(podName(2)))
 	assert.False(t, ok, "a deleted pod's address does not come back to it")
@@ -123,6 +124,7 @@ func TestRestoreRemembersEntriesNotInPool(t *testing.T) {
 	got, ok := d.Find(key("a"))
 	require.True(t, ok, "the entry's key holds its address again")
 	assert.Equal(t, a.IP, got.IP)
+	assert.Equal(t, a.AssignedAt.UnixNano(), got.AssignedAt.UnixNano())
 	entries, err := cp.Read()
 	require.NoError(t, err)
 	require.Len(t, entries, 1)

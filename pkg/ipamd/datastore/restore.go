@@ -54,7 +54,7 @@ func (d *DataStore) restoreLocked(entries []CheckpointEntry) (RestoreReport, *ba
 		c := d.v6ContainingLocked(e.IP)
 		if !ok && c == nil {
 			rep.NotInPool = append(rep.NotInPool, e)
-			d.rememberOneLocked("", e.IP, e.Key, e.Metadata)
+			d.rememberOneLocked("", e.IP, e.Key, e.Metadata, e.AssignedAt)
 			continue
 		}
 		if _, taken := d.byKey[e.Key]; taken || ok && a.state == stateAssigned {

@@ -28,7 +28,8 @@ func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 	prefixes := d.Unit == warmpool.UnitPrefix
 	for _, e := range p.Store.ENISummaries() {
 		room := p.cfg.SlotsPerENI - e.CIDRCount()
-		if room <= 0 || e.Excluded {
+		// A disputed ENI may no longer be attached: grow elsewhere.
+		if room <= 0 || e.Excluded || p.heldBack(e.Info.ID, netip.Prefix{}) {
 			continue
 		}
 		err := p.assignTo(ctx, e.Info.ID, min(room, want), prefixes)

@@ -167,8 +167,13 @@ func (n *node) ctlExists(name string) bool {
 	return err == nil
 }
 
+// touch puts a control file in place at once, with its body: the fake
+// agent polls for it and must never read it created but still empty (it
+// would take an empty "exit" for code 0).
 func (n *node) touch(name, body string) {
-	require.NoError(n.t, os.WriteFile(filepath.Join(n.ctl, name), []byte(body), 0o644))
+	tmp := filepath.Join(n.ctl, "."+name+".tmp")
+	require.NoError(n.t, os.WriteFile(tmp, []byte(body), 0o644))
+	require.NoError(n.t, os.Rename(tmp, filepath.Join(n.ctl, name)))
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }

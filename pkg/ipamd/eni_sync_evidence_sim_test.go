@@ -66,6 +66,10 @@ type faultNode struct {
 	rt    *fakecri.Runtime // nil without a runtime
 	pods  map[datastore.IPAMKey]netip.Addr
 	seq   int
+	// pendingHolds: a pod's address may be held pending instead of by its
+	// key (report mode, after the address left the pool and joined again:
+	// the runtime shows it in use, and report mode adopts nothing).
+	pendingHolds bool
 }
 
 func startFaultNode(t *testing.T, rs reconcilerSetup, env map[string]string, mutate ...func(*Options)) *faultNode {
@@ -181,8 +185,20 @@ func (n *faultNode) secondRead() {
 // none of them.
 func (n *faultNode) requirePodsSafe(t *testing.T, when string) {
 	t.Helper()
+	byIP := map[netip.Addr]datastore.IPAMKey{}
+	for _, a := range n.agent.store.Allocations() {
+		byIP[a.IP] = a.Key
+	}
+	pending := map[datastore.IPAMKey]bool{}
 	for key, ip := range n.pods {
 		got, ok := n.agent.store.Find(key)
+		if !ok && n.pendingHolds {
+			inPool, free := n.agent.store.Holds(ip)
+			other, assigned := byIP[ip]
+			require.True(t, inPool && !free && !assigned, "%s: %s's address %s is neither its own nor pending (held by %v)", when, key.ContainerID, ip, other)
+			pending[key] = true
+			continue
+		}
 		require.True(t, ok, "%s: the datastore dropped %s's address %s", when, key.ContainerID, ip)
 		require.Equal(t, ip, got.IP, "%s: %s", when, key.ContainerID)
 	}
@@ -195,7 +211,9 @@ func (n *faultNode) requirePodsSafe(t *testing.T, when string) {
 		inCheckpoint[e.Key] = e.IP
 	}
 	for key, ip := range n.pods {
-		require.Equal(t, ip, inCheckpoint[key], "%s: the checkpoint lost %s's address", when, key.ContainerID)
+		if !pending[key] {
+			require.Equal(t, ip, inCheckpoint[key], "%s: the checkpoint lost %s's address", when, key.ContainerID)
+		}
 	}
 	inEC2 := map[netip.Addr]bool{}
 	for _, e := range n.sim.ENIs() {
@@ -388,9 +406,11 @@ func TestTheOnlyPrefixInUseOnASecondaryENIIsNeverDetached(t *testing.T) {
 // TestTwoReadsAgreeThenTheCIDRComesBackWithItsPods: both the instance
 // answer and the fresh describe leave a CIDR out, so it is removed with its
 // pods' allocations (counted as forced). When EC2 lists it again, in every
-// set-up (with no runtime to ask, too) the pods get their addresses back:
-// the CIDR does not join free, so it is neither returned to EC2 nor handed
-// to new pods.
+// set-up the pods' addresses are theirs again, never free: with no runtime
+// to ask the datastore remembers them; with one, they join pending and the
+// runtime's answer adopts them (enforce) or keeps them pending while their
+// sandboxes run (report). So the CIDR is neither returned to EC2 nor
+// handed to new pods.
 func TestTwoReadsAgreeThenTheCIDRComesBackWithItsPods(t *testing.T) {
 	for _, as := range addressSetups {
 		for _, rs := range reconcilerSetups {
@@ -421,6 +441,7 @@ func TestTwoReadsAgreeThenTheCIDRComesBackWithItsPods(t *testing.T) {
 					require.False(t, ok)
 				}
 
+				n.pendingHolds = rs.mode == "report"
 				n.agent.pool.SyncENIs(context.Background()) // EC2 lists it again
 				n.verify(t)
 				n.requirePodsSafe(t, "once EC2 lists it again")
@@ -469,8 +490,8 @@ func TestIMDSAloneNeverRemovesWhatPodsUse(t *testing.T) {
 // TestOneAnswerAtStartWithoutACIDRPodsUse: ipamd restarts and the one
 // instance answer node init reads leaves out a CIDR that checkpointed pods
 // use. Their entries cannot be restored onto it, but once the ENI sync
-// finds the CIDR again the pods hold their addresses again, in every
-// set-up: it never joins free.
+// finds the CIDR again the pods' addresses are theirs again, in every
+// set-up (as in the test above): it never joins free.
 func TestOneAnswerAtStartWithoutACIDRPodsUse(t *testing.T) {
 	for _, as := range addressSetups {
 		for _, rs := range reconcilerSetups {
@@ -501,6 +522,7 @@ func TestOneAnswerAtStartWithoutACIDRPodsUse(t *testing.T) {
 				}
 				n.requireNewPodsGetOthers(t, "before the sync finds it")
 
+				n.pendingHolds = rs.mode == "report"
 				n.agent.pool.SyncENIs(context.Background())
 				n.verify(t)
 				n.requirePodsSafe(t, "once the ENI sync finds it")
@@ -509,4 +531,92 @@ func TestOneAnswerAtStartWithoutACIDRPodsUse(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestNewPodsGetNothingFromADisputedCIDROrENI: a /28 that 5 pods use, or a
+// whole secondary ENI, left out of one answer keeps its free addresses
+// back: new pods are given addresses elsewhere until the second read lists
+// it, then it serves again.
+func TestNewPodsGetNothingFromADisputedCIDROrENI(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		name := "prefix"
+		if whole {
+			name = "ENI"
+		}
+		t.Run(name, func(t *testing.T) {
+			n := startFaultNode(t, reconcilerSetups[2], map[string]string{"ENABLE_PREFIX_DELEGATION": "true",
+				"WARM_PREFIX_TARGET": "1", "MINIMUM_IP_TARGET": "150"})
+			eni := n.eniWith(t, !whole)
+			cidr := victim(eni, true)
+			n.placePods(t, cidr, 5)
+			f := ec2fault.Fault{Match: ec2fault.ByFilter, ENI: eni.Info.ID, DropPrefix: cidr}
+			if whole {
+				f = ec2fault.Fault{Match: ec2fault.ByFilter, ENI: eni.Info.ID, DropENI: true}
+			}
+			n.proxy.Add(f)
+			n.agent.pool.SyncENIs(context.Background())
+			require.Equal(t, 1, n.agent.pool.Disputes())
+			var started []datastore.IPAMKey
+			for i := range 40 {
+				key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprintf("new-%d", i), IfName: "eth0"}
+				a, err := n.agent.store.Assign(key, datastore.IPAMMetadata{})
+				require.NoError(t, err)
+				started = append(started, key)
+				if whole {
+					require.NotEqual(t, eni.Info.ID, a.ENIID, "a new pod got %s on the disputed ENI", a.IP)
+				} else {
+					require.False(t, cidr.Contains(a.IP), "a new pod got %s of the disputed prefix", a.IP)
+				}
+			}
+			for _, key := range started {
+				_, err := n.agent.store.Release(key)
+				require.NoError(t, err)
+			}
+			n.secondRead()
+			require.Zero(t, n.agent.pool.Disputes())
+			_, err := n.agent.store.Adopt(cidr.Addr().Next().Next().Next().Next().Next(), datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "after", IfName: "eth0"}, datastore.IPAMMetadata{})
+			require.NoError(t, err, "its free addresses serve again")
+		})
+	}
+}
+
+// TestWhatTheLastSyncAddedIsNotGivenBack: with the reconciler off, addresses
+// that appear on an ENI behind ipamd's back (as after a forced removal
+// whose memory is gone) may be held by running pods ipamd cannot see. The
+// sync that adds them leaves them alone for shrink until the next sync has
+// seen them again.
+func TestWhatTheLastSyncAddedIsNotGivenBack(t *testing.T) {
+	n := startFaultNode(t, reconcilerSetups[2], map[string]string{"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "4"})
+	ctx := context.Background()
+	n.settle(t, 10)
+	for _, c := range n.eniWith(t, true).SecondaryIPs { // the known addresses are busy: shrink could pick only the joined ones
+		n.placePods(t, c, 1)
+	}
+	joined, err := n.sim.AddSecondaryIPs(n.sim.PrimaryENI(), 3)
+	require.NoError(t, err)
+	n.agent.pool.SyncENIs(ctx)
+	for _, ip := range joined {
+		inPool, free := n.agent.store.Holds(ip)
+		require.True(t, inPool && free, "%s joined free (reconciler off)", ip)
+	}
+	for range 3 {
+		n.agent.pool.Step(ctx) // over the warm target by 1
+	}
+	inEC2 := func(ip netip.Addr) bool {
+		for _, e := range n.sim.ENIs() {
+			if slices.Contains(e.SecondaryIPs, ip) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, ip := range joined {
+		assert.True(t, inEC2(ip), "%s was returned to EC2 in the sync interval it joined", ip)
+	}
+	n.agent.pool.SyncENIs(ctx) // seen again: ordinary free addresses now
+	n.outliveMinENILifetime()
+	n.agent.pool.Step(ctx)
+	_, ips, _ := n.ec2Totals()
+	assert.Equal(t, len(n.pods)+2, ips, "once seen twice, the surplus goes back: WARM_IP_TARGET=2 free")
+	n.requirePodsSafe(t, "after the shrink")
 }

@@ -277,8 +277,8 @@ func TestENIAddedAfterFailedSetupIsAdoptedByItsLiveSandboxes(t *testing.T) {
 // TestCheckpointEntriesOfALateENIReturnToTheirLiveSandboxes guards a
 // restored checkpoint whose ENI was missing at start: its entries are
 // dropped as not in the pool, and when the ENI joins, its addresses go back
-// to their live sandboxes (the entry of a pod that is gone is freed by the
-// next pass).
+// to their live sandboxes (the entry of a pod that is gone does not come
+// back).
 func TestCheckpointEntriesOfALateENIReturnToTheirLiveSandboxes(t *testing.T) {
 	long := time.Now().Add(-time.Hour)
 	n := startLateENINode(t, func(o *Options, e awsutils.ENI) {
@@ -317,13 +317,8 @@ func TestCheckpointEntriesOfALateENIReturnToTheirLiveSandboxes(t *testing.T) {
 		}
 		return n.agent.store.Stats().PendingIPs == 0
 	}, 3*time.Second, 5*time.Millisecond, "the live sandboxes get their addresses back when the ENI joins")
-	// The entry of a pod that is gone comes back with the others (the
-	// datastore remembers entries a start could not restore, with their
-	// assignment time); the next pass asks the runtime and frees it.
-	rep := n.agent.recon.Pass(context.Background(), false)
-	assert.Equal(t, 1, rep.Reclaimed, "%+v", rep)
 	_, ok := n.agent.store.Find(podKey("gone-0"))
-	assert.False(t, ok, "a pod that is gone does not keep its address")
+	assert.False(t, ok, "a pod that is gone does not get its address back")
 	require.Eventually(t, func() bool { _, err := os.Stat(marker); return os.IsNotExist(err) }, 3*time.Second, 5*time.Millisecond,
 		"the marker goes once the late ENI joined and every address is verified")
 
@@ -360,13 +355,11 @@ func startVerifyingDevNode(t *testing.T, pool devpool.Pool) (*testNode, *fakecri
 	return n, rt
 }
 
-// TestForcedRemovalAndReAddOfALiveAddressIsGivenBack guards an address
-// removed by force (EC2 twice no longer showed it) while its pod runs, then
-// granted again: it comes back to the running pod at once (the datastore
-// remembers forced removals), no ADD gets it, and the reconciler's pass
-// keeps it with its pod. Without that memory (an address joining that a
-// live sandbox uses) it would join pending: see the tests above.
-func TestForcedRemovalAndReAddOfALiveAddressIsGivenBack(t *testing.T) {
+// TestForcedRemovalAndReAddOfALiveAddressIsAdopted guards an address
+// removed by force (EC2 no longer showed it) while its pod runs, then
+// granted again: it joins pending, no ADD gets it, and the reconciler's
+// pass gives it back to the running pod.
+func TestForcedRemovalAndReAddOfALiveAddressIsAdopted(t *testing.T) {
 	n, rt := startVerifyingDevNode(t, devpool.Pool{ENIs: 1, PerENI: 3})
 	conn := n.dial(t)
 	defer conn.Close()
@@ -380,21 +373,19 @@ func TestForcedRemovalAndReAddOfALiveAddressIsGivenBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, released, 1)
 	require.NoError(t, n.agent.store.AddCIDR(devPoolENI0, cidr))
-	a, ok := n.agent.store.Find(podKey("live"))
-	require.True(t, ok, "the running pod holds its address again")
-	assert.Equal(t, ip, a.IP.String())
-	assert.Zero(t, n.agent.store.Stats().PendingIPs)
+	require.Equal(t, 1, n.agent.store.Stats().PendingIPs)
 
 	others := []string{add(t, c, "b"), add(t, c, "c")}
 	assert.NotContains(t, others, "")
 	assert.NotContains(t, others, ip)
-	assert.Empty(t, add(t, c, "d"), "the given-back address is not handed out")
+	assert.Empty(t, add(t, c, "d"), "the pending address is not handed out")
 
 	rep := n.agent.recon.Pass(context.Background(), false)
-	assert.Zero(t, rep.Reclaimed, "the running pod keeps it")
-	a, ok = n.agent.store.Find(podKey("live"))
-	require.True(t, ok)
+	assert.Equal(t, 1, rep.Pending.Adopted)
+	a, ok := n.agent.store.Find(podKey("live"))
+	require.True(t, ok, "the running pod holds its address again")
 	assert.Equal(t, ip, a.IP.String())
+	assert.Empty(t, add(t, c, "d"), "the adopted address is not handed out")
 
 	// Once the pod really goes, its address serves new pods again.
 	r, err := c.DelNetwork(context.Background(), delReq("live"))

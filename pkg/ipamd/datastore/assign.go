@@ -135,14 +135,14 @@ func (d *DataStore) beginReleaseLocked(key IPAMKey, assignedAt *time.Time, coold
 	if d.closed {
 		return Allocation{}, change{}, ErrClosed
 	}
+	if d.forcedKeys != nil {
+		d.forgetForcedKeyLocked(key) // its pod is gone: no address may come back to it
+	}
 	a, ok := d.byKey[key]
 	if !ok && assignedAt == nil {
 		a, ok = d.byKey[migratedKey(key)]
 	}
 	if !ok {
-		if assignedAt == nil && d.forcedKeys != nil {
-			d.forgetForcedKeyLocked(key) // its pod is gone: its address must not come back to it
-		}
 		return Allocation{}, change{}, ErrUnknownPod
 	}
 	if assignedAt != nil && !a.assignedAt.Equal(*assignedAt) {

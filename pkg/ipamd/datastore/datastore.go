@@ -56,6 +56,8 @@ type DataStore struct {
 	prefix  struct{ total, free int }
 	verify  bool
 	joinSeq uint64
+	// disputed are the CIDRs marked disputed (disputed.go).
+	disputed map[*cidr]struct{}
 	// forced and forcedKeys remember what forced removals took (forced.go).
 	forced     map[netip.Addr]forcedAlloc
 	forcedKeys map[IPAMKey]netip.Addr

@@ -9,7 +9,9 @@ import (
 // while pods hold addresses of it: until EC2 says so a second time it
 // stays, and the addresses it holds keep working, but none of its free
 // addresses is handed out (a new pod would get an address EC2 may no
-// longer route to the node). The mark lives as long as the CIDR.
+// longer route to the node), offered to shrink (FreeCIDRs,
+// ExcludedFreeCIDRs) or counted as available in Stats: the pool grows
+// elsewhere instead. The mark lives as long as the CIDR.
 
 // SetDisputed marks the CIDR disputed, or lifts the mark.
 func (d *DataStore) SetDisputed(eniID string, p netip.Prefix, disputed bool) error {
@@ -21,8 +23,54 @@ func (d *DataStore) SetDisputed(eniID string, p netip.Prefix, disputed bool) err
 		return fmt.Errorf("mark %s disputed=%t: %w", p, disputed, err)
 	}
 	c.disputed = disputed
+	if disputed {
+		if d.disputed == nil {
+			d.disputed = map[*cidr]struct{}{}
+		}
+		d.disputed[c] = struct{}{}
+	} else {
+		delete(d.disputed, c)
+	}
 	d.reindexLocked(c)
 	return nil
+}
+
+// subtractDisputedLocked takes what disputed CIDRs cannot give out of s:
+// their addresses that no pod holds (free, cooling, pending), and a
+// disputed prefix from the prefix counts unless a pod holds one of its
+// addresses. What their pods hold stays counted. Excluded ENIs' CIDRs are
+// out of s already. Requires d.mu.
+func (d *DataStore) subtractDisputedLocked(s *Stats) {
+	for c := range d.disputed {
+		if c.eni.excluded {
+			continue
+		}
+		if c.isPrefix() && c.assigned == 0 {
+			s.TotalPrefixes--
+			if c.idle() {
+				s.FreePrefixes--
+			}
+		}
+		if c.kind != d.mode {
+			continue
+		}
+		s.TotalIPs -= c.size() - c.assigned
+		if c.v6 != nil {
+			s.CooldownIPs -= c.used - c.assigned
+			if c.v6.pending {
+				s.PendingIPs -= c.size() - c.used
+			}
+			continue
+		}
+		for i := range c.addrs {
+			switch c.addrs[i].state {
+			case stateCooling:
+				s.CooldownIPs--
+			case statePending:
+				s.PendingIPs--
+			}
+		}
+	}
 }
 
 // RemoveCIDRIfUnheld takes the CIDR off the ENI unless an address of it is

@@ -84,3 +84,31 @@ func TestRemoveIfUnheld(t *testing.T) {
 	require.ErrorIs(t, d.RemoveENIIfUnheld("eni-a"), ErrUnknownENI)
 	require.ErrorIs(t, d.RemoveCIDRIfUnheld("eni-a", a.CIDR), ErrUnknownENI)
 }
+
+// A disputed CIDR's addresses that no pod holds are not counted as
+// available, nor offered to shrink, so the pool grows elsewhere and never
+// returns a usable address in their place; what its pods hold stays
+// counted.
+func TestDisputedCIDRLeavesTheFigures(t *testing.T) {
+	d := New(Config{PrefixDelegation: true})
+	addPrefixENI(t, d, "eni-a", 0, "10.0.0.16", 2)
+	a, err := d.Assign(key("a"), meta("a"))
+	require.NoError(t, err)
+	other := pfx("10.0.0.32/28")
+	if a.CIDR == other {
+		other = pfx("10.0.0.16/28")
+	}
+	before := d.Stats()
+	require.Equal(t, Stats{ENIs: 1, TotalIPs: 32, AssignedIPs: 1, TotalPrefixes: 2, FreePrefixes: 1}, before)
+	require.NoError(t, d.SetDisputed("eni-a", a.CIDR, true))
+	assert.Equal(t, Stats{ENIs: 1, TotalIPs: 17, AssignedIPs: 1, TotalPrefixes: 2, FreePrefixes: 1}, d.Stats(),
+		"the held prefix's 15 free addresses leave the figures; its pod stays counted")
+	require.NoError(t, d.SetDisputed("eni-a", other, true))
+	assert.Equal(t, Stats{ENIs: 1, TotalIPs: 1, AssignedIPs: 1, TotalPrefixes: 1, FreePrefixes: 0}, d.Stats())
+	assert.Empty(t, d.FreeCIDRs(true, 10), "a disputed prefix is never offered to shrink")
+	require.NoError(t, d.SetDisputed("eni-a", other, false))
+	assert.Equal(t, []FreeCIDR{{ENIID: "eni-a", CIDR: other}}, d.FreeCIDRs(true, 10))
+	_, err = d.RemoveCIDR("eni-a", a.CIDR, true)
+	require.NoError(t, err)
+	assert.Equal(t, Stats{ENIs: 1, TotalIPs: 16, TotalPrefixes: 1, FreePrefixes: 1}, d.Stats(), "a removed CIDR leaves the disputed set")
+}

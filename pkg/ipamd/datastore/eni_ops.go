@@ -129,7 +129,7 @@ func (d *DataStore) removeCIDRLocked(eniID string, p netip.Prefix, force bool) (
 		}
 	}
 	released := d.dropCIDRLocked(c)
-	d.rememberForcedLocked(eniID, released)
+	d.rememberForcedLocked(released)
 	return released, d.joinIfReleasedLocked(released), nil
 }
 
@@ -166,7 +166,7 @@ func (d *DataStore) removeENILocked(eniID string, force bool) ([]Allocation, *ba
 	var released []Allocation
 	for _, c := range e.cidrs {
 		took := d.dropCIDRLocked(c)
-		d.rememberForcedLocked(eniID, took)
+		d.rememberForcedLocked(took)
 		released = append(released, took...)
 	}
 	delete(d.enis, eniID)
@@ -211,6 +211,7 @@ func (d *DataStore) dropCIDRLocked(c *cidr) []Allocation {
 		}
 	}
 	delete(c.eni.cidrs, c.prefix)
+	delete(d.disputed, c)
 	return released
 }
 

@@ -55,7 +55,8 @@ func (d *DataStore) ENISummaries() []ENISummary {
 	return out
 }
 
-// FreeCIDR is a CIDR none of whose addresses is assigned or cooling.
+// FreeCIDR is a CIDR none of whose addresses is assigned, cooling or
+// pending, and that is not disputed.
 type FreeCIDR struct {
 	ENIID string
 	CIDR  netip.Prefix
@@ -85,7 +86,7 @@ func (d *DataStore) FreeCIDRs(prefixes bool, max int) []FreeCIDR {
 	for _, e := range enis {
 		ps := make([]netip.Prefix, 0, len(e.cidrs))
 		for p, c := range e.cidrs {
-			if c.kind == want && c.used == 0 {
+			if c.kind == want && c.used == 0 && !c.disputed {
 				ps = append(ps, p)
 			}
 		}

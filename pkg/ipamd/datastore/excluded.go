@@ -50,7 +50,7 @@ func (d *DataStore) ExcludedFreeCIDRs() []FreeCIDR {
 	for _, e := range enis {
 		ps := make([]netip.Prefix, 0, len(e.cidrs))
 		for p, c := range e.cidrs {
-			if c.idle() {
+			if c.idle() && !c.disputed {
 				ps = append(ps, p)
 			}
 		}

@@ -12,51 +12,52 @@ import (
 //   - a restore: a checkpoint entry whose address is on none of the ENIs
 //     EC2 showed at start (one answer, which may have left it out).
 //
-// If the address joins the pool again (on the same ENI, for a forced
-// removal; on any, for a restore), its pod is most likely still running
-// with it: with no runtime to ask (reconciler off), only this memory keeps
-// the address from being handed to a new pod or returned to EC2. So
-// AddCIDR gives it back to its key, with its original assignment time: the
-// allocation goes on, and the reconciler, where it runs, checks it like any
-// other (a pod that is gone has it reclaimed at the next pass). A DEL for a
-// remembered key forgets it. The memory is in-process only and lasts
-// ForcedMemory.
+// If the address joins the pool again, its pod is most likely still running
+// with it. Where new addresses are checked against the runtime
+// (VerifyNewAddresses), the address joins pending like any other, and the
+// runtime's answer decides (adopted by the live sandbox that uses it, freed
+// otherwise). Without that check (reconciler off, or no runtime yet), only
+// this memory keeps the address from being handed to a new pod or returned
+// to EC2: AddCIDR gives it back to its key, on whichever ENI it joins, with
+// its original assignment time (the allocation goes on; a reconciler that
+// starts later checks it like any other). A release of the key (its DEL)
+// forgets it. The memory is in-process only and lasts ForcedMemory.
 
 // ForcedMemory is how long such allocations are remembered.
 const ForcedMemory = time.Hour
 
 type forcedAlloc struct {
-	eniID      string    // "": any ENI
 	at         time.Time // when it was let go of
 	key        IPAMKey
 	meta       IPAMMetadata
 	assignedAt time.Time
 }
 
-// rememberForcedLocked records allocations let go of; eniID "" lets them
-// come back on any ENI. Requires d.mu.
-func (d *DataStore) rememberForcedLocked(eniID string, released []Allocation) {
+// rememberForcedLocked records allocations let go of. Requires d.mu.
+func (d *DataStore) rememberForcedLocked(released []Allocation) {
 	for _, a := range released {
-		d.rememberOneLocked(eniID, a.IP, a.Key, a.Metadata, a.AssignedAt)
+		d.rememberOneLocked(a.IP, a.Key, a.Metadata, a.AssignedAt)
 	}
 }
 
-func (d *DataStore) rememberOneLocked(eniID string, ip netip.Addr, key IPAMKey, meta IPAMMetadata, assignedAt time.Time) {
+func (d *DataStore) rememberOneLocked(ip netip.Addr, key IPAMKey, meta IPAMMetadata, assignedAt time.Time) {
 	if d.forced == nil {
 		d.forced, d.forcedKeys = map[netip.Addr]forcedAlloc{}, map[IPAMKey]netip.Addr{}
 	}
+	d.expireForcedLocked()
 	d.forgetForcedKeyLocked(key)
 	if old, ok := d.forced[ip]; ok {
 		delete(d.forcedKeys, old.key)
 	}
-	d.forced[ip] = forcedAlloc{eniID: eniID, at: d.now(), key: key, meta: meta, assignedAt: assignedAt}
+	d.forced[ip] = forcedAlloc{at: d.now(), key: key, meta: meta, assignedAt: assignedAt}
 	d.forcedKeys[key] = ip
 }
 
 // restoreForcedLocked gives the remembered addresses of c, which has just
-// joined its ENI, back to their keys and returns how many and the batch
-// that records them (nil when none). An address whose key holds another
-// one by now, or that is no longer free, is left as it is. Requires d.mu.
+// joined the pool, back to their keys and returns how many and the batch
+// that records them (nil when none). With verification on it only forgets
+// them: the runtime decides. An address whose key holds another one by
+// now, or that is no longer free, is left as it is. Requires d.mu.
 func (d *DataStore) restoreForcedLocked(c *cidr) (restored int, b *batch) {
 	for ip, fa := range d.forced {
 		if !c.prefix.Contains(ip) {
@@ -64,7 +65,7 @@ func (d *DataStore) restoreForcedLocked(c *cidr) (restored int, b *batch) {
 		}
 		delete(d.forced, ip)
 		delete(d.forcedKeys, fa.key)
-		if fa.eniID != "" && fa.eniID != c.eni.info.ID || d.now().Sub(fa.at) > ForcedMemory {
+		if d.verify || d.now().Sub(fa.at) > ForcedMemory {
 			continue
 		}
 		alloc, ad, err := d.beginAdoptAtLocked(ip, fa.key, fa.meta, fa.assignedAt)
@@ -93,16 +94,21 @@ func (d *DataStore) forgetForcedKeyLocked(key IPAMKey) bool {
 	return true
 }
 
-// RemovedByForce counts the allocations remembered (within ForcedMemory)
-// that would be given back if their address returned.
-func (d *DataStore) RemovedByForce() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+// expireForcedLocked drops what is older than ForcedMemory. Requires d.mu.
+func (d *DataStore) expireForcedLocked() {
 	for ip, fa := range d.forced {
 		if d.now().Sub(fa.at) > ForcedMemory {
 			delete(d.forced, ip)
 			delete(d.forcedKeys, fa.key)
 		}
 	}
+}
+
+// RemovedByForce counts the allocations remembered (within ForcedMemory)
+// that would be given back if their address returned.
+func (d *DataStore) RemovedByForce() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.expireForcedLocked()
 	return len(d.forced)
 }

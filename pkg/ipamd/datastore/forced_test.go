@@ -4,26 +4,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
 )
 
-// A CIDR removed by force that comes back on its ENI gives each address back
-// to the key that held it, in the checkpoint too; a key whose pod was
-// deleted meanwhile does not get it back, nor does a CIDR back on another
-// ENI or after ForcedMemory.
+// Without verification, a CIDR removed by force that comes back gives each
+// address back to the key that held it, with its assignment time and in
+// the checkpoint; a key whose pod was deleted meanwhile does not get it
+// back, nor does anyone after ForcedMemory.
 func TestForcedRemovalIsRememberedUntilTheCIDRComesBack(t *testing.T) {
 	cp := &MemoryCheckpointer{}
 	clk := clocktest.New()
-	// Given back even where new addresses join pending.
-	d := New(Config{PrefixDelegation: true, Now: clk.Now, Checkpointer: cp, VerifyNewAddresses: true})
+	d := New(Config{PrefixDelegation: true, Now: clk.Now, Checkpointer: cp})
 	t.Cleanup(func() { _ = d.Close() })
 	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
 	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-b", DeviceNumber: 1, RouteTableID: 2}))
 	p := pfx("10.0.0.16/28")
 	require.NoError(t, d.AddCIDR("eni-a", p))
-	require.Equal(t, 16, d.Verify(d.PendingAddresses()))
 	var held []Allocation
 	for i := range 3 {
 		a, err := d.Assign(key(podName(i)), meta(podName(i)))
@@ -43,7 +42,8 @@ func TestForcedRemovalIsRememberedUntilTheCIDRComesBack(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownPod)
 	assert.Equal(t, 2, d.RemovedByForce())
 
-	require.NoError(t, d.AddCIDR("eni-a", p))
+	clk.Advance(time.Minute)
+	require.NoError(t, d.AddCIDR("eni-b", p)) // back, on whichever ENI
 	for _, a := range held[:2] {
 		got, ok := d.Find(a.Key)
 		require.True(t, ok, "%s holds its address again", a.Key)
@@ -56,30 +56,55 @@ func TestForcedRemovalIsRememberedUntilTheCIDRComesBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, entries, 2, "given back durably")
 	assert.Zero(t, d.RemovedByForce())
-	s := d.Stats()
-	assert.Equal(t, 2, s.AssignedIPs)
-	assert.Equal(t, 14, s.PendingIPs, "the rest joins as any new address")
+	assert.Equal(t, 2, d.Stats().AssignedIPs)
 
-	// On another ENI, or too late: nothing comes back.
-	_, err = d.RemoveCIDR("eni-a", p, true)
+	// Too late: nothing comes back.
+	_, err = d.RemoveENI("eni-b", true)
 	require.NoError(t, err)
-	require.NoError(t, d.AddCIDR("eni-b", p))
-	assert.Zero(t, d.Stats().AssignedIPs)
-	require.Equal(t, 16, d.Verify(d.PendingAddresses()))
-	require.NoError(t, d.RemoveCIDRIfUnheld("eni-b", p))
-	require.NoError(t, d.AddCIDR("eni-a", p))
-	require.Equal(t, 16, d.Verify(d.PendingAddresses()))
-	_, err = d.Assign(key("late"), meta("late"))
-	require.NoError(t, err)
-	_, err = d.RemoveENI("eni-a", true)
-	require.NoError(t, err)
-	assert.Equal(t, 1, d.RemovedByForce(), "an ENI removed by force is remembered per CIDR")
+	assert.Equal(t, 2, d.RemovedByForce(), "an ENI removed by force is remembered too")
 	clk.Advance(ForcedMemory + time.Second)
 	assert.Zero(t, d.RemovedByForce())
-	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
 	require.NoError(t, d.AddCIDR("eni-a", p))
-	_, ok = d.Find(key("late"))
+	assert.Zero(t, d.Stats().AssignedIPs)
+}
+
+// Where new addresses are checked against the runtime, the memory gives
+// nothing back: the address joins pending and the runtime decides.
+func TestForcedMemoryDefersToVerification(t *testing.T) {
+	d := New(Config{VerifyNewAddresses: true})
+	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
+	c := pfx("10.0.0.10/32")
+	require.NoError(t, d.AddCIDR("eni-a", c))
+	require.Equal(t, 1, d.Verify(d.PendingAddresses()))
+	_, err := d.Assign(key("a"), meta("a"))
+	require.NoError(t, err)
+	_, err = d.RemoveCIDR("eni-a", c, true)
+	require.NoError(t, err)
+	require.NoError(t, d.AddCIDR("eni-a", c))
+	_, ok := d.Find(key("a"))
 	assert.False(t, ok)
+	assert.Equal(t, 1, d.Stats().PendingIPs, "pending until the runtime is asked")
+	assert.Zero(t, d.RemovedByForce())
+}
+
+// A key whose address was removed by force, that then got a second address
+// (a retried ADD) and was deleted (its DEL released that one), does not get
+// the first address back when it joins again: its pod is gone.
+func TestDeletedKeyDoesNotGetItsForcedAddressBack(t *testing.T) {
+	d, _ := newStoreOnClock(t, nil, 3)
+	a, err := d.Assign(key("k"), meta("k"))
+	require.NoError(t, err)
+	_, err = d.RemoveCIDR("eni-a", a.CIDR, true)
+	require.NoError(t, err)
+	_, err = d.Assign(key("k"), meta("k"))
+	require.NoError(t, err)
+	_, err = d.Release(key("k"))
+	require.NoError(t, err)
+	require.NoError(t, d.AddCIDR("eni-a", a.CIDR))
+	_, ok := d.Find(key("k"))
+	assert.False(t, ok, "a deleted key got %s back", a.IP)
+	_, free := d.Holds(a.IP)
+	assert.True(t, free)
 }
 
 // A key that holds another address by the time its CIDR comes back keeps
@@ -112,7 +137,7 @@ func TestRestoreRemembersEntriesNotInPool(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, first.Close())
 
-	d := New(Config{Checkpointer: cp, VerifyNewAddresses: true})
+	d := New(Config{Checkpointer: cp})
 	t.Cleanup(func() { _ = d.Close() })
 	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
 	rep, err := d.Restore()

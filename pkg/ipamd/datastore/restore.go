@@ -7,9 +7,9 @@ type RestoreReport struct {
 	Restored int
 	// NotInPool are entries whose address is on none of the store's ENIs
 	// (the address was returned to EC2 while ipamd was down, or one EC2
-	// answer left it out); dropped, but remembered: if the address joins
-	// the pool within ForcedMemory, it goes back to the entry's key
-	// (forced.go).
+	// answer left it out); dropped, but remembered: without verification,
+	// if the address joins the pool within ForcedMemory, it goes back to
+	// the entry's key (forced.go).
 	NotInPool []CheckpointEntry
 	// Conflicts are entries whose address or key was already taken by an
 	// earlier entry; dropped, the first entry wins.
@@ -54,7 +54,7 @@ func (d *DataStore) restoreLocked(entries []CheckpointEntry) (RestoreReport, *ba
 		c := d.v6ContainingLocked(e.IP)
 		if !ok && c == nil {
 			rep.NotInPool = append(rep.NotInPool, e)
-			d.rememberOneLocked("", e.IP, e.Key, e.Metadata, e.AssignedAt)
+			d.rememberOneLocked(e.IP, e.Key, e.Metadata, e.AssignedAt)
 			continue
 		}
 		if _, taken := d.byKey[e.Key]; taken || ok && a.state == stateAssigned {

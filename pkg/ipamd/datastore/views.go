@@ -22,6 +22,7 @@ func (d *DataStore) Stats() Stats {
 		FreePrefixes:  d.prefix.free,
 	}
 	d.subtractExcludedLocked(&s)
+	d.subtractDisputedLocked(&s)
 	return s
 }
 

@@ -139,6 +139,10 @@ func (p *Manager) ConfirmDisputes(ctx context.Context) {
 // CIDRs.
 func (p *Manager) confirmENI(ctx context.Context, id string) {
 	got, err := p.AWS.DescribeENIs(ctx, []string{id})
+	// Whatever this read decides, what it leaves open waits a whole
+	// DisputeConfirmAfter for the next one: one describe per ENI per
+	// interval, however long EC2 keeps answering the same.
+	defer p.markAsked(id)
 	var e *awsutils.ENI
 	switch {
 	case err == nil && len(got) == 1:
@@ -148,11 +152,6 @@ func (p *Manager) confirmENI(ctx context.Context, id string) {
 	default:
 		p.Errors.WithLabelValues("reconcileFailedGetENIs").Inc()
 		p.Log.Warn("ENI sync: could not take the second read of a dispute; keeping what pods use", "eni", id, "error", err)
-		for k, d := range p.disputes {
-			if k.eni == id {
-				d.asked = p.now()
-			}
-		}
 		return
 	}
 	summary, inStore := p.summary(id)
@@ -162,6 +161,12 @@ func (p *Manager) confirmENI(ctx context.Context, id string) {
 	}
 	reason, attached := p.attachedHere(e)
 	whole := disputeKey{eni: id}
+	if !attached && summary.Info.Primary {
+		// EC2 cannot detach an instance's primary ENI: an answer that says
+		// otherwise is wrong, and decides nothing about its CIDRs either.
+		p.Log.Warn("ENI sync: EC2 does not show the primary ENI attached; keeping it", "eni", id, "reason", reason)
+		return
+	}
 	if !attached {
 		d, disputed := p.disputes[whole]
 		switch {
@@ -171,7 +176,6 @@ func (p *Manager) confirmENI(ctx context.Context, id string) {
 			p.openDispute(whole, reason, allCIDRs(summary))
 		case !d.due(p.now(), p.cfg.DisputeConfirmAfter):
 		case inTransition(e, p.AWS.InstanceIdentity().InstanceID):
-			d.asked = p.now()
 			p.Log.Info("ENI sync: EC2 shows the ENI's attachment to this instance in transition; asking again", "eni", id, "status", e.AttachmentStatus)
 		default:
 			p.removeENIConfirmed(summary, reason)
@@ -217,31 +221,44 @@ func inTransition(e *awsutils.ENI, instance string) bool {
 }
 
 // removeENIConfirmed removes an ENI both reads left out, with what its pods
-// held (EC2 no longer routes those addresses to this node).
+// held (EC2 no longer routes those addresses to this node). A removal that
+// could not be written to the checkpoint has still happened in memory:
+// what decides is whether the ENI is gone from the datastore.
 func (p *Manager) removeENIConfirmed(s datastore.ENISummary, reason string) {
 	released, err := p.Store.RemoveENI(s.Info.ID, true)
-	if err != nil {
+	if _, still := p.summary(s.Info.ID); still {
+		p.Log.Error("ENI sync: could not remove an ENI two EC2 reads agree is gone; asking again", "eni", s.Info.ID, "error", err)
 		return
 	}
 	p.countForceRemoved(1, released)
 	p.m.reconcileCount.WithLabelValues("eniReconcileDel").Inc()
 	p.forgetDisputes(s.Info.ID, outcomeConfirmed)
 	p.Log.Warn("ENI sync: two EC2 reads agree the ENI is no longer attached; removed", "eni", s.Info.ID,
-		"reason", reason, "podsAffected", len(released))
+		"reason", reason, "podsAffected", len(released), "error", err)
 }
 
 // removeCIDRConfirmed removes a CIDR both reads left out, with what its
-// pods held.
+// pods held, judged as removeENIConfirmed.
 func (p *Manager) removeCIDRConfirmed(eni string, c netip.Prefix, reason string) {
 	released, err := p.Store.RemoveCIDR(eni, c, true)
-	if err != nil {
+	if s, ok := p.summary(eni); ok && slices.Contains(allCIDRs(s), c) {
+		p.Log.Error("ENI sync: could not remove an address two EC2 reads agree is gone; asking again", "eni", eni, "cidr", c.String(), "error", err)
 		return
 	}
 	p.countForceRemoved(0, released)
 	p.m.reconcileCount.WithLabelValues("eniIPPoolReconcileDel").Inc()
 	p.settleDispute(disputeKey{eni, c}, outcomeConfirmed, nil)
 	p.Log.Warn("ENI sync: two EC2 reads agree the address is gone; removed", "eni", eni, "cidr", c.String(),
-		"reason", reason, "podsAffected", len(released))
+		"reason", reason, "podsAffected", len(released), "error", err)
+}
+
+// markAsked notes a read of the ENI on every dispute of it still open.
+func (p *Manager) markAsked(id string) {
+	for k, d := range p.disputes {
+		if k.eni == id {
+			d.asked = p.now()
+		}
+	}
 }
 
 // summary finds one ENI in the datastore.

@@ -135,6 +135,13 @@ func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 // eniLeftOut handles an ENI of the datastore that EC2's answer does not
 // show attached here: removed when it holds nothing, disputed otherwise.
 func (p *Manager) eniLeftOut(s datastore.ENISummary, reason string) {
+	if s.Info.Primary {
+		// EC2 cannot detach an instance's primary ENI: this answer is
+		// wrong. Removing it would also lose what node init set on it
+		// (custom networking's exclusion).
+		p.Log.Warn("ENI sync: EC2's answer does not show the primary ENI attached; keeping it", "eni", s.Info.ID, "reason", reason)
+		return
+	}
 	if err := p.Store.RemoveENIIfUnheld(s.Info.ID); err == nil {
 		p.forgetDisputes(s.Info.ID, outcomeConfirmed)
 		p.m.reconcileCount.WithLabelValues("eniReconcileDel").Inc()

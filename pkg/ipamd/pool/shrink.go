@@ -19,7 +19,7 @@ func (p *Manager) shrink(ctx context.Context, d warmpool.Decision) {
 	defer p.m.actionInProgress.WithLabelValues("decreaseDatastorePool").Dec()
 	p.lastDecrease = p.now()
 	prefixes := d.Unit == warmpool.UnitPrefix
-	free := p.unguarded(p.Store.FreeCIDRs(prefixes, d.Over+len(p.disputes)+len(p.joined)))
+	free := p.unguarded(p.Store.FreeCIDRs(prefixes, d.Over+len(p.joined))) // disputed ones are never listed
 	p.ReturnToEC2(ctx, free[:min(len(free), d.Over)], prefixes)
 }
 

@@ -259,49 +259,70 @@ func (n *faultNode) requireNewPodsGetOthers(t *testing.T, when string) {
 	}
 }
 
+// eachSetup runs f as a subtest for every address and reconciler set-up.
+func eachSetup(t *testing.T, f func(t *testing.T, as addressSetup, rs reconcilerSetup)) {
+	for _, as := range addressSetups {
+		for _, rs := range reconcilerSetups {
+			t.Run(as.name+"/"+rs.name, func(t *testing.T) { f(t, as, rs) })
+		}
+	}
+}
+
+// withPodsOnAPrimaryCIDR starts a node and fills the primary ENI's first
+// CIDR of the mode with pods.
+func withPodsOnAPrimaryCIDR(t *testing.T, as addressSetup, rs reconcilerSetup) (*faultNode, datastore.ENISummary, netip.Prefix) {
+	t.Helper()
+	n := startFaultNode(t, rs, as.env)
+	eni := n.eniWith(t, true)
+	cidr := victim(eni, as.pd)
+	n.placePods(t, cidr, podsPer(as.pd))
+	n.cycle(t, 2)
+	n.requirePodsSafe(t, "before the fault")
+	return n, eni, cidr
+}
+
+// dropCIDR is the fault that leaves cidr (a prefix, or a /32 secondary IP)
+// out of the next answer of kind m about eni.
+func dropCIDR(m ec2fault.Match, eni string, cidr netip.Prefix) ec2fault.Fault {
+	f := ec2fault.Fault{Match: m, ENI: eni}
+	if cidr.Bits() == 32 {
+		f.DropAddress = cidr.Addr()
+	} else {
+		f.DropPrefix = cidr
+	}
+	return f
+}
+
 // TestOneAnswerWithoutACIDRPodsUseChangesNothing: one instance answer
 // leaves out a secondary IP or prefix that pods use (#3824). It stays,
 // disputed, with its pods and in the checkpoint; the second read lists it
 // and the dispute ends; nothing is returned to EC2 or handed out twice.
 func TestOneAnswerWithoutACIDRPodsUseChangesNothing(t *testing.T) {
-	for _, as := range addressSetups {
-		for _, rs := range reconcilerSetups {
-			t.Run(as.name+"/"+rs.name, func(t *testing.T) {
-				n := startFaultNode(t, rs, as.env)
-				eni := n.eniWith(t, true)
-				cidr := victim(eni, as.pd)
-				n.placePods(t, cidr, podsPer(as.pd))
-				n.cycle(t, 2)
-				n.requirePodsSafe(t, "before the fault")
-
-				f := ec2fault.Fault{Match: ec2fault.ByFilter, ENI: eni.Info.ID}
-				reason := "ip_missing"
-				if as.pd {
-					f.DropPrefix, reason = cidr, "prefix_missing"
-				} else {
-					f.DropAddress = cidr.Addr()
-				}
-				n.proxy.Add(f)
-				n.agent.pool.SyncENIs(context.Background())
-				require.Equal(t, 1, n.proxy.Applied(), "the instance answer left the CIDR out")
-				assert.Equal(t, 1, n.agent.pool.Disputes())
-				assert.Equal(t, 1.0, gathered(t, n.agent, "awscni_ipamd_eni_sync_disputes_total", "reason", reason))
-				n.requirePodsSafe(t, "after the answer without it")
-				// Steps within the dispute interval shrink nothing pods use.
-				for range 3 {
-					n.agent.pool.Step(context.Background())
-				}
-				n.requirePodsSafe(t, "after steps while disputed")
-
-				n.secondRead()
-				assert.Zero(t, n.agent.pool.Disputes(), "the second read lists it: resolved")
-				assert.Equal(t, 1.0, gathered(t, n.agent, "awscni_ipamd_eni_sync_dispute_outcomes_total", "outcome", "resolved"))
-				assert.Zero(t, gathered(t, n.agent, "awscni_force_removed_ips"))
-				n.cycle(t, 3)
-				n.requirePodsSafe(t, "after the dispute")
-			})
+	eachSetup(t, func(t *testing.T, as addressSetup, rs reconcilerSetup) {
+		n, eni, cidr := withPodsOnAPrimaryCIDR(t, as, rs)
+		reason := "ip_missing"
+		if as.pd {
+			reason = "prefix_missing"
 		}
-	}
+		n.proxy.Add(dropCIDR(ec2fault.ByFilter, eni.Info.ID, cidr))
+		n.agent.pool.SyncENIs(context.Background())
+		require.Equal(t, 1, n.proxy.Applied(), "the instance answer left the CIDR out")
+		assert.Equal(t, 1, n.agent.pool.Disputes())
+		assert.Equal(t, 1.0, gathered(t, n.agent, "awscni_ipamd_eni_sync_disputes_total", "reason", reason))
+		n.requirePodsSafe(t, "after the answer without it")
+		// Steps within the dispute interval shrink nothing pods use.
+		for range 3 {
+			n.agent.pool.Step(context.Background())
+		}
+		n.requirePodsSafe(t, "after steps while disputed")
+
+		n.secondRead()
+		assert.Zero(t, n.agent.pool.Disputes(), "the second read lists it: resolved")
+		assert.Equal(t, 1.0, gathered(t, n.agent, "awscni_ipamd_eni_sync_dispute_outcomes_total", "outcome", "resolved"))
+		assert.Zero(t, gathered(t, n.agent, "awscni_force_removed_ips"))
+		n.cycle(t, 3)
+		n.requirePodsSafe(t, "after the dispute")
+	})
 }
 
 // TestOneAnswerWithoutAnENIPodsUseChangesNothing: one instance answer
@@ -412,44 +433,27 @@ func TestTheOnlyPrefixInUseOnASecondaryENIIsNeverDetached(t *testing.T) {
 // sandboxes run (report). So the CIDR is neither returned to EC2 nor
 // handed to new pods.
 func TestTwoReadsAgreeThenTheCIDRComesBackWithItsPods(t *testing.T) {
-	for _, as := range addressSetups {
-		for _, rs := range reconcilerSetups {
-			t.Run(as.name+"/"+rs.name, func(t *testing.T) {
-				n := startFaultNode(t, rs, as.env)
-				eni := n.eniWith(t, true)
-				cidr := victim(eni, as.pd)
-				n.placePods(t, cidr, podsPer(as.pd))
-				n.cycle(t, 2)
-				n.requirePodsSafe(t, "before the faults")
-
-				for _, m := range []ec2fault.Match{ec2fault.ByFilter, ec2fault.ByID} {
-					f := ec2fault.Fault{Match: m, ENI: eni.Info.ID}
-					if as.pd {
-						f.DropPrefix = cidr
-					} else {
-						f.DropAddress = cidr.Addr()
-					}
-					n.proxy.Add(f)
-				}
-				n.agent.pool.SyncENIs(context.Background())
-				n.requirePodsSafe(t, "after the first answer")
-				n.secondRead()
-				require.Equal(t, 2, n.proxy.Applied())
-				assert.Equal(t, float64(podsPer(as.pd)), gathered(t, n.agent, "awscni_force_removed_ips"), "two reads agree: removed")
-				for key := range n.pods {
-					_, ok := n.agent.store.Find(key)
-					require.False(t, ok)
-				}
-
-				n.pendingHolds = rs.mode == "report"
-				n.agent.pool.SyncENIs(context.Background()) // EC2 lists it again
-				n.verify(t)
-				n.requirePodsSafe(t, "once EC2 lists it again")
-				n.cycle(t, 3)
-				n.requirePodsSafe(t, "after steps")
-			})
+	eachSetup(t, func(t *testing.T, as addressSetup, rs reconcilerSetup) {
+		n, eni, cidr := withPodsOnAPrimaryCIDR(t, as, rs)
+		n.proxy.Add(dropCIDR(ec2fault.ByFilter, eni.Info.ID, cidr))
+		n.proxy.Add(dropCIDR(ec2fault.ByID, eni.Info.ID, cidr))
+		n.agent.pool.SyncENIs(context.Background())
+		n.requirePodsSafe(t, "after the first answer")
+		n.secondRead()
+		require.Equal(t, 2, n.proxy.Applied())
+		assert.Equal(t, float64(podsPer(as.pd)), gathered(t, n.agent, "awscni_force_removed_ips"), "two reads agree: removed")
+		for key := range n.pods {
+			_, ok := n.agent.store.Find(key)
+			require.False(t, ok)
 		}
-	}
+
+		n.pendingHolds = rs.mode == "report"
+		n.agent.pool.SyncENIs(context.Background()) // EC2 lists it again
+		n.verify(t)
+		n.requirePodsSafe(t, "once EC2 lists it again")
+		n.cycle(t, 3)
+		n.requirePodsSafe(t, "after steps")
+	})
 }
 
 // TestIMDSAloneNeverRemovesWhatPodsUse: in IMDS-only mode the ENI sync's
@@ -493,44 +497,28 @@ func TestIMDSAloneNeverRemovesWhatPodsUse(t *testing.T) {
 // finds the CIDR again the pods' addresses are theirs again, in every
 // set-up (as in the test above): it never joins free.
 func TestOneAnswerAtStartWithoutACIDRPodsUse(t *testing.T) {
-	for _, as := range addressSetups {
-		for _, rs := range reconcilerSetups {
-			t.Run(as.name+"/"+rs.name, func(t *testing.T) {
-				n := startFaultNode(t, rs, as.env)
-				eni := n.eniWith(t, true)
-				cidr := victim(eni, as.pd)
-				n.placePods(t, cidr, podsPer(as.pd))
-				n.cycle(t, 1)
-				n.requirePodsSafe(t, "before the restart")
-				require.NoError(t, n.agent.store.Close())
-
-				f := ec2fault.Fault{Match: ec2fault.ByFilter, ENI: eni.Info.ID}
-				if as.pd {
-					f.DropPrefix = cidr
-				} else {
-					f.DropAddress = cidr.Addr()
-				}
-				n.proxy.Add(f)
-				a, err := NewAgent(context.Background(), n.agent.opts)
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = a.store.Close() })
-				require.Equal(t, 1, n.proxy.Applied(), "node init read the answer without it")
-				n.agent = a
-				for key := range n.pods {
-					_, ok := a.store.Find(key)
-					require.False(t, ok, "not restorable onto a CIDR the answer left out")
-				}
-				n.requireNewPodsGetOthers(t, "before the sync finds it")
-
-				n.pendingHolds = rs.mode == "report"
-				n.agent.pool.SyncENIs(context.Background())
-				n.verify(t)
-				n.requirePodsSafe(t, "once the ENI sync finds it")
-				n.cycle(t, 3)
-				n.requirePodsSafe(t, "after steps")
-			})
+	eachSetup(t, func(t *testing.T, as addressSetup, rs reconcilerSetup) {
+		n, eni, cidr := withPodsOnAPrimaryCIDR(t, as, rs)
+		require.NoError(t, n.agent.store.Close())
+		n.proxy.Add(dropCIDR(ec2fault.ByFilter, eni.Info.ID, cidr))
+		a, err := NewAgent(context.Background(), n.agent.opts)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = a.store.Close() })
+		require.Equal(t, 1, n.proxy.Applied(), "node init read the answer without it")
+		n.agent = a
+		for key := range n.pods {
+			_, ok := a.store.Find(key)
+			require.False(t, ok, "not restorable onto a CIDR the answer left out")
 		}
-	}
+		n.requireNewPodsGetOthers(t, "before the sync finds it")
+
+		n.pendingHolds = rs.mode == "report"
+		n.agent.pool.SyncENIs(context.Background())
+		n.verify(t)
+		n.requirePodsSafe(t, "once the ENI sync finds it")
+		n.cycle(t, 3)
+		n.requirePodsSafe(t, "after steps")
+	})
 }
 
 // TestNewPodsGetNothingFromADisputedCIDROrENI: a /28 that 5 pods use, or a
@@ -549,7 +537,7 @@ func TestNewPodsGetNothingFromADisputedCIDROrENI(t *testing.T) {
 			eni := n.eniWith(t, !whole)
 			cidr := victim(eni, true)
 			n.placePods(t, cidr, 5)
-			f := ec2fault.Fault{Match: ec2fault.ByFilter, ENI: eni.Info.ID, DropPrefix: cidr}
+			f := dropCIDR(ec2fault.ByFilter, eni.Info.ID, cidr)
 			if whole {
 				f = ec2fault.Fault{Match: ec2fault.ByFilter, ENI: eni.Info.ID, DropENI: true}
 			}

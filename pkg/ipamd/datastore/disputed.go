@@ -51,24 +51,8 @@ func (d *DataStore) subtractDisputedLocked(s *Stats) {
 				s.FreePrefixes--
 			}
 		}
-		if c.kind != d.mode {
-			continue
-		}
-		s.TotalIPs -= c.size() - c.assigned
-		if c.v6 != nil {
-			s.CooldownIPs -= c.used - c.assigned
-			if c.v6.pending {
-				s.PendingIPs -= c.size() - c.used
-			}
-			continue
-		}
-		for i := range c.addrs {
-			switch c.addrs[i].state {
-			case stateCooling:
-				s.CooldownIPs--
-			case statePending:
-				s.PendingIPs--
-			}
+		if c.kind == d.mode {
+			subtractUnassigned(s, c)
 		}
 	}
 }

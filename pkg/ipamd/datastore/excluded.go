@@ -79,23 +79,9 @@ func (d *DataStore) subtractExcludedLocked(s *Stats) {
 			if c.kind != d.mode {
 				continue
 			}
-			s.TotalIPs -= c.size()
+			subtractUnassigned(s, c)
+			s.TotalIPs -= c.assigned
 			s.AssignedIPs -= c.assigned
-			if c.v6 != nil {
-				s.CooldownIPs -= c.used - c.assigned
-				if c.v6.pending {
-					s.PendingIPs -= c.size() - c.used
-				}
-				continue
-			}
-			for i := range c.addrs {
-				switch c.addrs[i].state {
-				case stateCooling:
-					s.CooldownIPs--
-				case statePending:
-					s.PendingIPs--
-				}
-			}
 		}
 	}
 }

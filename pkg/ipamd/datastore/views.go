@@ -26,6 +26,27 @@ func (d *DataStore) Stats() Stats {
 	return s
 }
 
+// subtractUnassigned takes c's addresses that no key holds (free, cooling,
+// pending) out of s's address figures.
+func subtractUnassigned(s *Stats, c *cidr) {
+	s.TotalIPs -= c.size() - c.assigned
+	if c.v6 != nil {
+		s.CooldownIPs -= c.used - c.assigned
+		if c.v6.pending {
+			s.PendingIPs -= c.size() - c.used
+		}
+		return
+	}
+	for i := range c.addrs {
+		switch c.addrs[i].state {
+		case stateCooling:
+			s.CooldownIPs--
+		case statePending:
+			s.PendingIPs--
+		}
+	}
+}
+
 // Allocations lists every assigned address, of every kind.
 func (d *DataStore) Allocations() []Allocation {
 	d.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
+	"k8s.io/client-go/kubernetes"
 )
 
 // connectK8s sets up the API client and, through it, the node's pod
@@ -46,6 +47,9 @@ func (a *Agent) connectK8s(ctx context.Context) error {
 		a.apiServer = true
 	}
 	if cfg.AnnotatePodIP {
+		if err := a.checkAnnotateAccess(ctx, client); err != nil {
+			return err
+		}
 		a.podIPs = k8sapi.NewPodIPs(client, k8sapi.DefaultPodIPsQueue,
 			func(reason string) { a.metrics.errors.WithLabelValues(reason).Inc() }, a.log)
 	}
@@ -64,6 +68,29 @@ func (a *Agent) connectK8s(ctx context.Context) error {
 	}
 	a.apiServer = true
 	a.opts.MaxPods = n
+	return nil
+}
+
+// annotateAccess is what ANNOTATE_POD_IP needs of the API server.
+var annotateAccess = []k8sapi.Access{{Verb: "get", Resource: "pods"}, {Verb: "patch", Resource: "pods"}}
+
+// checkAnnotateAccess refuses to start when ANNOTATE_POD_IP is on but the
+// service account may not read and patch pods: every annotation would be
+// refused. The chart grants that only for env.ANNOTATE_POD_IP in its values,
+// so the setting given another way (extraEnv, kubectl set env) lands here.
+// When the server cannot be asked, start goes on (the patches' errors are
+// counted and logged).
+func (a *Agent) checkAnnotateAccess(ctx context.Context, client kubernetes.Interface) error {
+	missing, err := k8sapi.MissingAccess(ctx, client, annotateAccess...)
+	if err != nil {
+		a.log.Warn("ANNOTATE_POD_IP=true: could not check the service account's access to pods; going on", "error", err)
+		return nil
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("ANNOTATE_POD_IP=true, but this service account may not %v, so no pod would be annotated: "+
+			"set env.ANNOTATE_POD_IP in the chart's values (its ClusterRole then grants pods get and patch), not through extraEnv or kubectl set env, "+
+			"or grant those verbs to the service account yourself, or unset ANNOTATE_POD_IP", missing)
+	}
 	return nil
 }
 

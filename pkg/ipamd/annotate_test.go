@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,5 +148,48 @@ func TestStartupFailureInNodeInitIsObserved(t *testing.T) {
 		if f.GetName() == "awscni_ipamd_startup_duration_seconds" {
 			assert.GreaterOrEqual(t, f.GetMetric()[0].GetHistogram().GetSampleSum(), 60.0, "measured from the process start")
 		}
+	}
+}
+
+// ANNOTATE_POD_IP set where the chart's ClusterRole does not see it (extraEnv,
+// kubectl set env) leaves the service account without pods get and patch:
+// ipamd asks the API server at start and refuses to start, naming the
+// setting, rather than annotate nothing. Allowed, it starts; when the review
+// cannot be made, it starts too (the patches' errors are counted).
+func TestAnnotatePodIPRefusedWithoutTheGrant(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		review  func() (runtime.Object, error)
+		refused bool
+	}{
+		{"denied", func() (runtime.Object, error) {
+			return &authorizationv1.SelfSubjectAccessReview{Status: authorizationv1.SubjectAccessReviewStatus{Allowed: false}}, nil
+		}, true},
+		{"allowed", func() (runtime.Object, error) {
+			return &authorizationv1.SelfSubjectAccessReview{Status: authorizationv1.SubjectAccessReviewStatus{Allowed: true}}, nil
+		}, false},
+		{"review fails", func() (runtime.Object, error) { return nil, apierrors.NewServiceUnavailable("busy") }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testConfig(dir)
+			cfg.AnnotatePodIP = true
+			k8s := fake.NewClientset()
+			k8s.PrependReactor("create", "selfsubjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+				obj, err := tc.review()
+				return true, obj, err
+			})
+			a, err := NewAgent(context.Background(), Options{Config: cfg, SocketPath: filepath.Join(dir, "s.sock"),
+				DelQueueDir: filepath.Join(dir, "q"), DevPool: &devpool.Pool{ENIs: 1, PerENI: 1}, K8s: k8s})
+			if !tc.refused {
+				require.NoError(t, err)
+				_ = a.store.Close()
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "ANNOTATE_POD_IP=true")
+			assert.Contains(t, err.Error(), "patch pods (core)")
+			assert.Contains(t, err.Error(), "env.ANNOTATE_POD_IP")
+		})
 	}
 }

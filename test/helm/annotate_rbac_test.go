@@ -27,6 +27,8 @@ func TestPodsPatchFollowsANNOTATE_POD_IP(t *testing.T) {
 		{"0", "0"},
 		{"YAML bool false", false},
 		{"blank", ""},
+		{"true with a trailing space", "true "},
+		{"1 with blanks around", " 1 "},
 		{"yes (not a bool to ipamd)", "yes"},
 	}
 	for _, tc := range cases {
@@ -54,7 +56,8 @@ func TestPodsPatchFollowsANNOTATE_POD_IP(t *testing.T) {
 			if patch != cfg.AnnotatePodIP {
 				t.Errorf("ANNOTATE_POD_IP=%q (set %v): pods patch granted = %v, ipamd annotates = %v", v, set, patch, cfg.AnnotatePodIP)
 			}
-			if want := tc.value == "true" || tc.value == "True" || tc.value == "TRUE" || tc.value == "1" || tc.value == "t" || tc.value == true; patch != want {
+			if want := tc.value == "true" || tc.value == "True" || tc.value == "TRUE" || tc.value == "1" || tc.value == "t" || tc.value == true ||
+				tc.value == "true " || tc.value == " 1 "; patch != want {
 				t.Errorf("pods patch granted = %v, want %v", patch, want)
 			}
 		})

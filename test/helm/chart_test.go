@@ -687,21 +687,18 @@ func checkVolumes(t *testing.T, r *rendered, w want) {
 	}
 }
 
-// allowedRules are the only grants aws-node may have (upstream's ClusterRole;
-// pods patch only with ANNOTATE_POD_IP; network-policy entries only with the
-// node agent).
+// allowedRules are the only grants aws-node may have: what its processes
+// call (see the ClusterRole's comment). pods only with ANNOTATE_POD_IP;
+// network-policy entries only with the node agent.
 var allowedRules = map[string][]string{
-	"crd.k8s.amazonaws.com/eniconfigs":   {"get", "list", "watch"},
-	"/namespaces":                        {"get", "list", "watch"},
-	"/pods":                              {"get", "list", "watch", "patch"},
-	"/nodes":                             {"get", "list", "watch"},
-	"/events":                            {"create", "patch", "list"},
-	"events.k8s.io/events":               {"create", "patch", "list"},
-	"networking.k8s.aws/policyendpoints": {"get", "list", "watch"},
+	"crd.k8s.amazonaws.com/eniconfigs":                 {"get"},
+	"/pods":                                            {"get", "patch"},
+	"/nodes":                                           {"get", "watch"},
+	"events.k8s.io/events":                             {"create", "patch"},
+	"networking.k8s.aws/policyendpoints":               {"get", "list", "watch"},
 	"networking.k8s.aws/clusterpolicyendpoints":        {"get", "list", "watch"},
 	"networking.k8s.aws/policyendpoints/status":        {"get"},
 	"networking.k8s.aws/clusterpolicyendpoints/status": {"get"},
-	"vpcresources.k8s.aws/cninodes":                    {"get", "list", "watch", "patch"},
 	"url:/apis/networking.k8s.aws":                     {"get"},
 	"url:/apis/networking.k8s.aws/*":                   {"get"},
 }
@@ -761,13 +758,12 @@ func checkRBAC(t *testing.T, r *rendered, w want) {
 		}
 	}
 	need := map[string][]string{
-		"crd.k8s.amazonaws.com/eniconfigs": {"get", "list", "watch"},
-		"/pods":                            {"get", "list", "watch"},
-		"/nodes":                           {"get", "list", "watch"},
-		"/namespaces":                      {"get", "list", "watch"},
-		"/events":                          {"create", "patch"},
+		"crd.k8s.amazonaws.com/eniconfigs": {"get"},
+		"/nodes":                           {"get", "watch"},
 		"events.k8s.io/events":             {"create", "patch"},
-		"vpcresources.k8s.aws/cninodes":    {"get", "list", "watch", "patch"},
+	}
+	if w.podsPatch {
+		need["/pods"] = []string{"get", "patch"}
 	}
 	for key, verbs := range need {
 		for _, v := range verbs {
@@ -776,8 +772,8 @@ func checkRBAC(t *testing.T, r *rendered, w want) {
 			}
 		}
 	}
-	if g["/pods"]["patch"] != w.podsPatch {
-		t.Errorf("pods patch granted = %v, want %v", g["/pods"]["patch"], w.podsPatch)
+	if g["/pods"]["patch"] != w.podsPatch || g["/pods"]["get"] != w.podsPatch {
+		t.Errorf("pods get/patch granted = %v/%v, want %v (ANNOTATE_POD_IP)", g["/pods"]["get"], g["/pods"]["patch"], w.podsPatch)
 	}
 	_, hasPolicy := g["networking.k8s.aws/policyendpoints"]
 	_, hasURL := g["url:/apis/networking.k8s.aws"]

@@ -116,7 +116,7 @@ True ("true") when a value reads as true the way ipamd parses booleans
 (strconv.ParseBool); empty otherwise.
 */}}
 {{- define "aws-vpc-cni.isTrue" -}}
-{{- if has (toString .) (list "1" "t" "T" "true" "TRUE" "True") -}}true{{- end -}}
+{{- if has (toString . | trim) (list "1" "t" "T" "true" "TRUE" "True") -}}true{{- end -}}
 {{- end -}}
 
 {{/*

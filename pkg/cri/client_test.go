@@ -41,3 +41,19 @@ func TestClientReconnectsAfterRuntimeRestart(t *testing.T) {
 	assert.Equal(t, []string{"a"}, names(out))
 	t.Logf("listed again %v after the socket came back", took)
 }
+
+// Every call, the sandbox list with its own codec included, goes out as
+// exactly application/grpc: CRI-O resets a connection whose first request
+// says application/grpc+proto, and the agent then never reached it.
+func TestRequestsAreSentAsPlainGRPC(t *testing.T) {
+	rt, path := serve(t, sockDir(t), "crio.sock", "web")
+	rt.RequirePlainContentType(true)
+	c, err := Dial(path, 2*time.Second, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	out, err := c.ListSandboxes(context.Background())
+	require.NoError(t, err, "the first request on a fresh connection is a list")
+	require.Len(t, out, 1)
+	_, err = c.ListSandboxes(context.Background())
+	require.NoError(t, err)
+}

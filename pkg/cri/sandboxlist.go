@@ -233,11 +233,14 @@ func keepStrings(b []byte, items []wireSandbox) []Sandbox {
 }
 
 // sandboxListCodec is the codec of the ListPodSandbox call: the request is
-// an ordinary protobuf message, the answer goes to decodeSandboxList. It is
-// named "proto" so the runtime sees the usual application/grpc+proto.
+// an ordinary protobuf message, the answer goes to decodeSandboxList. Its
+// name is empty so gRPC sends no content subtype: the runtime sees exactly
+// application/grpc, as from its own generated clients. A name (even
+// "proto", giving application/grpc+proto) gets the connection reset by
+// CRI-O, which tells gRPC from HTTP on its one socket by that header.
 type sandboxListCodec struct{}
 
-func (sandboxListCodec) Name() string { return "proto" }
+func (sandboxListCodec) Name() string { return "" }
 
 func (sandboxListCodec) Marshal(v any) (mem.BufferSlice, error) {
 	m, ok := v.(proto.Message)

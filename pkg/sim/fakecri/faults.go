@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -23,6 +24,34 @@ type faults struct {
 	calls    map[string]int
 	// statusOf makes PodSandboxStatus of one sandbox fail (FailStatusOf).
 	statusOf map[string]codes.Code
+	// plainOnly refuses requests not sent as exactly application/grpc
+	// (RequirePlainContentType).
+	plainOnly bool
+}
+
+// RequirePlainContentType makes the runtime refuse, with Unavailable, every
+// request whose content-type is not exactly "application/grpc", as CRI-O
+// does: it serves gRPC and HTTP on one socket and resets a connection whose
+// first request carries another content-type (application/grpc+proto
+// included).
+func (r *Runtime) RequirePlainContentType(on bool) {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	r.faults.plainOnly = on
+}
+
+// plainContentTypeRefused reports whether the request must be refused
+// under RequirePlainContentType.
+func (r *Runtime) plainContentTypeRefused(ctx context.Context) bool {
+	r.faults.mu.Lock()
+	on := r.faults.plainOnly
+	r.faults.mu.Unlock()
+	if !on {
+		return false
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	ct := md.Get("content-type")
+	return len(ct) != 1 || ct[0] != "application/grpc"
 }
 
 // FailNext makes the next n calls of ListPodSandbox or PodSandboxStatus
@@ -153,6 +182,9 @@ func sleep(ctx context.Context, d time.Duration, stopping <-chan struct{}) error
 func (r *Runtime) interceptor(stopping <-chan struct{}) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		method := path.Base(info.FullMethod)
+		if r.plainContentTypeRefused(ctx) {
+			return nil, status.Error(codes.Unavailable, "fakecri: connection reset (content-type is not application/grpc)")
+		}
 		if err := sleep(ctx, r.admit(method), stopping); err != nil {
 			return nil, err
 		}

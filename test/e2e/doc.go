@@ -1,13 +1,18 @@
 // Package e2e runs the node agent end to end on a real container runtime:
-// containerd and runc inside a network namespace that plays the node, the
-// aws-cni plugin (and the loopback and egress-cni plugins) as containerd's
-// CNI, the real aws-k8s-agent (ipamd) binary as a subprocess, and the
+// containerd and runc inside a network namespace that plays the
+// node, the aws-cni plugin (and the loopback and egress-cni plugins) as the
+// runtime's CNI, the real aws-k8s-agent (ipamd) binary as a subprocess, and the
 // EC2/IMDS simulator (pkg/sim/ec2sim) standing in for AWS. Pods are created
 // and deleted through the CRI exactly as a kubelet would.
 //
-// The tests need root and containerd, ctr, containerd-shim-runc-v2 and runc
-// on PATH (CI installs them through .ci/run), an IPv6 node iptables too;
-// without them the tests skip with the reason. Nothing touches the host's
+// The runtime is chosen with E2E_RUNTIME (runtime.go, the Runtime
+// interface): "containerd" (default) is Debian's containerd 1.6 with ctr,
+// containerd-shim-runc-v2 and runc on PATH (CI installs them through
+// .ci/run); "containerd2" is containerd 2.2.9 from
+// /var/cache/aws-vpc-cni-e2e (scripts/ci/components.sh installs it). Each test logs the runtime and
+// version it runs on. The tests need root, and an IPv6 node iptables too;
+// without them, or without the default runtime, the tests skip with the
+// reason; a runtime selected by E2E_RUNTIME that is missing fails them. Nothing touches the host's
 // network: the node, its upstream and every pod live in namespaces the
 // tests create, and all processes, sockets, mounts and cgroups the tests
 // cause are removed at the end.
@@ -15,7 +20,7 @@
 // Layout of one node (Node, harness.go):
 //
 //	upstream netns  <-veth->  node netns (eth0 = the primary ENI's address)
-//	                            containerd (own root, state, runc root; its socket
+//	                            runtime (own root, state, runc root; its socket
 //	                              alone in a directory, cri/containerd.sock)
 //	                            aws-k8s-agent (private mount namespace, see ipamd.go;
 //	                              the socket directory mounted read-only at
@@ -31,5 +36,5 @@
 //
 // The scenarios are in the *_test.go files; TestSoak runs only when
 // E2E_SOAK_DURATION is set (make soak DURATION=10m). E2E_KEEP=1 keeps each
-// node's directory (agent, plugin and containerd logs) after the test.
+// node's directory (agent, plugin and runtime logs) after the test.
 package e2e

@@ -54,9 +54,9 @@ type Containerd struct {
 // containerdFlavor is what differs between containerd 1.6 and 2.x here:
 // where the binaries are and the config file's schema.
 type containerdFlavor struct {
-	name   string // the E2E_RUNTIME value
-	binDir string // "" for PATH
-	config string // template, see containerdConfig
+	name      string // the E2E_RUNTIME value
+	component string // in the components cache; "" for PATH
+	config    string // template, see containerdConfig
 }
 
 // containerd2Component is containerd 2.x's directory in the components
@@ -65,16 +65,23 @@ const containerd2Component = "containerd-2.2.9"
 
 var (
 	containerd16 = containerdFlavor{name: RuntimeContainerd, config: containerdConfig}
-	containerd2  = containerdFlavor{name: RuntimeContainerd2, binDir: filepath.Dir(componentBin(containerd2Component, "containerd")),
-		config: containerd2Config}
+	containerd2  = containerdFlavor{name: RuntimeContainerd2, component: containerd2Component, config: containerd2Config}
 )
+
+// binDir is the directory of the flavor's binaries ("" for PATH).
+func (f containerdFlavor) binDir() string {
+	if f.component == "" {
+		return ""
+	}
+	return filepath.Dir(componentBin(f.component, "containerd"))
+}
 
 // bin is the path of one of the flavor's binaries (a bare name: PATH).
 func (f containerdFlavor) bin(name string) string {
-	if f.binDir == "" {
+	if f.component == "" {
 		return name
 	}
-	return filepath.Join(f.binDir, name)
+	return componentBin(f.component, name)
 }
 
 // containerdConfig is containerd 1.6's config file: the CRI plugin set up
@@ -237,10 +244,10 @@ func (c *Containerd) Start() error {
 	c.cmd = exec.Command("nsenter", "--net="+c.node.Path(), "--", c.flavor.bin("containerd"), "--config", c.cfgPath)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.Env = append(os.Environ(), "HOME="+c.Dir)
-	if c.flavor.binDir != "" {
+	if d := c.flavor.binDir(); d != "" {
 		// Its own binaries first: whatever containerd looks up on PATH
 		// (the shim, should runtime_path be ignored) is the same version.
-		c.cmd.Env = append(c.cmd.Env, "PATH="+c.flavor.binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		c.cmd.Env = append(c.cmd.Env, "PATH="+d+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	done := make(chan struct{})
 	c.done = done

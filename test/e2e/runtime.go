@@ -13,7 +13,7 @@ import (
 )
 
 // Runtime is the container runtime of one node, driven over the CRI: what
-// the harness needs from containerd 1.6 or 2.x (and, next, CRI-O).
+// the harness needs from containerd 1.6, containerd 2.x or CRI-O.
 type Runtime interface {
 	// Name is the E2E_RUNTIME value that selects it ("containerd",
 	// "containerd2", "crio").
@@ -45,7 +45,8 @@ type Runtime interface {
 	// CgroupParent is the cgroup every sandbox of this node goes under,
 	// so cleanup knows which cgroups are ours.
 	CgroupParent() string
-	// PodPIDNamespace is the PID namespace mode the node's pods use.
+	// PodPIDNamespace is the PID namespace mode the node's pods use
+	// (CRI-O here: CONTAINER, see crio.go).
 	PodPIDNamespace() runtimeapi.NamespaceMode
 	// LogFile is the runtime's own log (tailed when a test fails).
 	LogFile() string
@@ -61,19 +62,27 @@ type Runtime interface {
 }
 
 // RuntimeEnv selects the nodes' runtime: "containerd" (the default:
-// Debian's containerd 1.6 on PATH) or "containerd2" (containerd 2.2.9 from
-// the components cache).
+// Debian's containerd 1.6 on PATH), "containerd2" (containerd 2.2.9 from
+// the components cache) or "crio" (CRI-O 1.34.0 from the cache).
 const RuntimeEnv = "E2E_RUNTIME"
 
-// ComponentsCache is where scripts/ci/components.sh installs the runtimes
-// Debian does not ship, one directory per component and version, each
-// with bin/ and a .done marker written last.
-const ComponentsCache = "/var/cache/aws-vpc-cni-e2e"
+// componentsCache is where scripts/ci/components.sh installs the runtimes
+// Debian does not ship, one directory per component and version
+// (<name>-<version>), each with bin/ and a .done stamp written last:
+// E2E_COMPONENTS_DIR, as the script reads it, else
+// /var/cache/aws-vpc-cni-e2e.
+func componentsCache() string {
+	if d := os.Getenv("E2E_COMPONENTS_DIR"); d != "" {
+		return d
+	}
+	return "/var/cache/aws-vpc-cni-e2e"
+}
 
 // Runtime names (E2E_RUNTIME values).
 const (
 	RuntimeContainerd  = "containerd"
 	RuntimeContainerd2 = "containerd2"
+	RuntimeCRIO        = "crio"
 )
 
 // selectedRuntime is the one place E2E_RUNTIME is read. explicit is false
@@ -88,7 +97,7 @@ func selectedRuntime() (name string, explicit bool) {
 
 // componentBin is bin/<name> of a cached component ("containerd-2.2.9").
 func componentBin(component, name string) string {
-	return filepath.Join(ComponentsCache, component, "bin", name)
+	return filepath.Join(componentsCache(), component, "bin", name)
 }
 
 // requireComponent fails t unless the component is fully installed in the
@@ -96,8 +105,8 @@ func componentBin(component, name string) string {
 func requireComponent(t testing.TB, runtime, component string, bins ...string) {
 	t.Helper()
 	var missing []string
-	if _, err := os.Stat(filepath.Join(ComponentsCache, component, ".done")); err != nil {
-		missing = append(missing, filepath.Join(ComponentsCache, component, ".done"))
+	if done := filepath.Join(componentsCache(), component, ".done"); !isFile(done) {
+		missing = append(missing, done)
 	}
 	for _, b := range bins {
 		if fi, err := os.Stat(componentBin(component, b)); err != nil || fi.Mode()&0o111 == 0 {
@@ -108,6 +117,11 @@ func requireComponent(t testing.TB, runtime, component string, bins ...string) {
 		t.Fatalf("e2e: %s=%s but %s is not installed (missing %s): run scripts/ci/components.sh",
 			RuntimeEnv, runtime, component, strings.Join(missing, ", "))
 	}
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // requireOnPath fails t (explicit selection) or skips it (the default
@@ -142,8 +156,11 @@ func requireRuntime(t testing.TB) string {
 	case RuntimeContainerd2:
 		requireComponent(t, name, containerd2Component, "containerd", "containerd-shim-runc-v2", "ctr")
 		requireOnPath(t, name, true, "apt-get install -y runc", "runc")
+	case RuntimeCRIO:
+		requireComponent(t, name, crioComponent, "crio", "pinns")
+		requireOnPath(t, name, true, "apt-get install -y runc conmon skopeo", "runc", "conmon", "skopeo")
 	default:
-		t.Fatalf("e2e: %s=%q: want %s or %s", RuntimeEnv, name, RuntimeContainerd, RuntimeContainerd2)
+		t.Fatalf("e2e: %s=%q: want %s, %s or %s", RuntimeEnv, name, RuntimeContainerd, RuntimeContainerd2, RuntimeCRIO)
 	}
 	return name
 }
@@ -166,6 +183,12 @@ func StartRuntime(name string, c RuntimeConfig) (Runtime, error) {
 		flavor = containerd16
 	case RuntimeContainerd2:
 		flavor = containerd2
+	case RuntimeCRIO:
+		cr, err := StartCRIO(c)
+		if cr == nil {
+			return nil, err // no nil *CRIO inside a non-nil Runtime
+		}
+		return cr, err
 	default:
 		return nil, fmt.Errorf("unknown runtime %q", name)
 	}

@@ -64,10 +64,12 @@ func delCalls(t testing.TB, n *Node) map[string][]string {
 // agent's runtime check is turned off so that the node works whatever the
 // agent's client makes of the runtime (TestAgentCRIClientReachesRuntime).
 // Lines tagged RUNTIME-FACT are the record; the assertions are what the
-// agent relies on.
+// agent relies on. A runtime restart under the running pod comes first
+// (socket removed and recreated, pod still listed).
 func TestRuntimeSandboxLifecycle(t *testing.T) {
 	n := NewNode(t, Options{Env: map[string]string{"POD_IP_RECONCILE_MODE": "off"}})
 	p := n.MustRunPod(t, n.NextName("life"))
+	var err error
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	state := func() (runtimeapi.PodSandboxState, bool) {
@@ -82,6 +84,20 @@ func TestRuntimeSandboxLifecycle(t *testing.T) {
 	}
 	st, listed := state()
 	require.True(t, listed)
+	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_READY, st)
+
+	// A runtime restart under the running pod.
+	before := inode(t, n.RT.Socket())
+	n.RT.Stop()
+	_, sockErr := os.Stat(n.RT.Socket())
+	require.NoError(t, n.RT.Start())
+	n.CRI.Close()
+	n.CRI, err = DialCRI(n.RT.Socket())
+	require.NoError(t, err)
+	st, listed = state()
+	t.Logf("RUNTIME-FACT %s: restart: socket gone while stopped=%v, new inode after start=%v; running pod listed=%v state=%v",
+		n.RT.Name(), os.IsNotExist(sockErr), inode(t, n.RT.Socket()) != before, listed, st)
+	assert.True(t, listed, "a running pod survives a runtime restart")
 	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_READY, st)
 
 	require.NoError(t, n.CRI.StopPodSandbox(ctx, p.ID))

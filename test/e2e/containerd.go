@@ -15,28 +15,33 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// shimSocketDir is where containerd 1.6 puts shim sockets, whatever its
-// state directory (hard-coded upstream).
+// shimSocketDir is where containerd (1.6 and 2.x alike) puts shim
+// sockets, whatever its state directory (hard-coded upstream).
 const shimSocketDir = "/run/containerd/s"
 
 // criNamespace is the containerd namespace of the CRI plugin.
 const criNamespace = "k8s.io"
 
 // Containerd is a containerd process of one node, with its own root, state,
-// socket, runc root and CNI directories, running in the node's namespace.
+// socket, runc root and CNI directories, running in the node's namespace:
+// Debian's containerd 1.6 on PATH, or containerd 2.x from the components
+// cache (the flavor).
 type Containerd struct {
 	Dir, Sock, RuncRoot string
 	// SockDir is the directory holding Sock and nothing else: what the
 	// chart mounts into aws-node (criSocket.hostDir), never the socket file,
 	// because containerd deletes and recreates the socket when it restarts.
-	SockDir    string
-	CNIConfDir string
-	// CgroupParent is the cgroup every sandbox of this node goes under
+	SockDir string
+	CNIConf string
+	// Cgroup is the cgroup every sandbox of this node goes under
 	// ("/e2e-<dir name>"), so cleanup knows which cgroups are ours.
-	CgroupParent string
+	Cgroup string
 
+	flavor  containerdFlavor
+	version string // as the CRI reports it
 	node    ns.NetNS
 	cfgPath string
 	cmd     *exec.Cmd
@@ -46,9 +51,42 @@ type Containerd struct {
 	cgroupsBefore map[string]bool
 }
 
-// containerdConfig is the config file: the CRI plugin set up for this VM
-// (see docs/test-environment.md) and plugins that would write outside the
-// test directory turned off.
+// containerdFlavor is what differs between containerd 1.6 and 2.x here:
+// where the binaries are and the config file's schema.
+type containerdFlavor struct {
+	name      string // the E2E_RUNTIME value
+	component string // in the components cache; "" for PATH
+	config    string // template, see containerdConfig
+}
+
+// containerd2Component is containerd 2.x's directory in the components
+// cache.
+const containerd2Component = "containerd-2.2.9"
+
+var (
+	containerd16 = containerdFlavor{name: RuntimeContainerd, config: containerdConfig}
+	containerd2  = containerdFlavor{name: RuntimeContainerd2, component: containerd2Component, config: containerd2Config}
+)
+
+// binDir is the directory of the flavor's binaries ("" for PATH).
+func (f containerdFlavor) binDir() string {
+	if f.component == "" {
+		return ""
+	}
+	return filepath.Dir(componentBin(f.component, "containerd"))
+}
+
+// bin is the path of one of the flavor's binaries (a bare name: PATH).
+func (f containerdFlavor) bin(name string) string {
+	if f.component == "" {
+		return name
+	}
+	return componentBin(f.component, name)
+}
+
+// containerdConfig is containerd 1.6's config file: the CRI plugin set up
+// for this VM (see docs/test-environment.md) and plugins that would write
+// outside the test directory turned off.
 const containerdConfig = `version = 2
 root = "{{dir}}/root"
 state = "{{dir}}/state"
@@ -84,14 +122,69 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     max_conf_num = 1
 `
 
-// StartContainerd writes the config and starts containerd in node, then
-// imports the pause image. It returns once the CRI answers. The socket is
-// dir/cri/containerd.sock, alone in its directory (SockDir).
-func StartContainerd(node ns.NetNS, dir, cniBin, cniConfDir, pauseTar string) (*Containerd, error) {
+// containerd2Config is the same node in containerd 2.x's schema (version
+// 3: the CRI plugin split into images, runtime and the gRPC server). No
+// imports (the default reads /etc/containerd/conf.d), NRI off (its socket,
+// /var/run/nri/nri.sock, would be shared with the host), no CDI (reads
+// /etc/cdi), pod network namespaces under the state directory rather than
+// /var/run/netns, and runtime_path naming the 2.x shim so that Debian's
+// 1.6 shim on PATH is never used (PATH also lists the 2.x bin first).
+const containerd2Config = `version = 3
+root = "{{dir}}/root"
+state = "{{dir}}/state"
+imports = []
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = "{{sock}}"
+
+[ttrpc]
+  address = "{{sock}}.ttrpc"
+
+[debug]
+  level = "info"
+
+[plugins."io.containerd.nri.v1.nri"]
+  disable = true
+
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "{{image}}"
+
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+  enable_cdi = false
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      runtime_path = "{{shim}}"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "{{runc}}"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["{{cnibin}}"]
+    conf_dir = "{{cniconf}}"
+    max_conf_num = 1
+
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+`
+
+// StartContainerd writes the flavor's config and starts containerd in the
+// node, then imports the pause image. It returns once the CRI answers. The
+// socket is dir/cri/containerd.sock, alone in its directory (SockDir).
+func StartContainerd(f containerdFlavor, rc RuntimeConfig) (*Containerd, error) {
+	dir := rc.Dir
 	sockDir := filepath.Join(dir, "cri")
 	c := &Containerd{Dir: dir, SockDir: sockDir, Sock: filepath.Join(sockDir, "containerd.sock"), RuncRoot: filepath.Join(dir, "runc"),
-		CNIConfDir: cniConfDir, CgroupParent: "/e2e-" + filepath.Base(dir), node: node, cfgPath: filepath.Join(dir, "containerd.toml"),
-		cgroupsBefore: map[string]bool{}}
+		CNIConf: rc.CNIConfDir, Cgroup: "/e2e-" + filepath.Base(dir), flavor: f, node: rc.Node,
+		cfgPath: filepath.Join(dir, "containerd.toml"), cgroupsBefore: map[string]bool{}}
 	for _, d := range cgroupDirs("k8s.io") {
 		c.cgroupsBefore[d] = true
 	}
@@ -99,15 +192,28 @@ func StartContainerd(node ns.NetNS, dir, cniBin, cniConfDir, pauseTar string) (*
 		return nil, err
 	}
 	cfg := strings.NewReplacer("{{dir}}", dir, "{{sock}}", c.Sock, "{{image}}", PauseImage, "{{runc}}", c.RuncRoot,
-		"{{cnibin}}", cniBin, "{{cniconf}}", cniConfDir).Replace(containerdConfig)
+		"{{cnibin}}", rc.CNIBin, "{{cniconf}}", rc.CNIConfDir, "{{shim}}", f.bin("containerd-shim-runc-v2")).Replace(f.config)
 	if err := os.WriteFile(c.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
 	if err := c.Start(); err != nil {
 		return c, err
 	}
-	return c, importImage(c.Sock, pauseTar)
+	return c, importImage(f.bin("ctr"), c.Sock, rc.PauseTar)
 }
+
+func (c *Containerd) Name() string           { return c.flavor.name }
+func (c *Containerd) Version() string        { return c.version }
+func (c *Containerd) Socket() string         { return c.Sock }
+func (c *Containerd) SocketDir() string      { return c.SockDir }
+func (c *Containerd) AgentSocketDir() string { return "/run/containerd" } // the chart's default criSocket.hostDir
+func (c *Containerd) CNIConfDir() string     { return c.CNIConf }
+func (c *Containerd) CgroupParent() string   { return c.Cgroup }
+func (c *Containerd) LogFile() string        { return filepath.Join(c.Dir, "containerd.log") }
+
+// PodPIDNamespace: containerd runs a pod-wide PID namespace (the pause
+// process as PID 1) without trouble here.
+func (c *Containerd) PodPIDNamespace() runtimeapi.NamespaceMode { return runtimeapi.NamespaceMode_POD }
 
 // Running reports whether the containerd process is alive.
 func (c *Containerd) Running() bool {
@@ -130,14 +236,19 @@ func (c *Containerd) Start() error {
 	if c.Running() {
 		return fmt.Errorf("containerd already running")
 	}
-	logf, err := os.OpenFile(filepath.Join(c.Dir, "containerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(c.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	c.cmd = exec.Command("nsenter", "--net="+c.node.Path(), "--", "containerd", "--config", c.cfgPath)
+	c.cmd = exec.Command("nsenter", "--net="+c.node.Path(), "--", c.flavor.bin("containerd"), "--config", c.cfgPath)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.Env = append(os.Environ(), "HOME="+c.Dir)
+	if d := c.flavor.binDir(); d != "" {
+		// Its own binaries first: whatever containerd looks up on PATH
+		// (the shim, should runtime_path be ignored) is the same version.
+		c.cmd.Env = append(c.cmd.Env, "PATH="+d+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	done := make(chan struct{})
 	c.done = done
 	if err := c.cmd.Start(); err != nil {
@@ -152,15 +263,17 @@ func (c *Containerd) Start() error {
 	for {
 		cri, err := DialCRI(c.Sock)
 		if err == nil {
-			_, err = cri.Version(ctx)
+			var v *runtimeapi.VersionResponse
+			v, err = cri.Version(ctx)
 			cri.Close()
 			if err == nil {
+				c.version = v.RuntimeName + " " + v.RuntimeVersion
 				return nil
 			}
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("containerd exited at start; see %s/containerd.log", c.Dir)
+			return fmt.Errorf("containerd exited at start; see %s", c.LogFile())
 		case <-ctx.Done():
 			return fmt.Errorf("containerd not ready in 30s: %v", err)
 		case <-time.After(50 * time.Millisecond):
@@ -187,6 +300,32 @@ func (c *Containerd) Stop() {
 		_ = c.cmd.Process.Kill()
 		<-c.done
 	}
+}
+
+// Verify checks that every shim of this containerd runs the flavor's
+// shim binary (for 2.x: the cached one, not Debian's 1.6 shim on PATH).
+func (c *Containerd) Verify() error {
+	want, err := exec.LookPath(c.flavor.bin("containerd-shim-runc-v2"))
+	if err != nil {
+		return err
+	}
+	if want, err = filepath.EvalSymlinks(want); err != nil {
+		return err
+	}
+	pids := shimPIDs(c.Sock)
+	if len(pids) == 0 {
+		return fmt.Errorf("no shim of %s runs", c.Sock)
+	}
+	for _, pid := range pids {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil {
+			return err
+		}
+		if exe != want {
+			return fmt.Errorf("shim %d runs %s, want %s", pid, exe, want)
+		}
+	}
+	return nil
 }
 
 // Cleanup removes what containerd and runc leave outside the test
@@ -217,7 +356,7 @@ func (c *Containerd) Cleanup(sandboxIDs []string) []error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, removeCgroupTree(cgroupDirs(strings.TrimPrefix(c.CgroupParent, "/")))...)
+	errs = append(errs, removeCgroupTree(cgroupDirs(strings.TrimPrefix(c.Cgroup, "/")))...)
 	for _, d := range cgroupDirs("k8s.io") {
 		if !c.cgroupsBefore[d] {
 			_ = syscall.Rmdir(d) // only if empty: someone else may use it
@@ -226,7 +365,7 @@ func (c *Containerd) Cleanup(sandboxIDs []string) []error {
 	return errs
 }
 
-// ShimSocketPath is where containerd 1.6 puts the shim socket of a
+// ShimSocketPath is where containerd (1.6 and 2.x) puts the shim socket of a
 // sandbox: /run/containerd/s/<sha256(address/namespace/id)>.
 func ShimSocketPath(containerdSock, id string) string {
 	sum := sha256.Sum256([]byte(filepath.Join(containerdSock, criNamespace, id)))

@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// CRI is a kubelet-like client of containerd's CRI (runtime v1).
+// CRI is a kubelet-like client of the runtime's CRI (runtime v1).
 type CRI struct {
 	conn *grpc.ClientConn
 	rt   runtimeapi.RuntimeServiceClient
@@ -43,6 +43,9 @@ type PodSpec struct {
 	HostNetwork          bool
 	CgroupParent         string
 	LogDir               string
+	// PID is the sandbox's PID namespace mode; the zero value is POD (a
+	// pod-wide namespace, the pause process as PID 1).
+	PID runtimeapi.NamespaceMode
 }
 
 // RunPodSandbox creates and starts a sandbox (CNI ADD happens inside) and
@@ -59,7 +62,7 @@ func (c *CRI) RunPodSandbox(ctx context.Context, p PodSpec) (string, error) {
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			CgroupParent: p.CgroupParent,
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-				NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode, Pid: runtimeapi.NamespaceMode_POD, Ipc: runtimeapi.NamespaceMode_POD},
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode, Pid: p.PID, Ipc: runtimeapi.NamespaceMode_POD},
 			},
 		},
 	}

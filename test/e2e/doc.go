@@ -1,25 +1,35 @@
 // Package e2e runs the node agent end to end on a real container runtime:
-// containerd and runc inside a network namespace that plays the node, the
-// aws-cni plugin (and the loopback and egress-cni plugins) as containerd's
-// CNI, the real aws-k8s-agent (ipamd) binary as a subprocess, and the
+// containerd (or CRI-O) and runc inside a network namespace that plays the
+// node, the aws-cni plugin (and the loopback and egress-cni plugins) as the
+// runtime's CNI, the real aws-k8s-agent (ipamd) binary as a subprocess, and the
 // EC2/IMDS simulator (pkg/sim/ec2sim) standing in for AWS. Pods are created
 // and deleted through the CRI exactly as a kubelet would.
 //
-// The tests need root and containerd, ctr, containerd-shim-runc-v2 and runc
-// on PATH (CI installs them through .ci/run), an IPv6 node iptables too;
-// without them the tests skip with the reason. Nothing touches the host's
-// network: the node, its upstream and every pod live in namespaces the
-// tests create, and all processes, sockets, mounts and cgroups the tests
-// cause are removed at the end.
+// The runtime is chosen with E2E_RUNTIME (runtime.go, the Runtime
+// interface): "containerd" (default) is Debian's containerd 1.6 with ctr,
+// containerd-shim-runc-v2 and runc on PATH (CI installs them through
+// .ci/run); "containerd2" is containerd 2.2.9 and "crio" CRI-O 1.34.0 from
+// E2E_COMPONENTS_DIR, default /var/cache/aws-vpc-cni-e2e
+// (scripts/ci/components.sh installs them there; CRI-O also needs
+// Debian's conmon and skopeo, and its pods use per-container PID
+// namespaces, see crio.go). Each test logs the runtime and version it runs
+// on. The tests need root, and an IPv6 node iptables too; without them, or
+// without the default runtime, the tests skip with the reason; a runtime
+// selected by E2E_RUNTIME that is missing fails them. Nothing touches the
+// host's network: the node, its upstream and every pod live in namespaces
+// the tests create, and all processes, sockets, mounts and cgroups the
+// tests cause are removed at the end.
 //
 // Layout of one node (Node, harness.go):
 //
 //	upstream netns  <-veth->  node netns (eth0 = the primary ENI's address)
-//	                            containerd (own root, state, runc root; its socket
-//	                              alone in a directory, cri/containerd.sock)
+//	                            runtime (own root, state, runc root; its socket
+//	                              alone in a directory, cri/containerd.sock; CRI-O:
+//	                              crio/crio.sock)
 //	                            aws-k8s-agent (private mount namespace, see ipamd.go;
 //	                              the socket directory mounted read-only at
-//	                              /run/containerd, as the Helm chart mounts it)
+//	                              /run/containerd, CRI-O /var/run/crio, as the Helm
+//	                              chart mounts it)
 //	                            EC2 + IMDS simulator and a fake kube-apiserver
 //	                              (in this process, listening inside the node netns)
 //	                            pod netns ... (veths made by aws-cni)
@@ -31,5 +41,5 @@
 //
 // The scenarios are in the *_test.go files; TestSoak runs only when
 // E2E_SOAK_DURATION is set (make soak DURATION=10m). E2E_KEEP=1 keeps each
-// node's directory (agent, plugin and containerd logs) after the test.
+// node's directory (agent, plugin and runtime logs) after the test.
 package e2e

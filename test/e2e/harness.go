@@ -114,7 +114,7 @@ type Node struct {
 	Net   *NodeNet
 	Sim   *ec2sim.Sim
 	Kube  *FakeKube // nil unless Options asks for an API server
-	CD    *Containerd
+	RT    Runtime   // the container runtime (E2E_RUNTIME)
 	CRI   *CRI
 	IPAMD *IPAMD
 	// CreateLatency is RunPodSandbox until the IP is known
@@ -143,7 +143,7 @@ func (p *Pod) Ref() string { return podNS + "/" + p.Name }
 // registers its teardown.
 func NewNode(t testing.TB, o Options) *Node {
 	t.Helper()
-	RequireEnvironment(t)
+	rtName := RequireEnvironment(t)
 	art := BuildArtifacts(t)
 	if o.InstanceType == "" {
 		o.InstanceType = "m5.large"
@@ -162,7 +162,7 @@ func NewNode(t testing.TB, o Options) *Node {
 			return
 		}
 		if os.Getenv("E2E_KEEP") != "" {
-			t.Logf("e2e: keeping %s (ipamd.log, plugin.log, containerd.log)", dir)
+			t.Logf("e2e: keeping %s (ipamd.log, plugin.log and the runtime's log)", dir)
 			return
 		}
 		if t.Failed() {
@@ -246,17 +246,21 @@ func NewNode(t testing.TB, o Options) *Node {
 	if err := os.WriteFile(filepath.Join(confDir, "10-aws.conflist"), conf, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n.CD, err = StartContainerd(n.Net.Node, dir, art.CNIBin, confDir, art.PauseTar)
-	if err != nil {
-		t.Fatal(err)
+	rt, err := StartRuntime(rtName, RuntimeConfig{Node: n.Net.Node, Dir: dir, CNIBin: art.CNIBin, CNIConfDir: confDir, PauseTar: art.PauseTar})
+	if rt != nil {
+		n.RT = rt // stopped and cleaned by teardown even if the start failed
 	}
+	if err != nil {
+		t.Fatalf("%s %s: %v", RuntimeEnv, rtName, err)
+	}
+	t.Logf("e2e: runtime %s (%s=%s)", rt.Version(), RuntimeEnv, rt.Name())
 	// The chart's layout: the socket's directory is mounted, the endpoint
 	// names the socket inside it.
-	n.IPAMD.CRIDir = n.CD.SockDir
+	n.IPAMD.CRIDir, n.IPAMD.AgentCRIDir = rt.SocketDir(), rt.AgentSocketDir()
 	if _, set := env["CRI_RUNTIME_ENDPOINT"]; !set {
-		env["CRI_RUNTIME_ENDPOINT"] = "unix://" + filepath.Join(AgentCRIDir, filepath.Base(n.CD.Sock))
+		env["CRI_RUNTIME_ENDPOINT"] = "unix://" + filepath.Join(rt.AgentSocketDir(), filepath.Base(rt.Socket()))
 	}
-	if n.CRI, err = DialCRI(n.CD.Sock); err != nil {
+	if n.CRI, err = DialCRI(rt.Socket()); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.IPAMD.Start(); err != nil {
@@ -271,14 +275,23 @@ func NewNode(t testing.TB, o Options) *Node {
 	if !o.NoAgentPod {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		id, err := n.CRI.RunPodSandbox(ctx, PodSpec{Name: agentPodName, Namespace: "kube-system", UID: newUID(),
-			HostNetwork: true, CgroupParent: n.CD.CgroupParent})
+		id, err := n.CRI.RunPodSandbox(ctx, n.podSpec(agentPodName, "kube-system", newUID(), true))
 		if err != nil {
 			t.Fatalf("host-network aws-node sandbox: %v", err)
 		}
 		n.noteID(id)
+		if err := rt.Verify(); err != nil {
+			t.Fatalf("%s: %v", rt.Name(), err)
+		}
 	}
 	return n
+}
+
+// podSpec is a sandbox of this node as the runtime needs it (its cgroup
+// parent, its PID namespace mode).
+func (n *Node) podSpec(name, namespace, uid string, hostNetwork bool) PodSpec {
+	return PodSpec{Name: name, Namespace: namespace, UID: uid, HostNetwork: hostNetwork,
+		CgroupParent: n.RT.CgroupParent(), PID: n.RT.PodPIDNamespace()}
 }
 
 // defaultEnv is the agent's environment before Options.Env.
@@ -326,7 +339,7 @@ func (n *Node) NextName(prefix string) string {
 func (n *Node) RunPod(ctx context.Context, name string) (*Pod, error) {
 	uid := newUID()
 	start := time.Now()
-	id, err := n.CRI.RunPodSandbox(ctx, PodSpec{Name: name, Namespace: podNS, UID: uid, CgroupParent: n.CD.CgroupParent})
+	id, err := n.CRI.RunPodSandbox(ctx, n.podSpec(name, podNS, uid, false))
 	if err != nil {
 		return nil, err
 	}
@@ -652,7 +665,7 @@ func WaitFor(d time.Duration, cond func() bool) (time.Duration, bool) {
 	}
 }
 
-// teardown removes every sandbox, stops the agent and containerd, and
+// teardown removes every sandbox, stops the agent and the runtime, and
 // cleans what they leave behind.
 func (n *Node) teardown() {
 	t := n.T
@@ -693,16 +706,19 @@ func (n *Node) teardown() {
 		}
 	}
 	if t.Failed() {
-		for _, f := range []string{"ipamd.log", "ipamd.out", "plugin.log", "containerd.log"} {
+		for _, f := range []string{"ipamd.log", "ipamd.out", "plugin.log"} {
 			tail(t, filepath.Join(n.Dir, f), 25)
 		}
+		if n.RT != nil {
+			tail(t, n.RT.LogFile(), 25)
+		}
 	}
-	if n.CD != nil {
-		n.CD.Stop()
+	if n.RT != nil {
+		n.RT.Stop()
 		n.mu.Lock()
 		ids := slices.Collect(maps.Keys(n.ids))
 		n.mu.Unlock()
-		for _, err := range n.CD.Cleanup(ids) {
+		for _, err := range n.RT.Cleanup(ids) {
 			t.Errorf("e2e teardown: %v", err)
 		}
 	}

@@ -43,18 +43,22 @@ import (
 // namespace, never the socket file itself (a file mount keeps pointing at
 // the old socket after the runtime recreates it).
 type IPAMD struct {
-	Bin     string
-	Node    ns.NetNS
-	Dir     string
-	RunDir  string            // bind-mounted over /run for the agent
-	CRIDir  string            // host directory of the runtime socket, mounted read-only at AgentCRIDir; "" mounts nothing
-	Env     map[string]string // the agent's whole environment (besides PATH, HOME)
-	Sock    string            // gRPC socket the plugin dials
-	Intro   string            // introspection socket
-	Metrics string
-	Store   string // checkpoint file
-	LogFile string
-	Output  string // the agent's stdout/stderr
+	Bin    string
+	Node   ns.NetNS
+	Dir    string
+	RunDir string // bind-mounted over /run for the agent
+	CRIDir string // host directory of the runtime socket, mounted read-only at AgentCRIDir; "" mounts nothing
+	// AgentCRIDir is where CRIDir appears to the agent (the chart's
+	// criSocket.hostDir, mounted at the same path); "" is
+	// DefaultAgentCRIDir.
+	AgentCRIDir string
+	Env         map[string]string // the agent's whole environment (besides PATH, HOME)
+	Sock        string            // gRPC socket the plugin dials
+	Intro       string            // introspection socket
+	Metrics     string
+	Store       string // checkpoint file
+	LogFile     string
+	Output      string // the agent's stdout/stderr
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -62,9 +66,10 @@ type IPAMD struct {
 	http *http.Client
 }
 
-// AgentCRIDir is where the agent sees the runtime's socket directory (the
-// chart's criSocket.hostDir default, mounted at the same path).
-const AgentCRIDir = "/run/containerd"
+// DefaultAgentCRIDir is where the agent sees the runtime's socket
+// directory unless AgentCRIDir says otherwise (the chart's
+// criSocket.hostDir default, mounted at the same path).
+const DefaultAgentCRIDir = "/run/containerd"
 
 // QueueDir is the DEL queue as seen from the test (host) side.
 func (p *IPAMD) QueueDir() string { return filepath.Join(p.RunDir, "aws-node", "del-queue") }
@@ -91,7 +96,11 @@ func (p *IPAMD) Start() error {
 	}
 	script, scriptArgs := `mount --bind "$0" /run && exec "$@"`, []string{p.RunDir}
 	if p.CRIDir != "" {
-		script = `mount --bind "$0" /run && mkdir -p ` + AgentCRIDir + ` && mount -o bind,ro "$1" ` + AgentCRIDir + ` && shift && exec "$@"`
+		at := p.AgentCRIDir
+		if at == "" {
+			at = DefaultAgentCRIDir
+		}
+		script = `mount --bind "$0" /run && mkdir -p ` + at + ` && mount -o bind,ro "$1" ` + at + ` && shift && exec "$@"`
 		scriptArgs = append(scriptArgs, p.CRIDir)
 	}
 	args := append([]string{"--net=" + p.Node.Path(), "--", "unshare", "--mount", "--propagation", "private", "--",

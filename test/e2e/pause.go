@@ -62,9 +62,10 @@ func WritePauseImage(bin, out, ref string) error {
 	return tarball.WriteToFile(out, tag, img)
 }
 
-// importImage loads the tarball into containerd's k8s.io namespace.
-func importImage(sock, tarPath string) error {
-	out, err := exec.Command("ctr", "-a", sock, "-n", "k8s.io", "images", "import", tarPath).CombinedOutput()
+// importImage loads the tarball into containerd's k8s.io namespace with
+// the given ctr (the same version as the containerd).
+func importImage(ctr, sock, tarPath string) error {
+	out, err := exec.Command(ctr, "-a", sock, "-n", "k8s.io", "images", "import", tarPath).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ctr images import: %v: %s", err, out)
 	}

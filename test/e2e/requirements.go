@@ -7,15 +7,18 @@ import (
 	"testing"
 )
 
-// tools the harness runs; all must be on PATH.
-var requiredTools = []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "nsenter", "unshare", "mount", "go"}
+// tools the harness runs whatever the runtime; all must be on PATH (the
+// runtime's own are checked by requireRuntime).
+var requiredTools = []string{"nsenter", "unshare", "mount", "go"}
 
 // RequireEnvironment skips t unless the process runs as root and every
-// tool the harness needs is on PATH.
-func RequireEnvironment(t testing.TB) {
+// tool the harness needs is on PATH, and checks the selected runtime
+// (E2E_RUNTIME, see requireRuntime: missing when selected fails t). It
+// returns the runtime's name.
+func RequireEnvironment(t testing.TB) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("e2e: needs root (network namespaces, containerd, runc); CI runs as root")
+		t.Skip("e2e: needs root (network namespaces, the container runtime, runc); CI runs as root")
 	}
 	var missing []string
 	for _, tool := range requiredTools {
@@ -24,8 +27,9 @@ func RequireEnvironment(t testing.TB) {
 		}
 	}
 	if len(missing) > 0 {
-		t.Skipf("e2e: %s not on PATH (apt-get install -y containerd runc; .ci/run does it on CI)", strings.Join(missing, ", "))
+		t.Skipf("e2e: %s not on PATH (apt-get install -y util-linux mount)", strings.Join(missing, ", "))
 	}
+	return requireRuntime(t)
 }
 
 // RequireTools skips t unless every tool is on PATH (tools only some nodes

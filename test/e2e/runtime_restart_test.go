@@ -53,13 +53,14 @@ func loseDELWhileRunning(t testing.TB, n *Node, p *Pod) {
 	require.Empty(t, n.IPAMD.Queue(), "the DEL was not queued")
 }
 
-// TestContainerdRestartSocketDir restarts containerd under a running ipamd
-// that reaches it the way the chart mounts it: the socket's directory,
-// read-only, with CRI_RUNTIME_ENDPOINT naming the socket inside (harness
-// default). containerd deletes its socket when it stops and makes a new one
-// at the same path when it starts; the agent's passes fail meanwhile
+// TestContainerdRestartSocketDir restarts the runtime (E2E_RUNTIME;
+// containerd by default, hence the name) under a running ipamd that reaches
+// it the way the chart mounts it: the socket's directory, read-only, with
+// CRI_RUNTIME_ENDPOINT naming the socket inside (harness default). The
+// runtime deletes its socket when it stops and makes a new one at the same
+// path when it starts; the agent's passes fail meanwhile
 // (awscni_ipamd_cri_runtime_reachable 0, nothing freed) and succeed again
-// within an interval of containerd being back. A DEL lost after the restart
+// within an interval of the runtime being back. A DEL lost after the restart
 // is then reclaimed by that same agent: the node's last address (t3.nano: 2
 // ENIs x 1) is taken, the leak signal fires at the address capacity (max
 // pods is unknown here), and a new pod gets the leaked address.
@@ -78,31 +79,31 @@ func TestContainerdRestartSocketDir(t *testing.T) {
 		v, merr := n.IPAMD.Metric(reachableMetric)
 		return err == nil && merr == nil && v == 1 && st.RuntimeReachable && !st.LastSuccessfulList.IsZero()
 	})
-	require.True(t, ok, "the agent reached containerd through %s: %+v", AgentCRIDir, st)
+	require.True(t, ok, "the agent reached %s through %s: %+v", n.RT.Name(), n.RT.AgentSocketDir(), st)
 
-	before := inode(t, n.CD.Sock)
-	n.CD.Stop()
+	before := inode(t, n.RT.Socket())
+	n.RT.Stop()
 	stopped := time.Now()
-	_, err := os.Stat(n.CD.Sock)
-	assert.ErrorIs(t, err, fs.ErrNotExist, "containerd deletes its socket when it stops")
+	_, err := os.Stat(n.RT.Socket())
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the runtime deletes its socket when it stops")
 	took, ok := WaitFor(ReconcileInterval+5*time.Second, func() bool {
 		v, err := n.IPAMD.Metric(reachableMetric)
 		return err == nil && v == 0
 	})
-	require.True(t, ok, "%s did not go to 0 within %v of containerd stopping", reachableMetric, took)
+	require.True(t, ok, "%s did not go to 0 within %v of the runtime stopping", reachableMetric, took)
 	st, err = n.IPAMD.Reconciler()
 	require.NoError(t, err)
 	assert.False(t, st.RuntimeReachable)
-	assert.True(t, st.LastSuccessfulList.Before(stopped), "no list succeeded while containerd was down")
+	assert.True(t, st.LastSuccessfulList.Before(stopped), "no list succeeded while the runtime was down")
 	assert.Zero(t, st.Totals.Reclaimed, "nothing freed while the runtime is away")
-	t.Logf("containerd down: a pass failed %v after the stop (%q)", took.Round(time.Millisecond), st.LastPass.Skipped)
+	t.Logf("%s down: a pass failed %v after the stop (%q)", n.RT.Name(), took.Round(time.Millisecond), st.LastPass.Skipped)
 
-	require.NoError(t, n.CD.Start())
+	require.NoError(t, n.RT.Start())
 	ready := time.Now()
 	n.CRI.Close()
-	n.CRI, err = DialCRI(n.CD.Sock)
+	n.CRI, err = DialCRI(n.RT.Socket())
 	require.NoError(t, err)
-	assert.NotEqual(t, before, inode(t, n.CD.Sock), "containerd made a new socket at the same path")
+	assert.NotEqual(t, before, inode(t, n.RT.Socket()), "the runtime made a new socket at the same path")
 	var recovered time.Time
 	_, ok = WaitFor(2*ReconcileInterval+reconnectMax, func() bool {
 		st, err = n.IPAMD.Reconciler()
@@ -113,10 +114,10 @@ func TestContainerdRestartSocketDir(t *testing.T) {
 		recovered = st.LastSuccessfulList
 		return true
 	})
-	require.True(t, ok, "no successful pass within %v of containerd being back: %+v", 2*ReconcileInterval+reconnectMax, st)
+	require.True(t, ok, "no successful pass within %v of the runtime being back: %+v", 2*ReconcileInterval+reconnectMax, st)
 	recovery := recovered.Sub(ready)
-	t.Logf("E2E-FIGURE containerd-restart recovery: %.1fs (containerd ready to the first successful pass; interval %v, reconnect backoff cap %v)",
-		recovery.Seconds(), ReconcileInterval, reconnectMax)
+	t.Logf("E2E-FIGURE containerd-restart recovery: %.1fs (%s ready to the first successful pass; interval %v, reconnect backoff cap %v)",
+		recovery.Seconds(), n.RT.Name(), ReconcileInterval, reconnectMax)
 	assert.True(t, st.RuntimeReachable)
 	assert.LessOrEqual(t, recovery, ReconcileInterval+reconnectMax, "passes succeed again within an interval (plus the reconnect backoff)")
 

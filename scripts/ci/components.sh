@@ -24,7 +24,7 @@
 #        scripts/ci/components.sh path NAME     (prints NAME's bin directory)
 # (containerd2 and containerd name the same component.) One line per
 # component: "components: NAME VERSION ready (built in Ns)" or "... cached".
-# First run on 2 cores: about 20 minutes in all, most of it kube-apiserver.
+# First run on 2 cores: about 10 minutes in all, 300 MB (docs/testing.md).
 # A build that fails is an error on CI (CI=true), a warning elsewhere.
 set -euo pipefail
 

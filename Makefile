@@ -26,6 +26,12 @@ BENCHTIME ?= 1s
 PKGS      ?= ./...
 TESTFLAGS ?=
 SETUP     ?= yes
+# go test's own timeout for `make test` (per test binary). go's default of
+# 10m killed the end-to-end package on a loaded 2-core machine, whose tests
+# run real runtimes one after another. 60m still ends a hung test binary
+# with go's goroutine dump rather than leaving it to CI's own limit.
+# make test TEST_TIMEOUT=0 disables it.
+TEST_TIMEOUT ?= 60m
 # Where `go install` puts the analysers scripts/ci/setup.sh installs.
 TOOLS_BIN ?= $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)
 
@@ -40,13 +46,14 @@ $(BINARIES):
 
 ## test: unit and integration tests under the race detector; fuzz targets
 ## run their seed corpora as ordinary tests. As root, first installs what the
-## real-kernel and end-to-end tests need (scripts/ci/setup.sh). Prints go
+## real-kernel and end-to-end tests need and builds the cached real
+## components (scripts/ci/setup.sh system components). Prints go
 ## test's usual output, then one line listing every skipped test with its
 ## reason, and the counts (scripts/ci/testsummary); go test's exit status.
 test:
-	@[ "$(SETUP)" = no ] || GO='$(GO)' scripts/ci/setup.sh system
+	@[ "$(SETUP)" = no ] || GO='$(GO)' scripts/ci/setup.sh system components
 	@$(GO) build -o $(BUILD_DIR)/testsummary ./scripts/ci/testsummary
-	$(BUILD_DIR)/testsummary $(GO) test -race -count=1 -json $(PKGS) $(TESTFLAGS)
+	$(BUILD_DIR)/testsummary $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -json $(PKGS) $(TESTFLAGS)
 
 ## bench: the benchmarks quoted in issue notes.
 bench:
@@ -81,6 +88,12 @@ check: lint
 ## setup: everything scripts/ci/setup.sh installs (CI calls it first).
 setup:
 	@GO='$(GO)' scripts/ci/setup.sh
+
+## components: only the cached real components (scripts/ci/components.sh;
+## docs/testing.md).
+.PHONY: components
+components:
+	@GO='$(GO)' scripts/ci/components.sh all
 
 ## run: the main job: the same pod churn with lost DELs on two simulated
 ## nodes at once, the pod-IP reconciler off on one and on on the other, then

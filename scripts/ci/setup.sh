@@ -7,8 +7,14 @@
 #           root: installs nothing and says so in one line.
 #   tools   installs the pinned analysers `make check` runs (staticcheck,
 #           deadcode) with `go install`, when missing or at another version.
+#   components
+#           as root, builds once the real components beyond Debian's
+#           (containerd 2, CRI-O, etcd, kube-apiserver) into their cache
+#           (scripts/ci/components.sh; about 10 minutes the first time, a
+#           line per component after that); not root: builds nothing
+#           unless E2E_COMPONENTS_DIR names a directory to build into.
 #
-# usage: scripts/ci/setup.sh [system] [tools]    (no argument: both)
+# usage: scripts/ci/setup.sh [system] [tools] [components]  (no argument: all)
 # Quiet when there is nothing to do. An install that fails is an error on CI
 # (CI=true), a warning elsewhere: the skipped tests are then listed at the
 # end of `make test`.
@@ -95,12 +101,20 @@ tools() {
 	install_tool deadcode golang.org/x/tools/cmd/deadcode "$XTOOLS_VERSION"
 }
 
-[ $# -gt 0 ] || set -- system tools
+components() {
+	if [ "$(id -u)" -ne 0 ] && [ -z "${E2E_COMPONENTS_DIR:-}" ]; then
+		note "not root: building no components (scripts/ci/components.sh; or set E2E_COMPONENTS_DIR to a writable directory)"
+		return 0
+	fi
+	GO="$GO" "$(dirname "$0")/components.sh" all
+}
+
+[ $# -gt 0 ] || set -- system tools components
 for step in "$@"; do
 	case "$step" in
-	system | tools) "$step" ;;
+	system | tools | components) "$step" ;;
 	*)
-		echo "usage: $0 [system] [tools]" >&2
+		echo "usage: $0 [system] [tools] [components]" >&2
 		exit 2
 		;;
 	esac

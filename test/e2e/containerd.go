@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/test/components"
 	"github.com/containernetworking/plugins/pkg/ns"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -61,7 +62,7 @@ type containerdFlavor struct {
 
 // containerd2Component is containerd 2.x's directory in the components
 // cache.
-const containerd2Component = "containerd-2.2.9"
+var containerd2Component = "containerd-" + components.Version("containerd")
 
 var (
 	containerd16 = containerdFlavor{name: RuntimeContainerd, config: containerdConfig}

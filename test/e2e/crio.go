@@ -11,13 +11,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/test/components"
 	"github.com/containernetworking/plugins/pkg/ns"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // crioComponent is CRI-O's directory in the components cache (crio and
 // pinns in bin/); conmon, runc and skopeo are Debian's.
-const crioComponent = "crio-1.34.0"
+var crioComponent = "crio-" + components.Version("crio")
 
 // CRIO is a CRI-O process of one node: its own root, run root (containers
 // storage), runc root, namespaces directory and CNI directories, running

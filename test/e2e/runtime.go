@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/amazon-vpc-cni-k8s/test/components"
 	"github.com/containernetworking/plugins/pkg/ns"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -68,15 +69,9 @@ const RuntimeEnv = "E2E_RUNTIME"
 
 // componentsCache is where scripts/ci/components.sh installs the runtimes
 // Debian does not ship, one directory per component and version
-// (<name>-<version>), each with bin/ and a .done stamp written last:
-// E2E_COMPONENTS_DIR, as the script reads it, else
-// /var/cache/aws-vpc-cni-e2e.
-func componentsCache() string {
-	if d := os.Getenv("E2E_COMPONENTS_DIR"); d != "" {
-		return d
-	}
-	return "/var/cache/aws-vpc-cni-e2e"
-}
+// (<name>-<version>, versions pinned in test/components/versions.txt),
+// each with bin/ and a .done stamp written last.
+func componentsCache() string { return components.CacheDir() }
 
 // Runtime names (E2E_RUNTIME values).
 const (

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The end-to-end runtime matrix: the scenarios every container runtime must
+# pass, run again on each runtime beyond the default (`make test` runs the
+# whole e2e suite on Debian's containerd 1.6 first). One go test per
+# runtime, summarised by testsummary; the exit status is non-zero when any
+# runtime fails. Runtimes come from scripts/ci/components.sh's cache.
+#
+# usage: scripts/ci/e2e-matrix.sh TESTSUMMARY GO [RUNTIME...]
+#   (no runtime: containerd2 crio)
+set -euo pipefail
+summary=$1
+go=$2
+shift 2
+runtimes=("$@")
+[ ${#runtimes[@]} -gt 0 ] || runtimes=(containerd2 crio)
+
+# The issue 26 matrix: 30 pods, a lost DEL reclaimed, the DEL queue
+# replayed, the seed's prefix-delegation node at max pods 62, the full
+# m5.large, a runtime restart with the chart's directory mount, churn with
+# ipamd SIGKILLs; and the runtime's own facts.
+tests='^(TestThirtyPods|TestLostDELReclaimedByReconciler|TestLostDELReplayedFromQueue|TestSeedPDNodeRecovers|TestFullM5LargeRecovers|TestContainerdRestartSocketDir|TestChurnWithIPAMDKills|TestAgentCRIClientReachesRuntime|TestRuntimeSandboxLifecycle)$'
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "e2e-matrix: not root: the runtime matrix needs root and is not run"
+	exit 0
+fi
+status=0
+for rt in "${runtimes[@]}"; do
+	echo "e2e-matrix: $rt"
+	start=$SECONDS
+	if ! E2E_RUNTIME=$rt "$summary" "$go" test -count=1 -timeout 40m -json -run "$tests" ./test/e2e/; then
+		status=1
+	fi
+	echo "e2e-matrix: $rt done in $((SECONDS - start))s"
+done
+exit $status

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -250,36 +249,9 @@ func (c *Containerd) Start() error {
 		// (the shim, should runtime_path be ignored) is the same version.
 		c.cmd.Env = append(c.cmd.Env, "PATH="+d+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
-	done := make(chan struct{})
-	c.done = done
-	if err := c.cmd.Start(); err != nil {
-		close(done)
-		return fmt.Errorf("start containerd: %w", err)
-	}
-	cmd := c.cmd
-	go func() { _ = cmd.Wait(); close(done) }()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		cri, err := DialCRI(c.Sock)
-		if err == nil {
-			var v *runtimeapi.VersionResponse
-			v, err = cri.Version(ctx)
-			cri.Close()
-			if err == nil {
-				c.version = v.RuntimeName + " " + v.RuntimeVersion
-				return nil
-			}
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("containerd exited at start; see %s", c.LogFile())
-		case <-ctx.Done():
-			return fmt.Errorf("containerd not ready in 30s: %v", err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	done, version, err := startCRIProcess("containerd", c.cmd, c.Sock, c.LogFile())
+	c.done, c.version = done, version
+	return err
 }
 
 // Stop ends containerd (SIGTERM, then SIGKILL after 10 s). Before the

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -198,36 +197,9 @@ func (c *CRIO) Start() error {
 		"--config", c.cfgPath, "--config-dir", c.confDir, "--log-level", "info")
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	c.cmd.Env = c.env()
-	done := make(chan struct{})
-	c.done = done
-	if err := c.cmd.Start(); err != nil {
-		close(done)
-		return fmt.Errorf("start crio: %w", err)
-	}
-	cmd := c.cmd
-	go func() { _ = cmd.Wait(); close(done) }()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		cri, err := DialCRI(c.Sock)
-		if err == nil {
-			var v *runtimeapi.VersionResponse
-			v, err = cri.Version(ctx)
-			cri.Close()
-			if err == nil {
-				c.version = v.RuntimeName + " " + v.RuntimeVersion
-				return nil
-			}
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("crio exited at start; see %s", c.LogFile())
-		case <-ctx.Done():
-			return fmt.Errorf("crio not ready in 30s: %v", err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	done, version, err := startCRIProcess("crio", c.cmd, c.Sock, c.LogFile())
+	c.done, c.version = done, version
+	return err
 }
 
 // env is the environment of CRI-O and skopeo: the node's storage and

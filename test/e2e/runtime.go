@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/test/components"
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -192,4 +194,36 @@ func StartRuntime(name string, c RuntimeConfig) (Runtime, error) {
 		return nil, err
 	}
 	return cd, err
+}
+
+// startCRIProcess starts a runtime's process and waits, up to 30 s, until
+// its CRI socket answers Version. done closes when the process exits;
+// version is the runtime's name and version as its CRI reports them.
+func startCRIProcess(name string, cmd *exec.Cmd, sock, logFile string) (done chan struct{}, version string, err error) {
+	done = make(chan struct{})
+	if err := cmd.Start(); err != nil {
+		close(done)
+		return done, "", fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() { _ = cmd.Wait(); close(done) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		cri, err := DialCRI(sock)
+		if err == nil {
+			var v *runtimeapi.VersionResponse
+			v, err = cri.Version(ctx)
+			cri.Close()
+			if err == nil {
+				return done, v.RuntimeName + " " + v.RuntimeVersion, nil
+			}
+		}
+		select {
+		case <-done:
+			return done, "", fmt.Errorf("%s exited at start; see %s", name, logFile)
+		case <-ctx.Done():
+			return done, "", fmt.Errorf("%s not ready in 30s: %v", name, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -39,9 +39,13 @@ const adminToken = "e2e-admin-token"
 // Server is a running kube-apiserver with its etcd.
 type Server struct {
 	// URL is the API server's https address (self-signed certificate).
-	URL   string
-	dir   string
-	procs []*exec.Cmd
+	URL       string
+	dir       string
+	bin       Binaries
+	etcdURL   string
+	port      int
+	etcd      *exec.Cmd
+	apiserver *exec.Cmd
 }
 
 // Binaries are the paths of the two programs.
@@ -51,27 +55,63 @@ type Binaries struct{ Etcd, KubeAPIServer string }
 // /readyz. Any failure fails the test (a missing binary too: never a skip).
 func Start(t testing.TB, bin Binaries) *Server {
 	t.Helper()
-	for _, b := range []string{bin.Etcd, bin.KubeAPIServer} {
-		if _, err := os.Stat(b); err != nil {
-			t.Fatalf("%s: %v (scripts/ci/components.sh builds it; make test runs that as root)", b, err)
-		}
-	}
-	s := &Server{dir: t.TempDir()}
-	t.Cleanup(s.stop)
-	etcdURL, err := s.startEtcd(bin.Etcd)
-	if err != nil {
-		t.Fatalf("etcd: %v", err)
-	}
-	if err := s.startAPIServer(bin.KubeAPIServer, etcdURL); err != nil {
-		t.Fatalf("kube-apiserver: %v", err)
-	}
 	start := time.Now()
-	if err := s.waitReady(90 * time.Second); err != nil {
-		t.Fatalf("kube-apiserver not ready: %v\n%s", err, s.logTail("kube-apiserver.log"))
+	s, err := Launch(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(s.Stop)
 	t.Logf("kube-apiserver ready at %s in %s", s.URL, time.Since(start).Round(time.Millisecond))
 	return s
 }
+
+// Launch runs etcd and kube-apiserver with their files in dir (which must
+// exist) and waits for /readyz; the caller stops them (Stop). Shared by
+// the tests of one binary (the e2e suite), it outlives any one test.
+func Launch(bin Binaries, dir string) (*Server, error) {
+	for _, b := range []string{bin.Etcd, bin.KubeAPIServer} {
+		if _, err := os.Stat(b); err != nil {
+			return nil, fmt.Errorf("%s: %v (scripts/ci/components.sh builds it; make test runs that as root)", b, err)
+		}
+	}
+	s := &Server{dir: dir, bin: bin}
+	etcdURL, err := s.startEtcd(bin.Etcd)
+	if err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	s.etcdURL = etcdURL
+	if err := s.startAPIServer(); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("kube-apiserver: %w", err)
+	}
+	if err := s.waitReady(90 * time.Second); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("kube-apiserver not ready: %v\n%s", err, s.logTail("kube-apiserver.log"))
+	}
+	return s, nil
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM) and starts it again on
+// the same port, etcd and keys (so objects and tokens survive, as in a
+// control-plane upgrade), after down has passed; it returns once /readyz
+// answers again.
+func (s *Server) RestartAPIServer(down time.Duration) error {
+	if s.apiserver == nil {
+		return fmt.Errorf("kube-apiserver is not running")
+	}
+	stopProc(s.apiserver)
+	s.apiserver = nil
+	time.Sleep(down)
+	if err := s.startAPIServer(); err != nil {
+		return err
+	}
+	return s.waitReady(90 * time.Second)
+}
+
+// CAFile is the API server's self-signed serving certificate (valid for
+// 127.0.0.1), for a client that verifies it.
+func (s *Server) CAFile() string { return filepath.Join(s.dir, "certs", "apiserver.crt") }
 
 // Admin is a client config with every permission.
 func (s *Server) Admin() *rest.Config {
@@ -93,32 +133,45 @@ func (s *Server) AdminClient(t testing.TB) kubernetes.Interface {
 // client config authenticated as it, with a token from TokenRequest.
 func (s *Server) ServiceAccount(t testing.TB, namespace, name string) *rest.Config {
 	t.Helper()
-	ctx := context.Background()
-	c := s.AdminClient(t)
+	cfg, err := s.ServiceAccountConfig(context.Background(), namespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// ServiceAccountConfig is ServiceAccount without a test: the namespace and
+// service account are created if missing, the token lasts an hour.
+func (s *Server) ServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
+	c, err := kubernetes.NewForConfig(s.Admin())
+	if err != nil {
+		return nil, err
+	}
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
 		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("namespace %s: %v", namespace, err)
+		return nil, fmt.Errorf("namespace %s: %w", namespace, err)
 	}
 	if _, err := c.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("service account %s/%s: %v", namespace, name, err)
+		return nil, fmt.Errorf("service account %s/%s: %w", namespace, name, err)
 	}
 	tr, err := c.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("token for %s/%s: %v", namespace, name, err)
+		return nil, fmt.Errorf("token for %s/%s: %w", namespace, name, err)
 	}
-	return &rest.Config{Host: s.URL, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	return &rest.Config{Host: s.URL, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, nil
 }
 
 func (s *Server) startEtcd(bin string) (string, error) {
 	client, peer := freePort(), freePort()
 	url := "http://127.0.0.1:" + strconv.Itoa(client)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peer)
-	err := s.run("etcd", bin, "--name=default", "--data-dir="+filepath.Join(s.dir, "etcd"),
+	cmd, err := s.run("etcd", bin, "--name=default", "--data-dir="+filepath.Join(s.dir, "etcd"),
 		"--listen-client-urls="+url, "--advertise-client-urls="+url,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=default="+peerURL, "--log-level=warn")
+	s.etcd = cmd
 	if err != nil {
 		return "", err
 	}
@@ -135,20 +188,22 @@ func (s *Server) startEtcd(bin string) (string, error) {
 	return "", fmt.Errorf("not healthy after 30 s\n%s", s.logTail("etcd.log"))
 }
 
-func (s *Server) startAPIServer(bin, etcdURL string) error {
-	keyFile, pubFile, err := writeServiceAccountKey(s.dir)
-	if err != nil {
-		return err
-	}
+func (s *Server) startAPIServer() error {
+	keyFile, pubFile := filepath.Join(s.dir, "sa.key"), filepath.Join(s.dir, "sa.pub")
 	tokens := filepath.Join(s.dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(adminToken+",e2e-admin,e2e-admin-uid,system:masters\n"), 0o600); err != nil {
-		return err
+	if s.port == 0 {
+		if err := writeServiceAccountKey(keyFile, pubFile); err != nil {
+			return err
+		}
+		if err := os.WriteFile(tokens, []byte(adminToken+",e2e-admin,e2e-admin-uid,system:masters\n"), 0o600); err != nil {
+			return err
+		}
+		s.port = freePort()
+		s.URL = "https://127.0.0.1:" + strconv.Itoa(s.port)
 	}
-	port := freePort()
-	s.URL = "https://127.0.0.1:" + strconv.Itoa(port)
-	return s.run("kube-apiserver", bin,
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
+	cmd, err := s.run("kube-apiserver", s.bin.KubeAPIServer,
+		"--etcd-servers="+s.etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(s.port),
 		"--cert-dir="+filepath.Join(s.dir, "certs"),
 		"--authorization-mode=RBAC", "--token-auth-file="+tokens,
 		"--service-account-issuer=https://kubernetes.default.svc",
@@ -160,23 +215,25 @@ func (s *Server) startAPIServer(bin, etcdURL string) error {
 		// accounts: pods are created without one.
 		"--disable-admission-plugins=ServiceAccount",
 		"--v=0")
+	s.apiserver = cmd
+	return err
 }
 
-// run starts a process logging to <name>.log, to die with the test binary.
-func (s *Server) run(name, bin string, args ...string) error {
-	log, err := os.Create(filepath.Join(s.dir, name+".log"))
+// run starts a process appending to <name>.log, to die with the test
+// binary.
+func (s *Server) run(name, bin string, args ...string) (*exec.Cmd, error) {
+	log, err := os.OpenFile(filepath.Join(s.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	defer log.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		log.Close()
-		return err
+		return nil, err
 	}
-	s.procs = append(s.procs, cmd)
-	return nil
+	return cmd, nil
 }
 
 func (s *Server) waitReady(timeout time.Duration) error {
@@ -201,21 +258,27 @@ func (s *Server) waitReady(timeout time.Duration) error {
 	return last
 }
 
-// stop ends the processes, the API server first.
-func (s *Server) stop() {
-	for i := len(s.procs) - 1; i >= 0; i-- {
-		p := s.procs[i]
-		_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
+// Stop ends the processes, the API server first.
+func (s *Server) Stop() {
+	stopProc(s.apiserver)
+	stopProc(s.etcd)
+	s.apiserver, s.etcd = nil, nil
+}
+
+// stopProc ends a process group: SIGTERM, SIGKILL after 10 s.
+func stopProc(p *exec.Cmd) {
+	if p == nil || p.Process == nil {
+		return
 	}
-	s.procs = nil
+	_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
 }
 
 func (s *Server) logTail(name string) string {
@@ -226,20 +289,19 @@ func (s *Server) logTail(name string) string {
 	return string(b)
 }
 
-func writeServiceAccountKey(dir string) (keyFile, pubFile string, err error) {
+func writeServiceAccountKey(keyFile, pubFile string) error {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {
-		return "", "", err
+		return err
 	}
-	keyFile, pubFile = filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
-		return "", "", err
+		return err
 	}
-	return keyFile, pubFile, os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
+	return os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
 }
 
 // freePort is a loopback TCP port nothing listens on right now.

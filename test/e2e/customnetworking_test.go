@@ -182,7 +182,7 @@ func TestCustomNetworkingENIConfigFixedLater(t *testing.T) {
 	t.Logf("pod without an address refused after %v: %v", time.Since(start).Round(time.Millisecond), err)
 
 	// The next pool step (every 5 s) attaches the first ENI from it.
-	n.Kube.PutENIConfig(cnZone, cnPodSubnetID, cnPodSG)
+	n.Kube.PutENIConfig(t, cnZone, cnPodSubnetID, cnPodSG)
 	n.WaitPool(t, 9, 15*time.Second)
 	pods := n.ParallelRun(t, "late", 4, 2)
 	for _, p := range pods {

@@ -58,8 +58,8 @@ type Options struct {
 	// Env is laid over the agent's default environment (see defaultEnv);
 	// an empty value removes the variable.
 	Env map[string]string
-	// MaxPods > 0 serves a node object with that pod capacity (the
-	// agent's max pods) from a fake API server.
+	// MaxPods > 0 registers the node with that pod capacity (the agent's
+	// max pods) on the suite's API server (kube.go).
 	MaxPods int
 	// NoAgentPod leaves out the host-network "aws-node" sandbox every real
 	// node runs (the pod-IP reconciler treats an empty sandbox list as
@@ -74,13 +74,21 @@ type Options struct {
 	Subnets           []ec2sim.SubnetConfig
 	SecurityGroupIDs  []string
 
-	// APIServer serves the node from the fake API server even when
+	// APIServer registers the node on the suite's API server even when
 	// MaxPods is 0 (the node then reports no pod capacity, and the agent
-	// falls back to its max-pods table). NodeLabels or ENIConfigs imply
-	// it; both are in place before the agent starts.
+	// falls back to its max-pods table). NodeLabels, ENIConfigs or
+	// ChartEnv imply it; all are in place before the agent starts.
 	APIServer  bool
 	NodeLabels map[string]string
 	ENIConfigs []ENIConfig
+	// ChartEnv is applied to the API server as the chart's env values for
+	// this test (its RBAC follows them, e.g. ANNOTATE_POD_IP grants pods
+	// patch); the defaults are applied again at teardown. The agent's own
+	// environment is still Env.
+	ChartEnv map[string]string
+	// APIFault is what the node's path to the API server does from the
+	// start (the zero value forwards; see Kube.SetFault).
+	APIFault APIFault
 
 	// IPv6 makes the node one of an IPv6 cluster: the VPC gets an IPv6
 	// /56, the node's subnet a /64 and the primary ENI an IPv6 address,
@@ -95,15 +103,15 @@ type Options struct {
 	IPv6 bool
 }
 
-// ENIConfig is one ENIConfig object the fake API server serves.
+// ENIConfig is one ENIConfig object put on the API server for the node.
 type ENIConfig struct {
 	Name, Subnet   string
 	SecurityGroups []string
 }
 
-// apiServer reports whether the node needs the fake API server.
+// apiServer reports whether the node needs the API server.
 func (o Options) apiServer() bool {
-	return o.MaxPods > 0 || o.APIServer || len(o.NodeLabels) > 0 || len(o.ENIConfigs) > 0
+	return o.MaxPods > 0 || o.APIServer || len(o.NodeLabels) > 0 || len(o.ENIConfigs) > 0 || len(o.ChartEnv) > 0
 }
 
 // Node is one simulated EC2 node with a real runtime and the real agent.
@@ -113,8 +121,8 @@ type Node struct {
 	Art   *Artifacts
 	Net   *NodeNet
 	Sim   *ec2sim.Sim
-	Kube  *FakeKube // nil unless Options asks for an API server
-	RT    Runtime   // the container runtime (E2E_RUNTIME)
+	Kube  *Kube   // nil unless Options asks for an API server
+	RT    Runtime // the container runtime (E2E_RUNTIME)
 	CRI   *CRI
 	IPAMD *IPAMD
 	// CreateLatency is RunPodSandbox until the IP is known
@@ -198,23 +206,9 @@ func NewNode(t testing.TB, o Options) *Node {
 	}
 	env := n.defaultEnv()
 	if o.apiServer() {
-		l, err := ListenIn(n.Net.Node, "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := "ip-" + strings.ReplaceAll(primaryIP.String(), ".", "-") + ".us-west-2.compute.internal"
-		n.Kube = StartFakeKube(l, name, o.MaxPods)
-		if len(o.NodeLabels) > 0 {
-			n.Kube.SetNodeLabels(o.NodeLabels)
-		}
-		for _, c := range o.ENIConfigs {
-			n.Kube.PutENIConfig(c.Name, c.Subnet, c.SecurityGroups...)
-		}
-		kc := filepath.Join(dir, "kubeconfig")
-		if err := n.Kube.WriteKubeconfig(kc); err != nil {
-			t.Fatal(err)
-		}
-		env["KUBECONFIG"], env["MY_NODE_NAME"] = kc, name
+		kc := agentKubeconfigPath(dir)
+		n.Kube = startKube(t, n.Net.Node, nodeName(primaryIP.String()), o, kc)
+		env["KUBECONFIG"], env["MY_NODE_NAME"] = kc, n.Kube.NodeName
 	}
 	if !o.NoAgentPod {
 		env["MY_POD_NAME"] = agentPodName // as the chart sets it; the runtime lists this pod below
@@ -723,7 +717,7 @@ func (n *Node) teardown() {
 		}
 	}
 	if n.Kube != nil {
-		n.Kube.Close()
+		n.Kube.Close(t)
 	}
 	if n.Sim != nil {
 		_ = n.Sim.Close()

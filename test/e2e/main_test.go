@@ -7,6 +7,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopControlPlane()
 	CleanupArtifacts()
 	os.Exit(code)
 }

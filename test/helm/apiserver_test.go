@@ -4,25 +4,18 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/yaml"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/eniconfig"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
@@ -36,124 +29,37 @@ func startAPIServer(t *testing.T) *apiserver.Server {
 	return apiserver.Start(t, apiserver.Binaries{Etcd: components.Bin(t, "etcd"), KubeAPIServer: components.Bin(t, "kube-apiserver")})
 }
 
-// applier creates or updates rendered objects with strict field
-// validation, as `kubectl apply --validate=strict` would.
+// applier applies renderings of the chart to a real API server.
 type applier struct {
-	t      *testing.T
-	dyn    dynamic.Interface
-	mapper *restmapper.DeferredDiscoveryRESTMapper
+	t *testing.T
+	a *apiserver.Applier
 }
 
 func newApplier(t *testing.T, s *apiserver.Server) *applier {
-	dc, err := discovery.NewDiscoveryClientForConfig(s.Admin())
+	a, err := s.NewApplier(namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(s.Admin())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &applier{t: t, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}
+	return &applier{t: t, a: a}
 }
 
-// apply puts every document in place, CRDs first (and waits until they are
-// served). Objects of an API the server does not serve (a PodMonitor
-// without the Prometheus operator) are left out and returned.
+// apply renders the chart with vals and puts every document in place (see
+// apiserver.Applier.Apply), returning what the server does not serve.
 func (a *applier) apply(vals map[string]interface{}) (skipped []string) {
 	a.t.Helper()
 	docs, err := renderDocs(a.t, vals)
 	if err != nil {
 		a.t.Fatalf("render: %v", err)
 	}
-	var crds, rest []*unstructured.Unstructured
-	for _, d := range docs {
-		if strings.TrimSpace(d.Content) == "" {
-			continue
-		}
-		js, err := yaml.YAMLToJSON([]byte(d.Content))
-		if err != nil {
-			a.t.Fatalf("%s: %v", d.Source, err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(js); err != nil {
-			a.t.Fatalf("%s: %v", d.Source, err)
-		}
-		if u.GetKind() == "CustomResourceDefinition" {
-			crds = append(crds, u)
-		} else {
-			rest = append(rest, u)
-		}
+	texts := make([]string, len(docs))
+	for i, d := range docs {
+		texts[i] = d.Content
 	}
-	for _, u := range crds {
-		a.put(u)
-	}
-	if len(crds) > 0 {
-		a.waitServed(crds)
-	}
-	for _, u := range rest {
-		if !a.put(u) {
-			skipped = append(skipped, u.GetKind()+"/"+u.GetName())
-		}
+	skipped, err = a.a.Apply(texts, func(i int) string { return docs[i].Source })
+	if err != nil {
+		a.t.Fatal(err)
 	}
 	return skipped
-}
-
-// put creates u, or updates it (keeping the server's resourceVersion);
-// false when its API is not served.
-func (a *applier) put(u *unstructured.Unstructured) bool {
-	a.t.Helper()
-	gvk := u.GroupVersionKind()
-	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		return false
-	}
-	if err != nil {
-		a.t.Fatalf("%s %s: %v", gvk, u.GetName(), err)
-	}
-	var r dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		if u.GetNamespace() == "" {
-			u.SetNamespace(namespace)
-		}
-		r = a.dyn.Resource(m.Resource).Namespace(u.GetNamespace())
-	}
-	ctx := context.Background()
-	_, err = r.Create(ctx, u, metav1.CreateOptions{FieldValidation: "Strict"})
-	if apierrors.IsAlreadyExists(err) {
-		cur, gerr := r.Get(ctx, u.GetName(), metav1.GetOptions{})
-		if gerr != nil {
-			a.t.Fatalf("get %s %s: %v", gvk.Kind, u.GetName(), gerr)
-		}
-		u.SetResourceVersion(cur.GetResourceVersion())
-		_, err = r.Update(ctx, u, metav1.UpdateOptions{FieldValidation: "Strict"})
-	}
-	if err != nil {
-		a.t.Fatalf("the API server refuses %s %s: %v", gvk.Kind, u.GetName(), err)
-	}
-	return true
-}
-
-func (a *applier) waitServed(crds []*unstructured.Unstructured) {
-	a.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		a.mapper.Reset()
-		missing := ""
-		for _, c := range crds {
-			group, _, _ := unstructured.NestedString(c.Object, "spec", "group")
-			kind, _, _ := unstructured.NestedString(c.Object, "spec", "names", "kind")
-			if _, err := a.mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind}); err != nil {
-				missing = kind
-			}
-		}
-		if missing == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			a.t.Fatalf("CRD %s not served after 30 s", missing)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // Every object the chart renders, with the defaults and with each values

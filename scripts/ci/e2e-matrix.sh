@@ -5,6 +5,11 @@
 # runtime, summarised by testsummary; the exit status is non-zero when any
 # runtime fails. Runtimes come from scripts/ci/components.sh's cache.
 #
+# Each runtime's go test -json output is kept in
+# $E2E_MATRIX_OUT/e2e-<runtime>.json (default build/), and its FIGURE lines
+# (create-to-IP, reclaim, restart recovery, seed node recovery) are printed
+# after its summary.
+#
 # usage: scripts/ci/e2e-matrix.sh TESTSUMMARY GO [RUNTIME...]
 #   (no runtime: containerd2 crio)
 set -euo pipefail
@@ -24,13 +29,18 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "e2e-matrix: not root: the runtime matrix needs root and is not run"
 	exit 0
 fi
+out=${E2E_MATRIX_OUT:-build}
+mkdir -p "$out"
 status=0
 for rt in "${runtimes[@]}"; do
 	echo "e2e-matrix: $rt"
 	start=$SECONDS
-	if ! E2E_RUNTIME=$rt "$summary" "$go" test -count=1 -timeout 40m -json -run "$tests" ./test/e2e/; then
+	json="$out/e2e-$rt.json"
+	# One test binary per runtime; 40 minutes is over 10x a quiet run.
+	if ! E2E_RUNTIME=$rt "$go" test -count=1 -timeout 40m -json -run "$tests" ./test/e2e/ | tee "$json" | "$summary"; then
 		status=1
 	fi
+	grep -o '"Output":"[^"]*FIGURE[^"]*' "$json" | sed -e 's/^"Output":"[[:space:]]*/  /' -e 's/\\n$//' -e 's/\\t/ /g' || true
 	echo "e2e-matrix: $rt done in $((SECONDS - start))s"
 done
 exit $status

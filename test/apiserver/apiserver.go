@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -44,8 +45,14 @@ type Server struct {
 	bin       Binaries
 	etcdURL   string
 	port      int
-	etcd      *exec.Cmd
-	apiserver *exec.Cmd
+	etcd      *proc
+	apiserver *proc
+}
+
+// proc is a started process and the end of its Wait.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 // Binaries are the paths of the two programs.
@@ -220,8 +227,12 @@ func (s *Server) startAPIServer() error {
 }
 
 // run starts a process appending to <name>.log, to die with the test
-// binary.
-func (s *Server) run(name, bin string, args ...string) (*exec.Cmd, error) {
+// binary: SIGKILL on the death of the thread that forked it (Pdeathsig),
+// so the fork happens on a goroutine locked to its thread that waits for
+// the process and only then lets the thread go. Any other thread may end
+// earlier (Go ends the thread of a goroutine that exits locked, as netns
+// helpers do), which would kill the server in the middle of the tests.
+func (s *Server) run(name, bin string, args ...string) (*proc, error) {
 	log, err := os.OpenFile(filepath.Join(s.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -230,10 +241,23 @@ func (s *Server) run(name, bin string, args ...string) (*exec.Cmd, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(p.done)
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		return nil, err
 	}
-	return cmd, nil
+	return p, nil
 }
 
 func (s *Server) waitReady(timeout time.Duration) error {
@@ -266,18 +290,17 @@ func (s *Server) Stop() {
 }
 
 // stopProc ends a process group: SIGTERM, SIGKILL after 10 s.
-func stopProc(p *exec.Cmd) {
-	if p == nil || p.Process == nil {
+func stopProc(p *proc) {
+	if p == nil {
 		return
 	}
-	_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.Wait(); close(done) }()
+	pid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	select {
-	case <-done:
+	case <-p.done:
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
-		<-done
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-p.done
 	}
 }
 

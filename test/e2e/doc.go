@@ -30,9 +30,21 @@
 //	                              the socket directory mounted read-only at
 //	                              /run/containerd, CRI-O /var/run/crio, as the Helm
 //	                              chart mounts it)
-//	                            EC2 + IMDS simulator and a fake kube-apiserver
-//	                              (in this process, listening inside the node netns)
+//	                            EC2 + IMDS simulator (in this process, listening
+//	                              inside the node netns) and a forwarder to the
+//	                              suite's kube-apiserver (Kube, kube_node.go)
 //	                            pod netns ... (veths made by aws-cni)
+//
+// Kubernetes (kube.go): one real kube-apiserver on etcd (test/apiserver,
+// the pinned versions of test/components) serves the whole test binary,
+// started by the first node that needs one and stopped by TestMain. The
+// chart, rendered with its defaults, is applied to it (the ENIConfig CRD,
+// the aws-node service account, its ClusterRole and binding), and each
+// node's agent authenticates with a TokenRequest token of that service
+// account, so a call the chart's role lacks is refused as in a cluster.
+// The agent reaches the server through a forwarder listening inside the
+// node's namespace; it is also where the faults a real server cannot
+// produce for one node are made (APIFault: refuse, black-hole).
 //
 // An IPv6 node (Options.IPv6, TestIPv6) adds the primary ENI's IPv6 address
 // on eth0, the upstream as its IPv6 default gateway with a route back to

@@ -31,6 +31,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/aws/amazon-vpc-cni-k8s/test/spawn"
 )
 
 // adminToken is the static token of the test's admin (group system:masters).
@@ -162,7 +164,8 @@ func (s *Server) startAPIServer(bin, etcdURL string) error {
 		"--v=0")
 }
 
-// run starts a process logging to <name>.log, to die with the test binary.
+// run starts a process logging to <name>.log, to die with the test binary
+// (test/spawn).
 func (s *Server) run(name, bin string, args ...string) error {
 	log, err := os.Create(filepath.Join(s.dir, name+".log"))
 	if err != nil {
@@ -170,8 +173,7 @@ func (s *Server) run(name, bin string, args ...string) error {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := spawn.Start(cmd); err != nil {
 		log.Close()
 		return err
 	}

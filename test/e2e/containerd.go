@@ -193,6 +193,11 @@ func StartContainerd(f containerdFlavor, rc RuntimeConfig) (*Containerd, error) 
 	if err := os.WriteFile(c.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
+	for kind, p := range map[string]string{recSock: c.Sock, recRunc: c.runcContainers(), recCgroup: strings.TrimPrefix(c.Cgroup, "/")} {
+		if err := record(kind, p); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.Start(); err != nil {
 		return c, err
 	}

@@ -137,6 +137,11 @@ func StartCRIO(rc RuntimeConfig) (*CRIO, error) {
 	if err := os.WriteFile(c.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
+	for kind, p := range map[string]string{recRunc: c.RuncRoot, recCgroup: strings.TrimPrefix(c.Cgroup, "/")} {
+		if err := record(kind, p); err != nil {
+			return nil, err
+		}
+	}
 	// Images reach CRI-O only through containers storage (no import API).
 	dst := fmt.Sprintf("containers-storage:[overlay@%s+%s]%s", c.StorageRoot, c.StorageRunRoot, PauseImage)
 	cp := exec.Command(paths[2], "--policy", filepath.Join(dir, "policy.json"), "copy", "--quiet",

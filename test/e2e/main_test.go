@@ -5,8 +5,12 @@ import (
 	"testing"
 )
 
+// TestMain sweeps what earlier runs that were killed left (sweep.go)
+// before the tests, and what this run's teardowns left after them.
 func TestMain(m *testing.M) {
+	sweepEarlierRuns()
 	code := m.Run()
 	CleanupArtifacts()
+	sweepThisRun()
 	os.Exit(code)
 }

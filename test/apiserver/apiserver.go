@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -32,6 +31,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/aws/amazon-vpc-cni-k8s/test/spawn"
 )
 
 // adminToken is the static token of the test's admin (group system:masters).
@@ -227,11 +228,9 @@ func (s *Server) startAPIServer() error {
 }
 
 // run starts a process appending to <name>.log, to die with the test
-// binary: SIGKILL on the death of the thread that forked it (Pdeathsig),
-// so the fork happens on a goroutine locked to its thread that waits for
-// the process and only then lets the thread go. Any other thread may end
-// earlier (Go ends the thread of a goroutine that exits locked, as netns
-// helpers do), which would kill the server in the middle of the tests.
+// binary (test/spawn: its parent-death signal follows a thread that lives
+// as long as the binary; before, the end of the forking thread killed the
+// server in the middle of the tests).
 func (s *Server) run(name, bin string, args ...string) (*proc, error) {
 	log, err := os.OpenFile(filepath.Join(s.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -240,23 +239,11 @@ func (s *Server) run(name, bin string, args ...string) (*proc, error) {
 	defer log.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		defer close(p.done)
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+	if err := spawn.Start(cmd); err != nil {
 		return nil, err
 	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
 	return p, nil
 }
 

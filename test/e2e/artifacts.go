@@ -58,6 +58,9 @@ func buildArtifacts(t testing.TB) (*Artifacts, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := record(recDir, dir); err != nil {
+		return nil, err
+	}
 	a := &Artifacts{Dir: dir, RepoRoot: root, CNIBin: filepath.Join(dir, "cni"), Agent: filepath.Join(dir, "aws-k8s-agent"),
 		PauseTar: filepath.Join(dir, "pause.tar")}
 	if err := os.MkdirAll(a.CNIBin, 0o755); err != nil {

@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -196,6 +193,11 @@ func StartContainerd(f containerdFlavor, rc RuntimeConfig) (*Containerd, error) 
 	if err := os.WriteFile(c.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
+	for kind, p := range map[string]string{recSock: c.Sock, recRunc: c.runcContainers(), recCgroup: strings.TrimPrefix(c.Cgroup, "/")} {
+		if err := record(kind, p); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.Start(); err != nil {
 		return c, err
 	}
@@ -308,28 +310,19 @@ func (c *Containerd) Verify() error {
 // (plus k8s.io cgroup directories that did not exist before start, if
 // empty). Errors are reported, not fatal.
 func (c *Containerd) Cleanup(sandboxIDs []string) []error {
-	var errs []error
-	for _, pid := range shimPIDs(c.Sock) {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-			errs = append(errs, fmt.Errorf("kill shim %d: %w", pid, err))
-		}
-	}
-	root := filepath.Join(c.RuncRoot, criNamespace)
-	if ents, err := os.ReadDir(root); err == nil {
-		for _, e := range ents {
-			if out, err := exec.Command("runc", "--root", root, "delete", "--force", e.Name()).CombinedOutput(); err != nil {
-				errs = append(errs, fmt.Errorf("runc delete %s: %v: %s", e.Name(), err, out))
-			}
-		}
-	}
-	errs = append(errs, unmountUnder(c.Dir)...)
+	errs := killPIDs(shimPIDs(c.Sock), "shim")
+	_, e := runcDeleteAll(c.runcContainers())
+	errs = append(errs, e...)
+	_, e = unmountUnder(c.Dir)
+	errs = append(errs, e...)
 	for _, id := range sandboxIDs {
 		p := ShimSocketPath(c.Sock, id)
 		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, removeCgroupTree(cgroupDirs(strings.TrimPrefix(c.Cgroup, "/")))...)
+	_, e = removeCgroupTree(cgroupDirs(strings.TrimPrefix(c.Cgroup, "/")))
+	errs = append(errs, e...)
 	for _, d := range cgroupDirs("k8s.io") {
 		if !c.cgroupsBefore[d] {
 			_ = syscall.Rmdir(d) // only if empty: someone else may use it
@@ -337,6 +330,10 @@ func (c *Containerd) Cleanup(sandboxIDs []string) []error {
 	}
 	return errs
 }
+
+// runcContainers is the runc root of the CRI plugin's containers (one
+// directory each).
+func (c *Containerd) runcContainers() string { return filepath.Join(c.RuncRoot, criNamespace) }
 
 // ShimSocketPath is where containerd (1.6 and 2.x) puts the shim socket of a
 // sandbox: /run/containerd/s/<sha256(address/namespace/id)>.
@@ -347,116 +344,16 @@ func ShimSocketPath(containerdSock, id string) string {
 
 // shimPIDs finds running shims started by the containerd at sock.
 func shimPIDs(sock string) []int {
-	ents, _ := os.ReadDir("/proc")
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) == 0 || !strings.Contains(filepath.Base(args[0]), "containerd-shim") {
-			continue
-		}
-		for i := 0; i+1 < len(args); i++ {
-			if args[i] == "-address" && args[i+1] == sock {
-				pids = append(pids, pid)
-				break
-			}
+	for _, p := range processes() {
+		if isShim(p) && p.argValue("-address") == sock {
+			pids = append(pids, p.pid)
 		}
 	}
 	return pids
 }
 
-// MountsUnder lists mount points at or below dir, deepest first.
-func MountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMount(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
-}
-
-func unmountUnder(dir string) []error {
-	var errs []error
-	for _, mp := range MountsUnder(dir) {
-		if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err))
-		}
-	}
-	return errs
-}
-
-// unescapeMount decodes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// cgroupDirs returns /sys/fs/cgroup/<hierarchy>/<rel> for every hierarchy
-// where it exists (cgroup v1), or /sys/fs/cgroup/<rel> (v2).
-func cgroupDirs(rel string) []string {
-	var out []string
-	cands, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", rel))
-	cands = append(cands, filepath.Join("/sys/fs/cgroup", rel))
-	for _, d := range cands {
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// removeCgroupTree removes the given cgroup directories and every cgroup
-// below them, children first (cgroup directories are removed with rmdir
-// once they hold no process).
-func removeCgroupTree(dirs []string) []error {
-	var errs []error
-	for _, d := range dirs {
-		var all []string
-		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-			if err == nil && e.IsDir() {
-				all = append(all, p)
-			}
-			return nil
-		})
-		sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
-		for _, p := range all {
-			if err := syscall.Rmdir(p); err != nil && err != syscall.ENOENT {
-				errs = append(errs, fmt.Errorf("rmdir %s: %w", p, err))
-			}
-		}
-	}
-	return errs
+// isShim reports whether p is a containerd shim.
+func isShim(p proc) bool {
+	return len(p.args) > 0 && strings.Contains(filepath.Base(p.args[0]), "containerd-shim")
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -138,6 +137,11 @@ func StartCRIO(rc RuntimeConfig) (*CRIO, error) {
 	if err := os.WriteFile(c.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
+	for kind, p := range map[string]string{recRunc: c.RuncRoot, recCgroup: strings.TrimPrefix(c.Cgroup, "/")} {
+		if err := record(kind, p); err != nil {
+			return nil, err
+		}
+	}
 	// Images reach CRI-O only through containers storage (no import API).
 	dst := fmt.Sprintf("containers-storage:[overlay@%s+%s]%s", c.StorageRoot, c.StorageRunRoot, PauseImage)
 	cp := exec.Command(paths[2], "--policy", filepath.Join(dir, "policy.json"), "copy", "--quiet",
@@ -236,47 +240,25 @@ func (c *CRIO) Stop() {
 // pinned namespaces) and removes the node's cgroups. sandboxIDs are not
 // needed: CRI-O keeps nothing per sandbox outside the node directory.
 func (c *CRIO) Cleanup([]string) []error {
-	var errs []error
-	for _, pid := range conmonPIDs(c.Dir) {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-			errs = append(errs, fmt.Errorf("kill conmon %d: %w", pid, err))
-		}
-	}
-	if ents, err := os.ReadDir(c.RuncRoot); err == nil {
-		for _, e := range ents {
-			if !e.IsDir() {
-				continue
-			}
-			if out, err := exec.Command("runc", "--root", c.RuncRoot, "delete", "--force", e.Name()).CombinedOutput(); err != nil {
-				errs = append(errs, fmt.Errorf("runc delete %s: %v: %s", e.Name(), err, out))
-			}
-		}
-	}
-	errs = append(errs, unmountUnder(c.Dir)...)
-	errs = append(errs, removeCgroupTree(cgroupDirs(strings.TrimPrefix(c.Cgroup, "/")))...)
-	return errs
+	errs := killPIDs(conmonPIDs(c.Dir), "conmon")
+	_, e := runcDeleteAll(c.RuncRoot)
+	errs = append(errs, e...)
+	_, e = unmountUnder(c.Dir)
+	errs = append(errs, e...)
+	_, e = removeCgroupTree(cgroupDirs(strings.TrimPrefix(c.Cgroup, "/")))
+	return append(errs, e...)
 }
 
 // conmonPIDs finds conmon processes whose arguments name a path under dir.
 func conmonPIDs(dir string) []int {
-	ents, _ := os.ReadDir("/proc")
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for _, p := range processes() {
+		if len(p.args) == 0 || filepath.Base(p.args[0]) != "conmon" {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) == 0 || filepath.Base(args[0]) != "conmon" {
-			continue
-		}
-		for _, a := range args[1:] {
+		for _, a := range p.args[1:] {
 			if strings.HasPrefix(a, dir+"/") {
-				pids = append(pids, pid)
+				pids = append(pids, p.pid)
 				break
 			}
 		}

@@ -20,6 +20,30 @@
 // the tests create, and all processes, sockets, mounts and cgroups the
 // tests cause are removed at the end.
 //
+// A run that times out or is killed cleans up too. The runtime and the
+// agent are started through test/spawn (own process group, SIGKILL when
+// the test binary dies), so they die with it. What outlives it (shims and
+// conmons re-parent, containers, mounts, network namespaces, cgroups) the
+// next run removes: every test binary records what it creates in the
+// registry (registry.go), RegistryDir = /run/aws-vpc-cni-e2e/<pid>/ (a
+// "start" file and "entries", one "kind path" a line: node and build
+// directories, network namespace bind mounts, containerd sockets, runc
+// roots, cgroups), and TestMain sweeps (sweep.go) before the tests the
+// entries of processes that no longer run: it kills processes whose
+// command line names a recorded directory or socket, or whose working
+// directory is in one, and the members of recorded cgroups; force-deletes
+// the containers of recorded runc roots; removes the shim sockets of
+// recorded containerd sockets, the recorded network namespaces (and those
+// the deleted containers joined), every mount below a recorded directory,
+// the recorded cgroup trees and then the directories (kept with
+// E2E_KEEP), and finally the entry, logging one line
+// ("e2e: sweep: an earlier run ... (pid N) left 37 processes, ...").
+// After the tests it sweeps this run's own entry, logging only if the
+// teardowns left something. The sweep touches only what an entry names
+// (a path a running process's entry also names is left alone), never the
+// host's own network or containers; a shell whose working directory is
+// in a killed run's node directory is taken for part of that run.
+//
 // Layout of one node (Node, harness.go):
 //
 //	upstream netns  <-veth->  node netns (eth0 = the primary ENI's address)

@@ -160,6 +160,9 @@ func NewNode(t testing.TB, o Options) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := record(recDir, dir); err != nil {
+		t.Fatal(err)
+	}
 	if o.IPv6 {
 		RequireTools(t, "iptables") // egress-cni's SNAT rule in the node
 	}
@@ -343,6 +346,11 @@ func (n *Node) RunPod(ctx context.Context, name string) (*Pod, error) {
 		return nil, fmt.Errorf("status of %s: %w", name, err)
 	}
 	took := time.Since(start)
+	if si.Netns != "" && !strings.HasPrefix(si.Netns, "/proc/") {
+		if err := record(recNetns, si.Netns); err != nil {
+			return nil, err
+		}
+	}
 	if !si.IP.IsValid() {
 		return nil, fmt.Errorf("pod %s (%s) has no IP", name, id)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/test/spawn"
 )
 
 // IPAMD runs the real aws-k8s-agent binary as a subprocess in the node's
@@ -119,7 +120,7 @@ func (p *IPAMD) Start() error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = out, out
-	err = cmd.Start()
+	err = spawn.Start(cmd) // dies with the test binary
 	out.Close()
 	if err != nil {
 		p.mu.Unlock()

@@ -55,6 +55,11 @@ func controlPlane(t testing.TB) *apiserver.Server {
 		if control.err != nil {
 			return
 		}
+		// A killed run's server dies with it (test/spawn); its files are
+		// swept by the next run.
+		if control.err = record(recDir, control.dir); control.err != nil {
+			return
+		}
 		control.srv, control.err = apiserver.Launch(bins, control.dir)
 		if control.err == nil {
 			control.err = applyChart(control.srv, nil)

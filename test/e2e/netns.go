@@ -26,6 +26,11 @@ type NodeNet struct {
 func NewNodeNet(t testing.TB, nodeIP netip.Addr, subnet netip.Prefix) *NodeNet {
 	t.Helper()
 	n := &NodeNet{Node: netnsutil.New(t), Upstream: netnsutil.New(t)}
+	for _, nn := range []ns.NetNS{n.Node, n.Upstream} {
+		if err := record(recNetns, nn.Path()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	netnsutil.SetUp(t, n.Node, "lo")
 	netnsutil.SetUp(t, n.Upstream, "lo")
 	netnsutil.Veth(t, n.Node, "eth0", n.Upstream, "up0")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/test/components"
+	"github.com/aws/amazon-vpc-cni-k8s/test/spawn"
 	"github.com/containernetworking/plugins/pkg/ns"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -196,12 +197,13 @@ func StartRuntime(name string, c RuntimeConfig) (Runtime, error) {
 	return cd, err
 }
 
-// startCRIProcess starts a runtime's process and waits, up to 30 s, until
-// its CRI socket answers Version. done closes when the process exits;
+// startCRIProcess starts a runtime's process (to die with the test
+// binary, see test/spawn) and waits, up to 30 s, until its CRI socket
+// answers Version. done closes when the process exits;
 // version is the runtime's name and version as its CRI reports them.
 func startCRIProcess(name string, cmd *exec.Cmd, sock, logFile string) (done chan struct{}, version string, err error) {
 	done = make(chan struct{})
-	if err := cmd.Start(); err != nil {
+	if err := spawn.Start(cmd); err != nil {
 		close(done)
 		return done, "", fmt.Errorf("start %s: %w", name, err)
 	}

@@ -40,7 +40,7 @@ for rt in "${runtimes[@]}"; do
 	if ! E2E_RUNTIME=$rt "$go" test -count=1 -timeout 40m -json -run "$tests" ./test/e2e/ | tee "$json" | "$summary"; then
 		status=1
 	fi
-	grep -o '"Output":"[^"]*FIGURE[^"]*' "$json" | sed -e 's/^"Output":"[[:space:]]*/  /' -e 's/\\n$//' -e 's/\\t/ /g' || true
+	grep -o '"Output":"[^"]*FIGURE[^"]*' "$json" | sed -e 's/^"Output":"[[:space:]]*/  /' -e 's/\\n$//' -e 's/\\t/ /g' -e 's/\\u003e/>/g' || true
 	echo "e2e-matrix: $rt done in $((SECONDS - start))s"
 done
 exit $status

@@ -22,8 +22,9 @@ runtimes=("$@")
 # The issue 26 matrix: 30 pods, a lost DEL reclaimed, the DEL queue
 # replayed, the seed's prefix-delegation node at max pods 62, the full
 # m5.large, a runtime restart with the chart's directory mount, churn with
-# ipamd SIGKILLs; and the runtime's own facts.
-tests='^(TestThirtyPods|TestLostDELReclaimedByReconciler|TestLostDELReplayedFromQueue|TestSeedPDNodeRecovers|TestFullM5LargeRecovers|TestContainerdRestartSocketDir|TestChurnWithIPAMDKills|TestAgentCRIClientReachesRuntime|TestRuntimeSandboxLifecycle)$'
+# ipamd SIGKILLs; the agent finding the runtime by its endpoint probe; and
+# the runtime's own facts.
+tests='^(TestThirtyPods|TestLostDELReclaimedByReconciler|TestLostDELReplayedFromQueue|TestSeedPDNodeRecovers|TestFullM5LargeRecovers|TestContainerdRestartSocketDir|TestChurnWithIPAMDKills|TestAgentCRIClientReachesRuntime|TestAgentProbesTheRuntimeEndpoint|TestRuntimeSandboxLifecycle)$'
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "e2e-matrix: not root: the runtime matrix needs root and is not run"

@@ -86,6 +86,10 @@ type Options struct {
 	// patch); the defaults are applied again at teardown. The agent's own
 	// environment is still Env.
 	ChartEnv map[string]string
+	// ProbeRuntime leaves CRI_RUNTIME_ENDPOINT unset (the harness, like
+	// the chart, sets it by default): the agent then probes its default
+	// socket candidates, where the runtime's socket directory is mounted.
+	ProbeRuntime bool
 	// APIFault is what the node's path to the API server does from the
 	// start (the zero value forwards; see Kube.SetFault).
 	APIFault APIFault
@@ -254,7 +258,7 @@ func NewNode(t testing.TB, o Options) *Node {
 	// The chart's layout: the socket's directory is mounted, the endpoint
 	// names the socket inside it.
 	n.IPAMD.CRIDir, n.IPAMD.AgentCRIDir = rt.SocketDir(), rt.AgentSocketDir()
-	if _, set := env["CRI_RUNTIME_ENDPOINT"]; !set {
+	if _, set := env["CRI_RUNTIME_ENDPOINT"]; !set && !o.ProbeRuntime {
 		env["CRI_RUNTIME_ENDPOINT"] = "unix://" + filepath.Join(rt.AgentSocketDir(), filepath.Base(rt.Socket()))
 	}
 	if n.CRI, err = DialCRI(rt.Socket()); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,4 +123,34 @@ func TestRuntimeSandboxLifecycle(t *testing.T) {
 	require.NotEmpty(t, dels)
 	assert.NotEmpty(t, dels[0], "the first DEL names the netns")
 	assert.Empty(t, heldIPs(t, n, podIPs([]*Pod{p})), "the DELs freed the address")
+}
+
+// TestAgentProbesTheRuntimeEndpoint leaves CRI_RUNTIME_ENDPOINT unset: the
+// agent finds the runtime through its probe of the default socket paths
+// (containerd's, then CRI-O's, under /var/run and /run), where the
+// runtime's socket directory is mounted as the chart mounts it, and its
+// reconciler lists the node's sandboxes through what it found.
+func TestAgentProbesTheRuntimeEndpoint(t *testing.T) {
+	n := NewNode(t, Options{ProbeRuntime: true})
+	p := n.MustRunPod(t, n.NextName("probed"))
+	var st ReconcilerStatus
+	_, ok := WaitFor(ReconcileStartDelay+3*ReconcileInterval+30*time.Second, func() bool {
+		var err error
+		st, err = n.IPAMD.Reconciler()
+		return err == nil && st.LastPass.Sandboxes >= 2 && st.LastPass.Start.After(p.Created)
+	})
+	require.Truef(t, ok, "no reconcile pass listing the agent's and the test's sandboxes (last pass: %+v)", st.LastPass)
+	b, err := os.ReadFile(n.IPAMD.LogFile)
+	require.NoError(t, err)
+	var chosen string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "CRI endpoint chosen") {
+			chosen = l
+		}
+	}
+	require.NotEmpty(t, chosen, "the agent logs the endpoint it chose")
+	assert.NotContains(t, chosen, "set by CRI_RUNTIME_ENDPOINT")
+	assert.Contains(t, chosen, filepath.Join(n.RT.AgentSocketDir(), filepath.Base(n.RT.Socket())),
+		"the probe found the runtime's socket where the chart mounts it")
+	t.Logf("RUNTIME-FACT %s: %s", n.RT.Name(), chosen)
 }

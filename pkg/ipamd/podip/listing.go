@@ -59,10 +59,14 @@ func (l *listing) blocked() string {
 // Requires r.mu.
 func (r *Reconciler) listLocked(ctx context.Context) (*listing, error) {
 	sandboxes, err := r.src.ListSandboxes(ctx)
+	back := err == nil && !r.reachable && !r.lastList.IsZero()
 	r.reachable = err == nil
 	r.m.runtimeReachable.Set(boolGauge(r.reachable))
 	if err != nil {
 		return nil, err
+	}
+	if back {
+		r.forgetStatusFailuresLocked()
 	}
 	r.lastList = r.now()
 	if f := r.onFirstList; f != nil {
@@ -156,4 +160,19 @@ func (r *Reconciler) retire(l *listing, allocs []datastore.Allocation, res recla
 		r.holdStreak = 0 // the streak is of lists in a row
 	}
 	l.ids = nil
+}
+
+// forgetStatusFailuresLocked lets every sandbox whose status call failed be
+// asked again at once: the runtime answers a list again after it did not
+// (a restart), so those failures were most likely the runtime being away
+// and say nothing about the sandboxes. Without this, addresses that joined
+// the pool pending during a runtime restart waited out statusRetryAfter
+// after the runtime was back, and an ADD in that time found no address.
+// Asking is only evidence gathering: nothing is freed or handed out on it.
+// Requires r.mu.
+func (r *Reconciler) forgetStatusFailuresLocked() {
+	clear(r.statusFailed)
+	for _, c := range r.candidates {
+		c.statusFailed = time.Time{}
+	}
 }

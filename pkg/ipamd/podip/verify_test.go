@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
@@ -107,4 +108,48 @@ func TestSandboxIPCacheForgetsUnlisted(t *testing.T) {
 	assert.Equal(t, []string{"c", "d"}, learn("c", "d"), "as many, but another")
 	assert.Equal(t, []string{"d"}, learn("d", "d"), "a repeated ID")
 	assert.Equal(t, 4, src.total())
+}
+
+// flakyList is a runtime whose list fails while it is down (a restart).
+type flakyList struct {
+	*stuckStatus
+	down bool
+}
+
+func (f *flakyList) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
+	if f.down {
+		return nil, fmt.Errorf("dial unix /run/containerd/containerd.sock: connect: no such file or directory")
+	}
+	return f.stuckStatus.ListSandboxes(ctx)
+}
+
+// A status call that failed before the runtime went away is asked again as
+// soon as the runtime lists again, not statusRetryAfter later: the pending
+// addresses of a runtime restart are verified by the first pass after it.
+func TestStatusFailuresAreForgottenWhenTheRuntimeIsBack(t *testing.T) {
+	clk := clocktest.New()
+	store := datastore.New(datastore.Config{Now: clk.Now, VerifyNewAddresses: true})
+	t.Cleanup(func() { store.Close() })
+	require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 4}.Populate(store))
+	src := &flakyList{stuckStatus: &stuckStatus{stuck: "sb-001", calls: map[string]int{},
+		sandboxes: []Sandbox{{ID: "sb-000", Ready: true}, {ID: "sb-001", Ready: true}}}}
+	r := New(Config{}, src, store, nil, nil, nil)
+	r.now = clk.Now
+
+	res, err := r.VerifyNow(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, VerifyResult{Waiting: 4, Reason: WaitStatuses}, res, "the runtime stops while sb-001 is asked")
+
+	src.down, src.stuck = true, ""
+	clk.Advance(time.Second)
+	_, err = r.VerifyNow(context.Background())
+	require.Error(t, err, "the runtime is away")
+
+	src.down = false
+	clk.Advance(time.Second)
+	res, err = r.VerifyNow(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 4, res.Verified, "verified by the first list after the runtime is back, %v before the retry was due",
+		statusRetryAfter-2*time.Second)
+	assert.Equal(t, 2, src.calls["sb-001"], "asked again at once")
 }

@@ -91,8 +91,10 @@ type Options struct {
 	// socket candidates, where the runtime's socket directory is mounted.
 	ProbeRuntime bool
 	// APIFault is what the node's path to the API server does from the
-	// start (the zero value forwards; see Kube.SetFault).
-	APIFault APIFault
+	// start (the zero value forwards; see Kube.SetFault), for APIFaultFor
+	// when that is set (then it forwards), else until the test changes it.
+	APIFault    APIFault
+	APIFaultFor time.Duration
 
 	// IPv6 makes the node one of an IPv6 cluster: the VPC gets an IPv6
 	// /56, the node's subnet a /64 and the primary ENI an IPv6 address,

@@ -45,6 +45,7 @@ type Kube struct {
 	oldEvents  map[types.UID]bool // events that existed before this node
 	eniConfigs map[string]bool
 	pods       map[string]bool // namespace/name
+	faultEnded time.Time       // when Options.APIFaultFor ended the fault
 }
 
 // KubeEvent is one event (events.k8s.io/v1) posted since the node started.
@@ -107,6 +108,14 @@ func startKube(t testing.TB, node ns.NetNS, name string, o Options, kubeconfig s
 		t.Fatalf("e2e: API server forwarder in the node: %v", err)
 	}
 	k.fwd.SetFault(o.APIFault)
+	if o.APIFaultFor > 0 {
+		time.AfterFunc(o.APIFaultFor, func() {
+			k.fwd.SetFault(APIForward)
+			k.mu.Lock()
+			k.faultEnded = time.Now()
+			k.mu.Unlock()
+		})
+	}
 	if err := writeAgentKubeconfig(srv, k.fwd.Addr(), kubeconfig); err != nil {
 		t.Fatalf("e2e: agent kubeconfig: %v", err)
 	}
@@ -140,6 +149,14 @@ func (k *Kube) Close(t testing.TB) {
 	if len(errs) > 0 {
 		t.Errorf("e2e teardown (API server): %s", strings.Join(errs, "; "))
 	}
+}
+
+// FaultEnded is when Options.APIFaultFor ended the start's fault (zero
+// before).
+func (k *Kube) FaultEnded() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.faultEnded
 }
 
 // SetFault changes what the node's path to the API server does.

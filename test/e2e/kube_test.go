@@ -174,3 +174,33 @@ func eventsText(es []KubeEvent) string {
 	}
 	return b.String()
 }
+
+// With a setting that needs the API server at start (ANNOTATE_POD_IP, as
+// custom networking), the agent waits for it, as upstream does, instead of
+// serving without it: here the node's connections are refused for its
+// first 8 s, the agent serves once they are not, and annotates pods.
+func TestStartWaitsForTheAPIServerWhenASettingNeedsIt(t *testing.T) {
+	const down = 8 * time.Second
+	env := map[string]string{"ANNOTATE_POD_IP": "true"}
+	n := NewNode(t, Options{APIServer: true, ChartEnv: env, Env: env, APIFault: APIRefuse, APIFaultFor: down})
+	waits := logAfter(t, n, "waiting for the API server", time.Time{})
+	serving := logAfter(t, n, "ipamd serving", time.Time{})
+	require.NotEmpty(t, waits, "the agent says what it waits for")
+	require.NotEmpty(t, serving)
+	ended := n.Kube.FaultEnded()
+	require.False(t, ended.IsZero())
+	// Log times have millisecond precision.
+	assert.False(t, serving[0].Before(ended.Add(-time.Millisecond)), "the agent served before it could reach the API server")
+	t.Logf("agent waited %v for the API server and served %v after it became reachable",
+		serving[0].Sub(waits[0]).Round(time.Millisecond), serving[0].Sub(ended).Round(time.Millisecond))
+	name := n.NextName("after-wait")
+	n.Kube.CreatePod(t, name)
+	p := n.MustRunPod(t, name)
+	_, ok := WaitFor(30*time.Second, func() bool {
+		o, err := n.Kube.Pod(p.Name)
+		return err == nil && o.Annotations[k8sapi.PodIPsAnnotation] == p.IP.String()
+	})
+	assert.Truef(t, ok, "pod %s not annotated with %s", p.Name, p.IP)
+	n.ParallelDelete(t, []*Pod{p}, 1)
+	requireConsistent(t, n)
+}

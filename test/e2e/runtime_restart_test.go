@@ -103,7 +103,9 @@ func TestContainerdRestartSocketDir(t *testing.T) {
 	n.CRI.Close()
 	n.CRI, err = DialCRI(n.RT.Socket())
 	require.NoError(t, err)
-	assert.NotEqual(t, before, inode(t, n.RT.Socket()), "the runtime made a new socket at the same path")
+	// The socket was gone while the runtime was down (asserted above); the
+	// new one may reuse the old inode number (tmpfs), so that is only logged.
+	t.Logf("socket inode before %d, after the restart %d", before, inode(t, n.RT.Socket()))
 	var recovered time.Time
 	_, ok = WaitFor(2*ReconcileInterval+reconnectMax, func() bool {
 		st, err = n.IPAMD.Reconciler()

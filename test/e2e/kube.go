@@ -13,7 +13,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/aws/amazon-vpc-cni-k8s/scripts/generate-config/render"
 	"github.com/aws/amazon-vpc-cni-k8s/test/apiserver"
 	"github.com/aws/amazon-vpc-cni-k8s/test/components"
 )
@@ -98,19 +97,7 @@ func applyChart(s *apiserver.Server, env map[string]string) error {
 		}
 		vals["env"] = e
 	}
-	docs, err := render.RenderChart(ch, render.Options{Values: vals, Namespace: agentNamespace, IncludeCRDs: true, Strict: true})
-	if err != nil {
-		return fmt.Errorf("render %s: %w", chartDir, err)
-	}
-	a, err := s.NewApplier(agentNamespace)
-	if err != nil {
-		return err
-	}
-	texts := make([]string, len(docs))
-	for i, d := range docs {
-		texts[i] = d.Content
-	}
-	_, err = a.Apply(texts, func(i int) string { return docs[i].Source })
+	_, err = s.ApplyChart(ch, agentNamespace, vals)
 	return err
 }
 

@@ -32,30 +32,16 @@ func startAPIServer(t *testing.T) *apiserver.Server {
 // applier applies renderings of the chart to a real API server.
 type applier struct {
 	t *testing.T
-	a *apiserver.Applier
+	s *apiserver.Server
 }
 
-func newApplier(t *testing.T, s *apiserver.Server) *applier {
-	a, err := s.NewApplier(namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &applier{t: t, a: a}
-}
+func newApplier(t *testing.T, s *apiserver.Server) *applier { return &applier{t: t, s: s} }
 
-// apply renders the chart with vals and puts every document in place (see
-// apiserver.Applier.Apply), returning what the server does not serve.
+// apply renders the chart with vals and puts every object in place (see
+// apiserver.Server.ApplyChart), returning what the server does not serve.
 func (a *applier) apply(vals map[string]interface{}) (skipped []string) {
 	a.t.Helper()
-	docs, err := renderDocs(a.t, vals)
-	if err != nil {
-		a.t.Fatalf("render: %v", err)
-	}
-	texts := make([]string, len(docs))
-	for i, d := range docs {
-		texts[i] = d.Content
-	}
-	skipped, err = a.a.Apply(texts, func(i int) string { return docs[i].Source })
+	skipped, err := a.s.ApplyChart(theChart(a.t), namespace, vals)
 	if err != nil {
 		a.t.Fatal(err)
 	}

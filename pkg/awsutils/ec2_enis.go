@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/ctxtime"
@@ -164,14 +163,12 @@ type AllocOptions struct {
 // The returned ENI may still be attaching: see WaitAttached.
 func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 	if len(o.SecurityGroups) == 0 {
-		prim, err := c.DescribeENIs(ctx, []string{c.Identity.PrimaryENIID})
+		// IMDS has the primary ENI's groups (sorted); no EC2 call.
+		groups, err := c.PrimarySecurityGroups(ctx)
 		if err != nil {
-			return ENI{}, fmt.Errorf("describe primary ENI: %w", err)
+			return ENI{}, fmt.Errorf("read the primary ENI's security groups: %w", err)
 		}
-		if len(prim) == 1 {
-			o.SecurityGroups = append([]string(nil), prim[0].Groups...)
-			sort.Strings(o.SecurityGroups)
-		}
+		o.SecurityGroups = groups
 	}
 	subnets := []string{o.SubnetID}
 	if o.SubnetID != "" {
@@ -221,6 +218,7 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 		return ENI{}, err
 	}
 	eni.DeleteOnTermination = true
+	c.created.add(eni)
 	c.log.Info("allocated ENI", "eni", eni.ID, "device", dev, "ips", len(eni.SecondaryIPs), "prefixes", len(eni.Prefixes))
 	return eni, nil
 }
@@ -294,27 +292,6 @@ func (c *Client) freeDeviceIndex(ctx context.Context) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no free device index: %w", ErrENILimit)
-}
-
-// WaitAttached polls EC2 until the ENI's attachment completes, with backoff.
-func (c *Client) WaitAttached(ctx context.Context, eniID string) (ENI, error) {
-	delay := 100 * time.Millisecond
-	for try := 0; ; try++ {
-		enis, err := c.DescribeENIs(ctx, []string{eniID})
-		if err == nil && len(enis) == 1 && enis[0].Attached {
-			return enis[0], nil
-		}
-		if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNotFound) || try >= 12 {
-			if err == nil {
-				err = errors.New("still not attached")
-			}
-			return ENI{}, fmt.Errorf("wait for %s to attach: %w", eniID, err)
-		}
-		if err := ctxtime.Sleep(ctx, delay); err != nil {
-			return ENI{}, err
-		}
-		delay = min(2*delay, 5*time.Second)
-	}
 }
 
 // FreeENI detaches and deletes an ENI; an ENI that is already gone is not

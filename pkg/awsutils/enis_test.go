@@ -330,17 +330,19 @@ func TestAllocENICleansUpAfterFailure(t *testing.T) {
 	}
 }
 
-func TestAllocENIPrimaryDescribeFails(t *testing.T) {
-	sim, c := simClient(t, ec2sim.Config{}, Options{})
+func TestAllocENITakesThePrimaryGroupsFromIMDS(t *testing.T) {
+	sim, c := simClient(t, ec2sim.Config{SecurityGroupIDs: []string{"sg-0sim00000002", "sg-0sim00000001"}}, Options{})
+	// EC2 is not asked about the primary ENI: IMDS has its groups.
 	sim.SetUnauthorized("DescribeNetworkInterfaces", true)
-	_, err := c.AllocENI(context.Background(), AllocOptions{})
-	require.ErrorIs(t, err, ErrUnauthorized)
-	assert.Zero(t, callsFor(sim, "CreateNetworkInterface"))
+	eni, err := c.AllocENI(context.Background(), AllocOptions{IPs: 1})
+	require.NoError(t, err)
+	assert.Zero(t, callsFor(sim, "DescribeNetworkInterfaces"))
+	assert.Equal(t, []string{"sg-0sim00000001", "sg-0sim00000002"}, mustSimENI(t, sim, eni.ID).SecurityGroupIDs)
 
 	// With subnet and groups given, the primary ENI is not consulted.
-	eni, err := c.AllocENI(context.Background(), AllocOptions{SubnetID: c.Identity.SubnetID, SecurityGroups: []string{"sg-0sim00000001"}})
+	eni, err = c.AllocENI(context.Background(), AllocOptions{SubnetID: c.Identity.SubnetID, SecurityGroups: []string{"sg-0sim00000001"}})
 	require.NoError(t, err)
-	assert.Equal(t, 1, eni.DeviceNumber)
+	assert.Equal(t, 2, eni.DeviceNumber)
 }
 
 func TestWaitAttached(t *testing.T) {
@@ -368,7 +370,8 @@ func TestWaitAttached(t *testing.T) {
 	assert.Equal(t, 1, got.DeviceNumber)
 	assert.True(t, got.DeleteOnTermination)
 	requireMatchesSim(t, sim, got)
-	assert.GreaterOrEqual(t, callsFor(sim, "DescribeNetworkInterfaces"), 2, "polled until attached")
+	assert.Zero(t, callsFor(sim, "DescribeNetworkInterfaces"), "IMDS was watched, EC2 not asked")
+	assert.Empty(t, sim.CallLog(), "no EC2 call at all while waiting")
 
 	imds, err = c.AttachedENIs(ctx)
 	require.NoError(t, err)
@@ -462,4 +465,33 @@ func TestTagENI(t *testing.T) {
 
 	err := c.TagENI(ctx, "eni-0000000000000dead", map[string]string{"a": "b"})
 	onlyClass(t, err, ErrNotFound)
+}
+
+func TestWaitAttachedAsksEC2OnceWhenIMDSLags(t *testing.T) {
+	sim, c := simClient(t, ec2sim.Config{AttachDelay: 100 * time.Millisecond}, Options{})
+	sim.SetIMDSLag(time.Minute) // IMDS shows nothing new for the whole test
+	c.attachWait = 500 * time.Millisecond
+	ctx := context.Background()
+	eni, err := c.AllocENI(ctx, AllocOptions{IPs: 2})
+	require.NoError(t, err)
+
+	sim.ResetCalls()
+	got, err := c.WaitAttached(ctx, eni.ID)
+	require.NoError(t, err)
+	assert.True(t, got.Attached)
+	assert.Equal(t, 1, callsFor(sim, "DescribeNetworkInterfaces"), "one EC2 read after IMDS did not show it")
+	requireMatchesSim(t, sim, got)
+}
+
+func TestWaitAttachedPollsEC2ForAnENIItDidNotCreate(t *testing.T) {
+	sim, c := simClient(t, ec2sim.Config{AttachDelay: 300 * time.Millisecond}, Options{})
+	ctx := context.Background()
+	eni, err := c.AllocENI(ctx, AllocOptions{IPs: 1})
+	require.NoError(t, err)
+	c.created.take(eni.ID) // as if another client had made it
+	sim.ResetCalls()
+	got, err := c.WaitAttached(ctx, eni.ID)
+	require.NoError(t, err)
+	assert.True(t, got.Attached)
+	assert.GreaterOrEqual(t, callsFor(sim, "DescribeNetworkInterfaces"), 1)
 }

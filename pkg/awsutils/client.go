@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"golang.org/x/time/rate"
 )
 
 // DefaultHTTPTimeout is upstream's HTTP_TIMEOUT default.
@@ -51,7 +52,11 @@ type Options struct {
 	AdditionalTags map[string]string
 	// Version (VPC_CNI_VERSION) goes into the EC2 user agent.
 	Version string
-	Logger  *slog.Logger
+	// Budget (EC2_API_RATE_LIMIT, EC2_API_BURST) limits the node's EC2
+	// request attempts; the zero value is the defaults. IMDS is not
+	// limited.
+	Budget Budget
+	Logger *slog.Logger
 }
 
 // Client talks to IMDS and EC2 for one instance.
@@ -63,6 +68,10 @@ type Client struct {
 	// Identity is read from IMDS once, at New.
 	Identity Identity
 	subnets  subnetCache
+	budget   *rate.Limiter // every EC2 attempt takes a token
+	created  createdENIs   // ENIs AllocENI made, until they are seen attached
+	// attachWait bounds WaitAttached's watch of IMDS (0: a minute).
+	attachWait time.Duration
 }
 
 // New loads the SDK's default configuration (credentials chain, endpoint
@@ -90,7 +99,11 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	}
 	c.Identity = id
 	cfg.Region = id.Region
-	c.ec2 = ec2.NewFromConfig(cfg, opts.ec2Options)
+	b := opts.Budget.withDefaults()
+	c.budget = rate.NewLimiter(rate.Limit(b.CallsPerSecond), b.Burst)
+	c.ec2 = ec2.NewFromConfig(cfg, opts.ec2Options, func(eo *ec2.Options) {
+		eo.APIOptions = append(eo.APIOptions, addBudget(c.budget))
+	})
 	if opts.IMDSOnly {
 		c.log.Info("ENABLE_IMDS_ONLY_MODE=true: ENIs and addresses come from IMDS only; EC2 calls that change anything, and DescribeNetworkInterfaces, are refused")
 	}

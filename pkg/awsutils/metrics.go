@@ -31,12 +31,27 @@ var (
 		Name: "awscni_aws_utils_error_count",
 		Help: "The number of errors in the AWS utilities that are not an AWS API's own answer, by function and error code",
 	}, []string{"fn", "error"})
+	// This project's: the node's EC2 request budget and EC2's throttling.
+	ec2Throttled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "awscni_ec2api_throttled_total",
+		Help: "EC2 request attempts answered with a throttling error (RequestLimitExceeded), retries included, by action",
+	}, []string{"fn"})
+	budgetWaits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "awscni_ec2api_budget_waits_total",
+		Help: "EC2 request attempts that waited for the node's request budget (EC2_API_RATE_LIMIT, EC2_API_BURST)",
+	})
+	budgetWaitSeconds = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "awscni_ec2api_budget_wait_seconds_total",
+		Help: "Seconds EC2 request attempts waited for the node's request budget",
+	})
 	registerOnce sync.Once
 )
 
 // RegisterMetrics registers the AWS metrics with the default registry.
 func RegisterMetrics() {
-	registerOnce.Do(func() { prometheus.MustRegister(apiLatency, apiErrors, ec2Requests, ec2Errors, utilsErrors) })
+	registerOnce.Do(func() {
+		prometheus.MustRegister(apiLatency, apiErrors, ec2Requests, ec2Errors, utilsErrors, ec2Throttled, budgetWaits, budgetWaitSeconds)
+	})
 }
 
 // Upstream's fn labels of awscni_aws_utils_error_count.

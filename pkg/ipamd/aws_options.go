@@ -9,7 +9,8 @@ import (
 
 // awsOptions are the AWS client settings ipamd's environment gives:
 // HTTP_TIMEOUT, AWS_EC2_ENDPOINT, ENABLE_IMDS_ONLY_MODE, ENABLE_IPv6, VPC_CNI_VERSION
-// (user agent) and CLUSTER_NAME. Retries are the SDK's, as upstream's
+// (user agent), CLUSTER_NAME and the request budget (EC2_API_RATE_LIMIT,
+// EC2_API_BURST). Retries are the SDK's, as upstream's
 // (AWS_MAX_ATTEMPTS and AWS_RETRY_MODE are read by the SDK itself).
 func awsOptions(cfg Config, log *slog.Logger) awsutils.Options {
 	return awsutils.Options{
@@ -19,6 +20,7 @@ func awsOptions(cfg Config, log *slog.Logger) awsutils.Options {
 		IPv6:        cfg.EnableIPv6,
 		Version:     cfg.VPCCNIVersion,
 		ClusterName: cfg.ClusterName,
+		Budget:      cfg.EC2Budget,
 		Logger:      log,
 	}
 }

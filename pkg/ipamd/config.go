@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/nodeinit"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
@@ -37,14 +38,15 @@ type Config struct {
 	// AdditionalENITags (ADDITIONAL_ENI_TAGS) as set; awsutils drops the
 	// keys upstream reserves, and the agent warns about them.
 	AdditionalENITags                  map[string]string
-	ClusterName                        string        // CLUSTER_NAME
-	CustomNetworking                   bool          // AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: new ENIs from the node's ENIConfig
-	DisableLeakedENICleanup            bool          // DISABLE_LEAKED_ENI_CLEANUP
-	DisableNetworkResourceProvisioning bool          // DISABLE_NETWORK_RESOURCE_PROVISIONING; also true under ENABLE_IMDS_ONLY_MODE
-	EC2Endpoint                        string        // AWS_EC2_ENDPOINT: a custom EC2 endpoint URL (honoured for EC2, unlike upstream)
-	ENIConfigAnnotation                string        // ENI_CONFIG_ANNOTATION_DEF: node annotation naming the ENIConfig
-	ENIConfigLabel                     string        // ENI_CONFIG_LABEL_DEF: node label naming the ENIConfig
-	HTTPTimeout                        time.Duration // HTTP_TIMEOUT, whole seconds, at least (and default) 10: each EC2 and IMDS request
+	ClusterName                        string          // CLUSTER_NAME
+	CustomNetworking                   bool            // AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: new ENIs from the node's ENIConfig
+	DisableLeakedENICleanup            bool            // DISABLE_LEAKED_ENI_CLEANUP
+	DisableNetworkResourceProvisioning bool            // DISABLE_NETWORK_RESOURCE_PROVISIONING; also true under ENABLE_IMDS_ONLY_MODE
+	EC2Endpoint                        string          // AWS_EC2_ENDPOINT: a custom EC2 endpoint URL (honoured for EC2, unlike upstream)
+	ENIConfigAnnotation                string          // ENI_CONFIG_ANNOTATION_DEF: node annotation naming the ENIConfig
+	ENIConfigLabel                     string          // ENI_CONFIG_LABEL_DEF: node label naming the ENIConfig
+	HTTPTimeout                        time.Duration   // HTTP_TIMEOUT, whole seconds, at least (and default) 10: each EC2 and IMDS request
+	EC2Budget                          awsutils.Budget // EC2_API_RATE_LIMIT, EC2_API_BURST: the node's EC2 request budget
 	// IMDSOnlyMode (ENABLE_IMDS_ONLY_MODE): ENIs and addresses from IMDS
 	// only, no EC2 call that changes anything, no DescribeNetworkInterfaces.
 	IMDSOnlyMode bool
@@ -157,6 +159,9 @@ func Load(env envutil.Env) (Config, error) {
 	}
 	rc, err := podip.LoadConfig(env.Lookup)
 	if err != nil {
+		return c, err
+	}
+	if c.EC2Budget, err = loadEC2Budget(env); err != nil {
 		return c, err
 	}
 	c.Reconciler = rc

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -57,5 +58,37 @@ func TestLoadConfigRefusesABadEC2Endpoint(t *testing.T) {
 		_, err := LoadConfig(envOf(map[string]string{"ENABLE_IPv4": "true", "AWS_EC2_ENDPOINT": v}))
 		require.Error(t, err, v)
 		assert.Contains(t, err.Error(), "AWS_EC2_ENDPOINT", v)
+	}
+}
+
+func TestLoadConfigEC2Budget(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want awsutils.Budget
+	}{
+		{map[string]string{}, awsutils.Budget{CallsPerSecond: 2, Burst: 20}},
+		{map[string]string{"EC2_API_RATE_LIMIT": "0.5"}, awsutils.Budget{CallsPerSecond: 0.5, Burst: 20}},
+		{map[string]string{"EC2_API_BURST": "5"}, awsutils.Budget{CallsPerSecond: 2, Burst: 5}},
+		{map[string]string{"EC2_API_RATE_LIMIT": " 10 ", "EC2_API_BURST": "1000"}, awsutils.Budget{CallsPerSecond: 10, Burst: 1000}},
+	}
+	for _, tc := range tests {
+		tc.env["ENABLE_IPv4"] = "true"
+		c, err := LoadConfig(envOf(tc.env))
+		require.NoError(t, err, tc.env)
+		assert.Equal(t, tc.want, c.EC2Budget, tc.env)
+		assert.Equal(t, tc.want, awsOptions(c, nil).Budget, tc.env)
+	}
+}
+
+func TestLoadConfigRefusesABadEC2Budget(t *testing.T) {
+	for name, values := range map[string][]string{
+		"EC2_API_RATE_LIMIT": {"0", "-1", "fast", "NaN", "1001", "1e9"},
+		"EC2_API_BURST":      {"0", "-3", "1.5", "many", "1001"},
+	} {
+		for _, v := range values {
+			_, err := LoadConfig(envOf(map[string]string{"ENABLE_IPv4": "true", name: v}))
+			require.Error(t, err, "%s=%s", name, v)
+			assert.Contains(t, err.Error(), name, v)
+		}
 	}
 }

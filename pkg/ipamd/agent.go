@@ -86,7 +86,7 @@ type Timings struct {
 	SubnetCooldown    time.Duration // 2 min
 	MinENILifetime    time.Duration // 1 min
 	LeakHookInterval  time.Duration // 10 s
-	EC2VerifyInterval time.Duration // 5 min
+	EC2VerifyInterval time.Duration // 1 h, spread ±10 %
 	// DisputeConfirmAfter spaces the two EC2 reads that must agree before
 	// the ENI sync removes what pods use (30 s).
 	DisputeConfirmAfter time.Duration

@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/ctxtime"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/jitter"
 )
 
 // DefaultInterval is upstream's period for re-reading the VPC's CIDR
@@ -84,8 +86,14 @@ func New(cfg Config, deps Deps) *Refresher {
 	return &Refresher{cfg: cfg, Deps: deps}
 }
 
-// Run refreshes every interval until ctx ends.
+// Run refreshes every interval until ctx ends. The first pass comes at a
+// random point of the first interval, so that nodes started together do
+// not read IMDS, and act on a change, in step.
 func (r *Refresher) Run(ctx context.Context) {
+	if err := ctxtime.Sleep(ctx, jitter.Offset(r.cfg.Interval)); err != nil {
+		return
+	}
+	r.Pass(ctx)
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
 	for {

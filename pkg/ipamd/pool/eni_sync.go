@@ -8,18 +8,30 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/jitter"
 )
 
 // SyncENIs keeps the datastore in line with the ENIs attached to the
 // instance. IMDS is cheap but lags EC2, so it is only used to notice that
 // something changed; what is added or removed is decided from EC2's answer.
-// Then, with subnet discovery, the ENIs' subnets are checked for exclusion.
+// Then, when EC2 was read, and with subnet discovery, the ENIs' subnets are
+// checked for exclusion (so a node whose pool does not change asks EC2
+// about its subnets once an EC2VerifyInterval, not every sync).
 func (p *Manager) SyncENIs(ctx context.Context) {
-	p.syncENIs(ctx)
-	p.CheckExcludedSubnets(ctx)
+	if p.syncENIs(ctx) {
+		p.CheckExcludedSubnets(ctx)
+	}
 }
 
-func (p *Manager) syncENIs(ctx context.Context) {
+// verifiedEC2 records an EC2 read of the instance's ENIs and when the next
+// forced one is due.
+func (p *Manager) verifiedEC2() {
+	p.lastEC2Verify = p.now()
+	p.nextEC2Verify = jitter.Spread(p.cfg.EC2VerifyInterval, 0.1)
+}
+
+// syncENIs reports whether it read EC2's answer.
+func (p *Manager) syncENIs(ctx context.Context) bool {
 	p.m.actionInProgress.WithLabelValues("nodeIPPoolReconcile").Inc()
 	defer p.m.actionInProgress.WithLabelValues("nodeIPPoolReconcile").Dec()
 	p.expireReturned()
@@ -27,19 +39,20 @@ func (p *Manager) syncENIs(ctx context.Context) {
 	if err != nil {
 		p.Errors.WithLabelValues("reconcileFailedGetENIs").Inc()
 		p.Log.Warn("ENI sync: IMDS unavailable", "error", err)
-		return
+		return false
 	}
-	if p.imdsAgrees(attached) && p.now().Sub(p.lastEC2Verify) < p.cfg.EC2VerifyInterval {
-		return
+	if p.imdsAgrees(attached) && !p.lastEC2Verify.IsZero() && p.now().Sub(p.lastEC2Verify) < p.nextEC2Verify {
+		return false
 	}
 	truth, err := p.AWS.InstanceENIs(ctx)
 	if err != nil {
 		p.Errors.WithLabelValues("reconcileFailedGetENIs").Inc()
 		p.Log.Warn("ENI sync: EC2 unavailable; changing nothing", "error", err)
-		return
+		return false
 	}
-	p.lastEC2Verify = p.now()
+	p.verifiedEC2()
 	p.applyTruth(ctx, truth)
+	return true
 }
 
 // imdsAgrees reports whether IMDS shows exactly the datastore's ENIs and

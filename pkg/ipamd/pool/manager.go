@@ -10,6 +10,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/jitter"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/trigger"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -49,7 +50,9 @@ type Config struct {
 	LeakHookInterval time.Duration
 	// EC2VerifyInterval forces an EC2 check even when IMDS agrees with the
 	// datastore, to catch addresses removed behind ipamd's back while IMDS
-	// lags (5 min: one DescribeNetworkInterfaces per node per 5 minutes).
+	// lags (1 h, each period spread by ±10 %: one DescribeNetworkInterfaces
+	// per node an hour, and with subnet discovery one DescribeSubnets). A
+	// node whose pool does not change makes no other periodic EC2 call.
 	EC2VerifyInterval time.Duration
 	// DisputeConfirmAfter is how long after an EC2 answer that left out
 	// something pods hold the second, confirming read is taken (30 s; see
@@ -73,7 +76,7 @@ func (c *Config) setDefaults() {
 	set(&c.MinENILifetime, time.Minute)
 	set(&c.ReturnedCacheTTL, time.Minute)
 	set(&c.LeakHookInterval, 10*time.Second)
-	set(&c.EC2VerifyInterval, 5*time.Minute)
+	set(&c.EC2VerifyInterval, time.Hour)
 	set(&c.DisputeConfirmAfter, 30*time.Second)
 }
 
@@ -139,6 +142,7 @@ type Manager struct {
 	subnetCooldownUntil time.Time
 	lastDecrease        time.Time
 	lastEC2Verify       time.Time
+	nextEC2Verify       time.Duration              // EC2VerifyInterval, spread anew after each read
 	unmanaged           int                        // attached ENIs left alone (see maxENIs)
 	paused              bool                       // growth and ENI release paused: node unschedulable
 	returned            map[netip.Prefix]time.Time // returned to EC2 at
@@ -180,7 +184,13 @@ func (p *Manager) Run(ctx context.Context) {
 	defer tick.Stop()
 	defer p.wake.Stop()
 	defer p.leakWarned.Stop()
-	lastSync := p.now()
+	// Node init has just read EC2; the first hourly check is an hour
+	// (spread) from now. The first sync comes at a random point of the
+	// first SyncInterval, so nodes started together do not sync together.
+	if p.lastEC2Verify.IsZero() {
+		p.verifiedEC2()
+	}
+	lastSync := p.now().Add(-jitter.Offset(p.cfg.SyncInterval))
 	for {
 		select {
 		case <-ctx.Done():

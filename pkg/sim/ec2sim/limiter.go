@@ -39,18 +39,21 @@ func newLimiter(cfg *ThrottleConfig, now func() time.Time) *limiter {
 	return l
 }
 
-// admit spends a token of the request's bucket; false means the request
-// is throttled. Requests no bucket covers are admitted.
-func (l *limiter) admit(action string, form url.Values) bool {
+// admit spends a token of the request's bucket: gateThrottled when it
+// has none, gateNone when no bucket covers the request.
+func (l *limiter) admit(action string, form url.Values) gate {
 	key, _, ok := l.cfg.bucketFor(action, CategoryOf(action, form))
 	if !ok {
-		return true
+		return gateNone
 	}
 	lb := l.buckets[key]
 	if lb == nil {
-		return true // not an action the simulator implements
+		return gateNone // not an action the simulator implements
 	}
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
-	return lb.b.take(l.now())
+	if lb.b.take(l.now()) {
+		return gateAdmitted
+	}
+	return gateThrottled
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -40,8 +39,9 @@ type Sim struct {
 
 	faults faults
 	log    callLog
+	tally  *tally // this simulator's own requests
+	front  *front // limits and latency: its own, or its account's
 	tokens imdsTokens
-	reqSeq atomic.Uint64
 
 	srvMu    sync.Mutex
 	servers  []*http.Server
@@ -117,6 +117,8 @@ func New(cfg Config) (*Sim, error) {
 			exhausted:    map[string]bool{},
 			unauthorized: map[string]bool{},
 		},
+		tally:  newTally(),
+		front:  newFront(cfg.Throttle, cfg.Latency, cfg.ActionLatency, nil),
 		tokens: imdsTokens{tokens: map[string]time.Time{}},
 	}
 	s.vpcBlocks = []vpcBlock{{cidr: netip.MustParsePrefix(cfg.VPCCIDR), assocID: "vpc-cidr-assoc-0sim00000001"}}

@@ -107,21 +107,21 @@ func TestLimiterBuckets(t *testing.T) {
 	}, clock)
 	byID := url.Values{"NetworkInterfaceId.1": {"eni-1"}}
 
-	require.True(t, l.admit("DescribeNetworkInterfaces", nil))
-	require.False(t, l.admit("DescribeNetworkInterfaces", nil), "unfiltered bucket holds 1")
-	require.True(t, l.admit("DescribeNetworkInterfaces", byID), "narrowed requests have their own bucket")
-	require.True(t, l.admit("DescribeNetworkInterfaces", byID))
-	require.False(t, l.admit("DescribeNetworkInterfaces", byID))
-	require.True(t, l.admit("DescribeInstances", nil), "another action, another bucket")
+	require.Equal(t, gateAdmitted, l.admit("DescribeNetworkInterfaces", nil))
+	require.Equal(t, gateThrottled, l.admit("DescribeNetworkInterfaces", nil), "unfiltered bucket holds 1")
+	require.Equal(t, gateAdmitted, l.admit("DescribeNetworkInterfaces", byID), "narrowed requests have their own bucket")
+	require.Equal(t, gateAdmitted, l.admit("DescribeNetworkInterfaces", byID))
+	require.Equal(t, gateThrottled, l.admit("DescribeNetworkInterfaces", byID))
+	require.Equal(t, gateAdmitted, l.admit("DescribeInstances", nil), "another action, another bucket")
 
-	require.True(t, l.admit("DescribeSubnets", nil))
-	require.False(t, l.admit("DescribeSubnets", url.Values{"SubnetId.1": {"subnet-1"}}), "an action's own entry is one bucket")
+	require.Equal(t, gateAdmitted, l.admit("DescribeSubnets", nil))
+	require.Equal(t, gateThrottled, l.admit("DescribeSubnets", url.Values{"SubnetId.1": {"subnet-1"}}), "an action's own entry is one bucket")
 
-	require.True(t, l.admit("CreateTags", nil), "no Mutating entry: not limited")
-	require.True(t, l.admit("NoSuchAction", nil), "unknown actions are not limited")
+	require.Equal(t, gateNone, l.admit("CreateTags", nil), "no Mutating entry: not limited")
+	require.Equal(t, gateNone, l.admit("NoSuchAction", nil), "unknown actions are not limited")
 
 	now = t0.Add(time.Second)
-	require.True(t, l.admit("DescribeNetworkInterfaces", nil), "refilled")
+	require.Equal(t, gateAdmitted, l.admit("DescribeNetworkInterfaces", nil), "refilled")
 }
 
 func TestDefaultThrottleIsACopy(t *testing.T) {

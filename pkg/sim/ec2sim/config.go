@@ -51,10 +51,24 @@ type Config struct {
 	// before EC2 reports it done and IMDS shows it.
 	AttachDelay, DetachDelay time.Duration
 
-	// Latency is added to every EC2 request. EC2 never answers in less
-	// than 3 ms in any case (see minTurnaround), so values up to that
-	// add nothing on top.
+	// Latency is added to every EC2 request whose action has no entry in
+	// ActionLatency. EC2 never answers in less than 3 ms in any case (see
+	// minTurnaround), so values up to that add nothing on top. The wait
+	// comes after the request limits and holds no lock of the model.
 	Latency time.Duration
+
+	// ActionLatency is how long each action takes to answer, e.g.
+	// DefaultLatencies(); keys must be actions the simulator implements.
+	// Default: none, every action takes Latency.
+	ActionLatency map[string]time.Duration
+
+	// Throttle applies EC2's per-action request limits to this
+	// simulator's endpoint, as if it were the only client of its account
+	// (DefaultThrottle() for EC2's published defaults). A throttled
+	// request changes nothing and is answered RequestLimitExceeded
+	// (HTTP 503). Default nil: no limits; the SetThrottle fault works
+	// either way. Nodes of an Account leave it nil: the account's apply.
+	Throttle *ThrottleConfig
 
 	// EC2Addr and IMDSAddr are the listen addresses; default 127.0.0.1:0.
 	EC2Addr, IMDSAddr string
@@ -143,6 +157,15 @@ func applyDefaults(cfg *Config) error {
 	}
 	if cfg.PrimaryIPv6 && cfg.Subnets[0].IPv6CIDR == "" {
 		return fmt.Errorf("ec2sim: PrimaryIPv6 needs the first subnet (the instance's) to have an IPv6CIDR")
+	}
+	if err := checkLatencies(cfg.Latency, cfg.ActionLatency); err != nil {
+		return fmt.Errorf("ec2sim: %v", err)
+	}
+	if cfg.Throttle != nil {
+		if err := cfg.Throttle.validate(); err != nil {
+			return fmt.Errorf("ec2sim: %v", err)
+		}
+		cfg.Throttle = cfg.Throttle.clone() // later edits by the caller change nothing
 	}
 	if cfg.EC2Addr == "" {
 		cfg.EC2Addr = "127.0.0.1:0"

@@ -37,18 +37,42 @@
 //
 // Attachment changes take Config.AttachDelay / Config.DetachDelay to
 // complete, both in EC2 and in IMDS. Faults can be switched on at any time:
-// throttling, server errors, subnet exhaustion, missing IAM permissions and
-// a lagging IMDS view (served from a time-stamped history of the instance's
-// network state). Every EC2 call is logged for assertions.
+// throttling of a random fraction of requests, server errors, subnet
+// exhaustion, missing IAM permissions and a lagging IMDS view (served from
+// a time-stamped history of the instance's network state). Every EC2 call
+// is logged for assertions.
+//
+// Request limits and latency: Config.Throttle (DefaultThrottle() gives
+// the figures EC2 publishes) gives every action a token bucket sized by
+// its category (mutating, non-mutating, unfiltered-and-unpaginated
+// describes) or by its own entry, refilled continuously; a request that
+// finds its bucket empty is answered RequestLimitExceeded (HTTP 503)
+// before anything else happens, so it changes nothing. Off by default.
+// Config.ActionLatency (DefaultLatencies() has plausible figures) and
+// Config.Latency delay each answer, holding no lock of the model.
+//
+// Accounts: an Account is one EC2 endpoint for many nodes, as real EC2
+// is for a cluster. Each node (AddNode) is a Sim with its own access key
+// ID, by which the endpoint routes its requests, and its own IMDS
+// endpoint. The nodes of an account share the endpoint, the request
+// limits (one bucket per action for all of them), the latency and an
+// aggregate count of requests, throttles and retries per action
+// (Snapshot); each node keeps its own call log and ThrottleStats. They do
+// not share the VPC model: each node has its own copy of the VPC and its
+// subnets, so free-address counts, ENIs and IDs handed out are per node,
+// and a node's describes show only its own instance and ENIs.
 //
 // Operators' changes can be made behind the API's back (CreateAttachedENI,
 // AssociateVPCCIDR, AssociateVPCIPv6CIDR, AddSubnet,
 // AssociateSubnetIPv6CIDR, AddSecondaryIPs, AddIPv6Prefixes, ...).
 //
-// Simplifications: a single account, region, VPC and instance; at most one
+// Simplifications: one region, VPC and instance per Sim (an Account's
+// nodes each model the VPC apart); no resource token buckets (EC2 has
+// them for RunInstances and the like, which are not modelled); at most one
 // IPv6 block per VPC and per subnet, none unless configured (IPv6 metadata
 // paths are then 404); request signatures are not checked (signed and
-// unsigned requests are both accepted); single IPv4 addresses are handed
+// unsigned requests are both accepted by a standalone Sim, and an
+// Account reads only the access key ID); single IPv4 addresses are handed
 // out lowest-free-first and IPv4 prefixes as the lowest free aligned /28,
 // IPv6 addresses as random interface IDs and /80s as the first free one at
 // or after a random block, from the seeded generator, so runs are

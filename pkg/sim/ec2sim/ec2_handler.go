@@ -1,14 +1,8 @@
 package ec2sim
 
 import (
-	"bytes"
 	"context"
-	"encoding/xml"
-	"fmt"
-	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -123,58 +117,25 @@ func Actions() []string {
 	return out
 }
 
-// serveEC2 answers one EC2 Query request and logs it.
-func (s *Sim) serveEC2(w http.ResponseWriter, r *http.Request) {
-	reqID := s.newRequestID()
-	var action string
-	var resp response
-	var apiErr *APIError
-	switch {
-	case r.Method != http.MethodPost:
-		apiErr = newError(CodeUnsupportedHTTPVerb, "ec2sim accepts only POST requests with a form body")
-	default:
-		if err := r.ParseForm(); err != nil {
-			apiErr = newError(CodeInvalidParameterValue, "Malformed request body: %v", err)
-			break
+// handleEC2 applies the request limits, the latency and the faults, then
+// validates and dispatches one request. A request of an implemented
+// action meets the limits first, as at EC2's front door: a throttled one
+// waits for nothing, draws no fault and changes nothing. Neither the
+// limits nor the latency wait hold s.mu.
+func (s *Sim) handleEC2(ctx context.Context, action string, p params) (response, gate, *APIError) {
+	def, known := actions[action]
+	g := gateNone
+	if known && s.front.limiter != nil {
+		if g = s.front.limiter.admit(action, p.v); g == gateThrottled {
+			return nil, g, errThrottled()
 		}
-		action = r.PostForm.Get("Action")
 	}
-	start := time.Now() // the request body has been read
-	if apiErr == nil {
-		resp, apiErr = s.handleEC2(r.Context(), action, params{r.PostForm})
-	}
-
-	call := Call{Time: start, Action: action, Attempt: sdkAttempt(r.Header.Get("Amz-Sdk-Request"))}
-	var body []byte
-	var status int
-	if apiErr != nil {
-		call.ErrorCode = apiErr.Code
-		status = apiErr.Status
-		body = encodeXML("Response", "", &xmlErrorResponse{
-			Errors:    []xmlError{{Code: apiErr.Code, Message: apiErr.Message}},
-			RequestID: reqID,
-		})
-	} else {
-		resp.setRequestID(reqID)
-		status = http.StatusOK
-		body = encodeXML(action+"Response", ec2Namespace, resp)
-	}
-	if d := minTurnaround - time.Since(start); d > 0 {
-		time.Sleep(d)
-	}
-	s.log.add(call)
-	s.logger.Debug("ec2sim: EC2 call", "action", action, "error", call.ErrorCode, "status", status)
-
-	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.Header().Set("X-Amzn-RequestId", reqID)
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	resp, err := s.dispatchEC2(ctx, action, def, known, p)
+	return resp, g, err
 }
 
-// handleEC2 validates, applies faults and dispatches one request.
-func (s *Sim) handleEC2(ctx context.Context, action string, p params) (response, *APIError) {
-	if d := s.cfg.Latency; d > 0 {
+func (s *Sim) dispatchEC2(ctx context.Context, action string, def actionDef, known bool, p params) (response, *APIError) {
+	if d := s.front.latency.of(action); d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -186,8 +147,7 @@ func (s *Sim) handleEC2(ctx context.Context, action string, p params) (response,
 	if action == "" {
 		return nil, errMissing("Action")
 	}
-	def, ok := actions[action]
-	if !ok {
+	if !known {
 		return nil, newError(CodeInvalidAction, "The action %s is not valid for this web service.", action)
 	}
 	if err := s.faults.pickFault(action); err != nil {
@@ -235,36 +195,4 @@ func (s *Sim) handleEC2(ctx context.Context, action string, p params) (response,
 		s.recordLocked(now)
 	}
 	return resp, nil
-}
-
-// sdkAttempt parses the SDK's "Amz-Sdk-Request: attempt=N; max=M" header.
-func sdkAttempt(h string) int {
-	for _, part := range strings.Split(h, ";") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "attempt="); ok {
-			if n, err := strconv.Atoi(v); err == nil {
-				return n
-			}
-		}
-	}
-	return 0
-}
-
-func (s *Sim) newRequestID() string {
-	n := s.reqSeq.Add(1)
-	return fmt.Sprintf("5e1a0000-0000-4000-8000-%012x", n)
-}
-
-// encodeXML renders v under a root element, with the namespace if given.
-func encodeXML(root, namespace string, v any) []byte {
-	var buf bytes.Buffer
-	buf.WriteString(xml.Header)
-	start := xml.StartElement{Name: xml.Name{Local: root}}
-	if namespace != "" {
-		start.Attr = []xml.Attr{{Name: xml.Name{Local: "xmlns"}, Value: namespace}}
-	}
-	if err := xml.NewEncoder(&buf).EncodeElement(v, start); err != nil {
-		// Only a simulator bug (an unencodable type) gets here.
-		panic(fmt.Sprintf("ec2sim: encode %s: %v", root, err))
-	}
-	return buf.Bytes()
 }

@@ -42,6 +42,7 @@ const (
 	CodeInsufficientCidrBlocks        = "InsufficientCidrBlocks"
 	CodeTagLimitExceeded              = "TagLimitExceeded"
 	CodeUnsupportedHTTPVerb           = "UnsupportedHttpVerb"
+	CodeAuthFailure                   = "AuthFailure"
 )
 
 // APIError is an EC2 error as the simulator sends it on the wire. The
@@ -73,6 +74,8 @@ func statusFor(code string) int {
 		return http.StatusPreconditionFailed
 	case CodeUnsupportedHTTPVerb:
 		return http.StatusMethodNotAllowed
+	case CodeAuthFailure:
+		return http.StatusUnauthorized
 	default:
 		return http.StatusBadRequest
 	}
@@ -87,6 +90,12 @@ func asAPIError(err error) *APIError {
 		return ae
 	}
 	return newError(CodeInternalError, "ec2sim internal failure: %v", err)
+}
+
+// errThrottled is EC2's answer to a request over its limits, whether a
+// bucket ran dry or the SetThrottle fault picked it.
+func errThrottled() *APIError {
+	return newError(CodeRequestLimitExceeded, "Request limit exceeded.")
 }
 
 func errMissing(name string) *APIError {

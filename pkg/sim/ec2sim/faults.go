@@ -72,7 +72,7 @@ func (f *faults) pickFault(action string) *APIError {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.throttle > 0 && f.rng.Float64() < f.throttle {
-		return newError(CodeRequestLimitExceeded, "Request limit exceeded.")
+		return errThrottled()
 	}
 	if f.serverErrors > 0 && f.rng.Float64() < f.serverErrors {
 		return newError(CodeInternalError, "An internal error has occurred")

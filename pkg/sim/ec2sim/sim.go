@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -40,8 +39,13 @@ type Sim struct {
 
 	faults faults
 	log    callLog
-	tokens imdsTokens
-	reqSeq atomic.Uint64
+	tally  *tally // this simulator's own requests
+	front  *front // limits and latency: its own, or its account's
+
+	// Set by Account.AddNode before the node serves, never changed.
+	account   *Account // nil for a standalone Sim
+	accessKey string   // the node's access key ID in its account
+	tokens    imdsTokens
 
 	srvMu    sync.Mutex
 	servers  []*http.Server
@@ -117,6 +121,8 @@ func New(cfg Config) (*Sim, error) {
 			exhausted:    map[string]bool{},
 			unauthorized: map[string]bool{},
 		},
+		tally:  newTally(),
+		front:  newFront(cfg.Throttle, cfg.Latency, cfg.ActionLatency, nil),
 		tokens: imdsTokens{tokens: map[string]time.Time{}},
 	}
 	s.vpcBlocks = []vpcBlock{{cidr: netip.MustParsePrefix(cfg.VPCCIDR), assocID: "vpc-cidr-assoc-0sim00000001"}}
@@ -162,51 +168,84 @@ func New(cfg Config) (*Sim, error) {
 }
 
 // Start listens on the EC2 and IMDS addresses and serves them until Close.
+// A node of an Account is started by AddNode.
 func (s *Sim) Start() error {
+	if s.account != nil {
+		return errors.New("ec2sim: a node of an Account is started by AddNode")
+	}
+	return s.listen(true)
+}
+
+// listen serves IMDS, and EC2 too when withEC2 (a node's EC2 requests
+// come through its account's endpoint instead).
+func (s *Sim) listen(withEC2 bool) error {
 	s.srvMu.Lock()
 	defer s.srvMu.Unlock()
 	if s.started {
 		return errors.New("ec2sim: already started")
 	}
-	ec2L, err := net.Listen("tcp", s.cfg.EC2Addr)
-	if err != nil {
-		return fmt.Errorf("ec2sim: listen EC2: %w", err)
+	type endpoint struct {
+		l net.Listener
+		h http.HandlerFunc
+	}
+	var eps []endpoint
+	if withEC2 {
+		ec2L, err := net.Listen("tcp", s.cfg.EC2Addr)
+		if err != nil {
+			return fmt.Errorf("ec2sim: listen EC2: %w", err)
+		}
+		s.ec2URL = "http://" + ec2L.Addr().String()
+		eps = append(eps, endpoint{ec2L, s.serveEC2})
 	}
 	imdsL, err := net.Listen("tcp", s.cfg.IMDSAddr)
 	if err != nil {
-		ec2L.Close()
+		for _, ep := range eps {
+			ep.l.Close()
+		}
+		s.ec2URL = ""
 		return fmt.Errorf("ec2sim: listen IMDS: %w", err)
 	}
-	s.started = true
-	s.ec2URL = "http://" + ec2L.Addr().String()
 	s.imdsURL = "http://" + imdsL.Addr().String()
-	for _, pair := range []struct {
-		l net.Listener
-		h http.HandlerFunc
-	}{{ec2L, s.serveEC2}, {imdsL, s.serveIMDS}} {
-		srv := &http.Server{Handler: pair.h, ReadHeaderTimeout: 10 * time.Second}
-		s.servers = append(s.servers, srv)
-		go func() {
-			if err := srv.Serve(pair.l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				s.logger.Error("ec2sim: serve", "err", err)
-			}
-		}()
+	eps = append(eps, endpoint{imdsL, s.serveIMDS})
+	s.started = true
+	for _, ep := range eps {
+		s.servers = append(s.servers, serveHTTP(ep.l, ep.h, s.logger))
 	}
 	s.logger.Info("ec2sim started", "ec2", s.ec2URL, "imds", s.imdsURL,
 		"instance", s.instance.id, "type", s.cfg.InstanceType)
 	return nil
 }
 
-// Close stops both servers; in-flight requests are cut off.
+// serveHTTP serves h on l in the background until the server is shut down.
+func serveHTTP(l net.Listener, h http.Handler, logger *slog.Logger) *http.Server {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("ec2sim: serve", "err", err)
+		}
+	}()
+	return srv
+}
+
+// Close stops the simulator's servers; requests still in flight get up
+// to a second to finish. Closing a node of an Account also removes it
+// from the account: its access key is refused from then on.
 func (s *Sim) Close() error {
+	if a := s.account; a != nil {
+		a.forget(s)
+	}
 	s.srvMu.Lock()
 	defer s.srvMu.Unlock()
 	if s.shutdown {
 		return nil
 	}
 	s.shutdown = true
+	return shutdownAll(s.servers)
+}
+
+func shutdownAll(servers []*http.Server) error {
 	var errs []error
-	for _, srv := range s.servers {
+	for _, srv := range servers {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		if err := srv.Shutdown(ctx); err != nil {
 			errs = append(errs, srv.Close())
@@ -216,8 +255,12 @@ func (s *Sim) Close() error {
 	return errors.Join(errs...)
 }
 
-// EC2Endpoint is the EC2 base URL ("http://127.0.0.1:port"), "" before Start.
+// EC2Endpoint is the EC2 base URL ("http://127.0.0.1:port"), "" before
+// Start; for a node, its account's.
 func (s *Sim) EC2Endpoint() string {
+	if s.account != nil {
+		return s.account.EC2Endpoint()
+	}
 	s.srvMu.Lock()
 	defer s.srvMu.Unlock()
 	return s.ec2URL

@@ -73,3 +73,21 @@ func TestIPv6Node(t *testing.T) {
 	_, err = ec2sim.New(other)
 	require.NoError(t, err)
 }
+
+// A client built from the SDK's defaults after PointSDKAtNode acts as that
+// node of the account: its IMDS, its access key, its own instance.
+func TestPointSDKAtNode(t *testing.T) {
+	acct := ec2simtest.StartAccount(t, ec2sim.AccountConfig{})
+	_, _ = ec2simtest.AddNode(t, acct, ec2sim.Config{})
+	node, creds := ec2simtest.AddNode(t, acct, ec2sim.Config{})
+	ec2simtest.PointSDKAtNode(t, node, creds)
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(node.Region()))
+	require.NoError(t, err)
+
+	out, err := ec2.NewFromConfig(cfg).DescribeInstances(ctx, &ec2.DescribeInstancesInput{})
+	require.NoError(t, err)
+	require.Equal(t, node.InstanceID(), aws.ToString(out.Reservations[0].Instances[0].InstanceId))
+	require.Equal(t, 1, node.Calls()["DescribeInstances"])
+	require.Equal(t, 2, acct.Nodes())
+}

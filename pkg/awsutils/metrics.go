@@ -33,15 +33,15 @@ var (
 	}, []string{"fn", "error"})
 	// This project's: the node's EC2 request budget and EC2's throttling.
 	ec2Throttled = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "awscni_ec2api_throttled_total",
+		Name: "awscni_ipamd_ec2_throttled_total",
 		Help: "EC2 request attempts answered with a throttling error (RequestLimitExceeded), retries included, by action",
 	}, []string{"fn"})
 	budgetWaits = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "awscni_ec2api_budget_waits_total",
+		Name: "awscni_ipamd_ec2_budget_waits_total",
 		Help: "EC2 request attempts that waited for the node's request budget (EC2_API_RATE_LIMIT, EC2_API_BURST)",
 	})
 	budgetWaitSeconds = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "awscni_ec2api_budget_wait_seconds_total",
+		Name: "awscni_ipamd_ec2_budget_wait_seconds_total",
 		Help: "Seconds EC2 request attempts waited for the node's request budget",
 	})
 	registerOnce sync.Once

@@ -71,7 +71,9 @@ func drain(t *testing.T, n *simNode, prefix string) []datastore.Allocation {
 // idle, it is freed.
 func TestSubnetTaggedExcludedLater(t *testing.T) {
 	ctx := context.Background()
-	n := startSimNode(t, twoPodSubnets(), nil)
+	// The subnets' tags are re-read with the forced EC2 check (hourly);
+	// here every sync is one.
+	n := startSimNode(t, twoPodSubnets(), nil, everySyncReadsEC2)
 	n.settle(t, 40)
 	eniA := storeENIIn(t, n, "subnet-0pods").Info.ID
 	all := n.assign(t, 24, "pod")
@@ -170,7 +172,7 @@ func TestExcludedSubnetAtStart(t *testing.T) {
 // ENI sync changes no mark and is counted.
 func TestExcludedSubnetCheckFailureKeepsMarks(t *testing.T) {
 	ctx := context.Background()
-	n := startSimNode(t, twoPodSubnets(), nil)
+	n := startSimNode(t, twoPodSubnets(), nil, everySyncReadsEC2)
 	n.settle(t, 40)
 	eniA := storeENIIn(t, n, "subnet-0pods").Info.ID
 	tagSubnet(t, n, "subnet-0pods", "0")
@@ -206,4 +208,21 @@ func TestExcludedSubnetWithoutDiscovery(t *testing.T) {
 		assert.False(t, e.IsExcludedForPodIPs, id)
 	}
 	assert.Equal(t, before.TotalIPs, n.agent.store.Stats().TotalIPs)
+}
+
+func everySyncReadsEC2(o *Options) { o.Timings.EC2VerifyInterval = time.Nanosecond }
+
+// TestSubnetTagsAreReadOnlyWithTheHourlyCheck: a sync that IMDS agrees
+// with asks EC2 nothing, about ENIs or subnets, until the forced check is
+// due; then one DescribeNetworkInterfaces and one DescribeSubnets.
+func TestSubnetTagsAreReadOnlyWithTheHourlyCheck(t *testing.T) {
+	ctx := context.Background()
+	n := startSimNode(t, twoPodSubnets(), nil, func(o *Options) { o.Timings.EC2VerifyInterval = time.Hour })
+	n.settle(t, 40)
+	n.agent.pool.SyncENIs(ctx) // settles whatever the start left for the sync
+	n.sim.ResetCalls()
+	for range 3 {
+		n.agent.pool.SyncENIs(ctx)
+	}
+	assert.Empty(t, n.sim.Calls(), "IMDS agrees and the hourly check is not due: no EC2 call")
 }

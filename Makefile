@@ -35,7 +35,7 @@ TEST_TIMEOUT ?= 60m
 # Where `go install` puts the analysers scripts/ci/setup.sh installs.
 TOOLS_BIN ?= $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)
 
-.PHONY: all build test bench bench-report lint check setup run generate-rpc clean $(BINARIES)
+.PHONY: all build test bench bench-report lint check setup run fleet generate-rpc clean $(BINARIES)
 
 all: build
 
@@ -106,6 +106,15 @@ components:
 ## a side-by-side (failed pod starts, leaked addresses, EC2 calls).
 run:
 	$(GO) run ./cmd/tools/sim-node $(RUN_ARGS)
+
+## fleet: 100, 500 and 1,000 simulated nodes (real agents in one process)
+## against one EC2 account with EC2's request limits: per phase (cluster
+## start, steady state, scale-down) the EC2 calls by action, throttled and
+## retried, node and pod start figures and memory per agent. About 25
+## minutes; e.g. make fleet FLEET_ARGS="-nodes 100 -steady 2m".
+FLEET_ARGS ?= -steady 3m -hour 90s -down 60s
+fleet:
+	$(GO) run ./cmd/tools/fleet $(FLEET_ARGS)
 
 ## generate-rpc: regenerate rpc/*.pb.go (needs protoc, protoc-gen-go,
 ## protoc-gen-go-grpc on PATH); the generated files are committed.

@@ -84,7 +84,7 @@ func IPv4(ctx context.Context, cfg Config, deps Deps, limits Limits) (Node, erro
 	var n Node
 	aws, store := deps.AWS, deps.Store
 	id := aws.InstanceIdentity()
-	enis, err := aws.InstanceENIs(ctx)
+	enis, err := retryThrottled(ctx, cfg.Log, "DescribeNetworkInterfaces", aws.InstanceENIs)
 	if err != nil {
 		return n, fmt.Errorf("list the instance's ENIs: %w", err)
 	}
@@ -103,7 +103,10 @@ func IPv4(ctx context.Context, cfg Config, deps Deps, limits Limits) (Node, erro
 			// As upstream: every managed ENI carries ipamd's tags (instance
 			// ID, cluster, ADDITIONAL_ENI_TAGS); without them the leaked-ENI
 			// sweep and other tools cannot tell whose it is.
-			if err := aws.EnsureENITags(ctx, e); err != nil {
+			_, err := retryThrottled(ctx, cfg.Log, "CreateTags", func(ctx context.Context) (struct{}, error) {
+				return struct{}{}, aws.EnsureENITags(ctx, e)
+			})
+			if err != nil {
 				return n, fmt.Errorf("tag ENI %s: %w", e.ID, err)
 			}
 		}

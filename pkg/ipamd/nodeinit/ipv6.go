@@ -24,7 +24,9 @@ func IPv6(ctx context.Context, cfg Config, deps Deps) (newPrefix bool, err error
 	}
 	aws, store := deps.AWS, deps.Store
 	id := aws.InstanceIdentity()
-	enis, err := aws.DescribeENIs(ctx, []string{id.PrimaryENIID})
+	enis, err := retryThrottled(ctx, cfg.Log, "DescribeNetworkInterfaces", func(ctx context.Context) ([]awsutils.ENI, error) {
+		return aws.DescribeENIs(ctx, []string{id.PrimaryENIID})
+	})
 	if err != nil || len(enis) != 1 {
 		return false, fmt.Errorf("describe the primary ENI %s: %v", id.PrimaryENIID, err)
 	}

@@ -37,6 +37,7 @@ type scriptedEC2 struct {
 	describe  func(e awsutils.ENI) (awsutils.ENI, bool) // rewrite for DescribeENIs
 	next      netip.Addr
 	unassigns []netip.Addr
+	assignErr error // AssignIPs fails with it (after recording the call)
 }
 
 func (f *scriptedEC2) InstanceIdentity() awsutils.Identity {
@@ -84,6 +85,9 @@ func (f *scriptedEC2) AssignIPs(_ context.Context, eni string, n int) ([]netip.A
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.assigns = append(f.assigns, eni)
+	if f.assignErr != nil {
+		return nil, f.assignErr
+	}
 	e := f.enis[eni]
 	var out []netip.Addr
 	for range n {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
@@ -16,9 +17,15 @@ import (
 // and when every ENI's subnet is full a new ENI is made (it may go in
 // another subnet); without it, a full subnet pauses growth.
 func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
-	if !p.cfg.Provisioning || !p.schedulable() || p.now().Before(p.subnetCooldownUntil) {
+	if !p.cfg.Provisioning || !p.schedulable() || p.now().Before(p.subnetCooldownUntil) || p.now().Before(p.throttle.until) {
 		return
 	}
+	throttledBefore := p.throttle.failures
+	defer func() {
+		if p.throttle.failures == throttledBefore {
+			p.throttle.failures = 0 // this attempt was not throttled
+		}
+	}()
 	p.m.actionInProgress.WithLabelValues("increaseDatastorePool").Inc()
 	defer p.m.actionInProgress.WithLabelValues("increaseDatastorePool").Dec()
 	want := d.Short
@@ -168,6 +175,10 @@ func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 		}
 	}
 	switch {
+	case errors.Is(err, awsutils.ErrThrottled):
+		pause := p.throttle.failed(p.cfg.Interval, p.now())
+		p.Log.Warn("EC2 is throttling pool growth; pods keep the addresses they have and new ones come from the warm pool while growth waits",
+			"pause", pause.Round(time.Millisecond).String(), "throttledInARow", p.throttle.failures, "error", err)
 	case errors.Is(err, awsutils.ErrSubnetExhausted):
 		p.subnetCooldownUntil = p.now().Add(p.cfg.SubnetCooldown)
 		p.Log.Warn("subnet has no free addresses; pausing pool growth", "for", p.cfg.SubnetCooldown.String(), "error", err)

@@ -140,6 +140,7 @@ type Manager struct {
 	leakWarned *trigger.Trigger
 
 	subnetCooldownUntil time.Time
+	throttle            growthBackoff // growth pauses after EC2 throttled it
 	lastDecrease        time.Time
 	lastEC2Verify       time.Time
 	nextEC2Verify       time.Duration              // EC2VerifyInterval, spread anew after each read

@@ -1,0 +1,83 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestGrowthPause(t *testing.T) {
+	tests := []struct {
+		interval time.Duration
+		n        int
+		want     time.Duration
+	}{
+		{5 * time.Second, 1, 5 * time.Second},
+		{5 * time.Second, 2, 10 * time.Second},
+		{5 * time.Second, 4, 40 * time.Second},
+		{5 * time.Second, 5, time.Minute},
+		{5 * time.Second, 50, time.Minute},
+		{100 * time.Millisecond, 1, time.Second}, // at least a second
+		{2 * time.Minute, 1, time.Minute},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, growthPause(tc.interval, tc.n), "%v %d", tc.interval, tc.n)
+	}
+}
+
+func TestGrowthBackoffSpreadsItsPauses(t *testing.T) {
+	var b growthBackoff
+	now := time.Unix(0, 0)
+	for n := 1; n <= 6; n++ {
+		d := b.failed(5*time.Second, now)
+		base := growthPause(5*time.Second, n)
+		assert.GreaterOrEqual(t, d, base/2, "try %d", n)
+		assert.Less(t, d, base*3/2, "try %d", n)
+		assert.Equal(t, now.Add(d), b.until)
+	}
+	assert.Equal(t, 6, b.failures)
+}
+
+// TestThrottledGrowthWaits: after EC2 throttles an assignment, the steps
+// in the pause ask EC2 nothing; later attempts are spaced further apart;
+// the first one EC2 answers ends the back-off.
+func TestThrottledGrowthWaits(t *testing.T) {
+	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
+	for i := range 9 {
+		place(t, ds, fmt.Sprintf("10.0.0.%d", 11+i), fmt.Sprintf("p0-%d", i))
+	}
+	for i := range 4 {
+		place(t, ds, fmt.Sprintf("10.0.1.%d", 11+i), fmt.Sprintf("p1-%d", i))
+	}
+	ctx := context.Background()
+	f.assignErr = fmt.Errorf("assign: %w", awsutils.ErrThrottled)
+	p.Step(ctx)
+	require.Len(t, f.assigns, 1)
+	require.Equal(t, 1, p.throttle.failures)
+
+	for range 5 { // within the first pause (at least 2.5 s)
+		*now = now.Add(400 * time.Millisecond)
+		p.Step(ctx)
+	}
+	assert.Len(t, f.assigns, 1, "no EC2 call while growth waits")
+
+	*now = p.throttle.until
+	p.Step(ctx)
+	assert.Len(t, f.assigns, 2)
+	assert.Equal(t, 2, p.throttle.failures)
+	second := p.throttle.until.Sub(*now)
+	assert.GreaterOrEqual(t, second, 5*time.Second, "the second pause is longer (10 s spread ±50 %)")
+
+	f.assignErr = nil
+	*now = p.throttle.until
+	p.Step(ctx)
+	assert.Len(t, f.assigns, 3)
+	assert.Zero(t, p.throttle.failures, "EC2 answered: the back-off ends")
+	assert.Equal(t, 18, ds.Stats().TotalIPs, "the growth happened")
+}

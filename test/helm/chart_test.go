@@ -55,6 +55,8 @@ var defaultEnv = map[string]string{
 	"POD_IP_RECONCILE_MODE":         "enforce",
 	"POD_IP_RECONCILE_INTERVAL":     "1m",
 	"POD_IP_RECONCILE_GRACE_PERIOD": "5m",
+	"EC2_API_RATE_LIMIT":            "2",
+	"EC2_API_BURST":                 "20",
 	"CRI_RUNTIME_ENDPOINT":          "unix://" + containerdSocket,
 }
 

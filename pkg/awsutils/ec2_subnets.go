@@ -6,54 +6,16 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
-// subnetCache remembers subnet CIDRs, which never change, and the last
-// listing of the AZ's subnets, whose tags a new ENI's exclusion check may
-// take while it is fresh (listingFresh) instead of asking EC2 again.
+// subnetCache remembers subnet CIDRs, which never change.
 type subnetCache struct {
-	mu       sync.Mutex
-	cidrs    map[string]netip.Prefix
-	listing  map[string]Subnet
-	listedAt time.Time
-}
-
-// listingFresh is how long a listing of the AZ's subnets answers the
-// exclusion check of the ENI it chose a subnet for.
-const listingFresh = time.Minute
-
-func (sc *subnetCache) remember(list []Subnet, at time.Time) {
-	m := make(map[string]Subnet, len(list))
-	for _, s := range list {
-		m[s.ID] = s
-	}
-	sc.mu.Lock()
-	sc.listing, sc.listedAt = m, at
-	sc.mu.Unlock()
-}
-
-// fresh returns the listed subnets with these IDs if the listing is
-// fresh at now and has them all.
-func (sc *subnetCache) fresh(ids []string, now time.Time) ([]Subnet, bool) {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if sc.listing == nil || now.Sub(sc.listedAt) >= listingFresh {
-		return nil, false
-	}
-	out := make([]Subnet, 0, len(ids))
-	for _, id := range ids {
-		s, ok := sc.listing[id]
-		if !ok {
-			return nil, false
-		}
-		out = append(out, s)
-	}
-	return out, true
+	mu    sync.Mutex
+	cidrs map[string]netip.Prefix
 }
 
 // SubnetCIDR returns a subnet's IPv4 CIDR (DescribeSubnets, cached).
@@ -107,7 +69,6 @@ func (c *Client) azSubnets(ctx context.Context) ([]Subnet, error) {
 			out = append(out, subnetFromSDK(s))
 		}
 	}
-	c.subnets.remember(out, time.Now())
 	return out, nil
 }
 
@@ -183,17 +144,10 @@ func (c *Client) SubnetsByID(ctx context.Context, ids []string) ([]Subnet, error
 // ExcludedSubnets reports, for each given subnet, whether its tags keep pod
 // IPs out of it now (SubnetExcluded with CLUSTER_NAME). ipamd re-checks its
 // ENIs' subnets with it, so a subnet tagged after an ENI went in is seen.
-//
-// Right after subnet discovery listed the subnets for a new ENI, that
-// listing answers (it is under a minute old), so a new ENI costs one
-// DescribeSubnets, not two.
 func (c *Client) ExcludedSubnets(ctx context.Context, ids []string) (map[string]bool, error) {
-	subnets, ok := c.subnets.fresh(ids, time.Now())
-	if !ok {
-		var err error
-		if subnets, err = c.SubnetsByID(ctx, ids); err != nil {
-			return nil, err
-		}
+	subnets, err := c.SubnetsByID(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[string]bool, len(subnets))
 	for _, s := range subnets {

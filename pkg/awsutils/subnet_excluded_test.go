@@ -39,30 +39,3 @@ func TestExcludedSubnets(t *testing.T) {
 	_, err = c.ExcludedSubnets(ctx, []string{"subnet-0big"})
 	require.Error(t, err)
 }
-
-// TestNewENIsExclusionCheckUsesTheDiscoveryListing: the check right after
-// subnet discovery chose a subnet takes the listing's tags (one
-// DescribeSubnets per new ENI); once the listing is a minute old, EC2 is
-// asked again.
-func TestNewENIsExclusionCheckUsesTheDiscoveryListing(t *testing.T) {
-	ctx := context.Background()
-	sim, c := simClient(t, ec2sim.Config{Subnets: discoverySubnets()}, Options{ClusterName: "blue"})
-	eni, err := c.AllocENI(ctx, AllocOptions{IPs: 1, SubnetDiscovery: true})
-	require.NoError(t, err)
-	sim.ResetCalls()
-	got, err := c.ExcludedSubnets(ctx, []string{eni.SubnetID})
-	require.NoError(t, err)
-	assert.Equal(t, map[string]bool{eni.SubnetID: false}, got)
-	assert.Zero(t, callsFor(sim, "DescribeSubnets"), "the discovery listing answered")
-
-	_, err = c.ExcludedSubnets(ctx, []string{"subnet-0nosuch"})
-	assert.Error(t, err, "an ID the listing lacks is asked of EC2")
-	assert.Equal(t, 1, callsFor(sim, "DescribeSubnets"))
-
-	c.subnets.mu.Lock()
-	c.subnets.listedAt = c.subnets.listedAt.Add(-listingFresh)
-	c.subnets.mu.Unlock()
-	_, err = c.ExcludedSubnets(ctx, []string{eni.SubnetID})
-	require.NoError(t, err)
-	assert.Equal(t, 2, callsFor(sim, "DescribeSubnets"), "a stale listing is not used")
-}

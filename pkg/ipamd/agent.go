@@ -80,13 +80,14 @@ type Options struct {
 
 // Timings tune the pool manager; zero values take upstream's defaults.
 type Timings struct {
-	PoolInterval      time.Duration // 5 s
-	ENISyncInterval   time.Duration // 1 min: ENI sync against IMDS/EC2
-	DecreaseInterval  time.Duration // 30 s
-	SubnetCooldown    time.Duration // 2 min
-	MinENILifetime    time.Duration // 1 min
-	LeakHookInterval  time.Duration // 10 s
-	EC2VerifyInterval time.Duration // 1 h, spread ±10 %
+	PoolInterval          time.Duration // 5 s
+	ENISyncInterval       time.Duration // 1 min: ENI sync against IMDS/EC2
+	DecreaseInterval      time.Duration // 30 s
+	SubnetCooldown        time.Duration // 2 min
+	MinENILifetime        time.Duration // 1 min
+	LeakHookInterval      time.Duration // 10 s
+	EC2VerifyInterval     time.Duration // 0: EC2 is read only when IMDS disagrees (upstream's design)
+	SubnetRecheckInterval time.Duration // 1 h: subnet tags of ENIs outside the primary subnet
 	// DisputeConfirmAfter spaces the two EC2 reads that must agree before
 	// the ENI sync removes what pods use (30 s).
 	DisputeConfirmAfter time.Duration

@@ -212,17 +212,37 @@ func TestExcludedSubnetWithoutDiscovery(t *testing.T) {
 
 func everySyncReadsEC2(o *Options) { o.Timings.EC2VerifyInterval = time.Nanosecond }
 
-// TestSubnetTagsAreReadOnlyWithTheHourlyCheck: a sync that IMDS agrees
-// with asks EC2 nothing, about ENIs or subnets, until the forced check is
-// due; then one DescribeNetworkInterfaces and one DescribeSubnets.
-func TestSubnetTagsAreReadOnlyWithTheHourlyCheck(t *testing.T) {
+// TestSubnetTagsAreReadOnlyWhenDue: a sync that IMDS agrees with asks EC2
+// nothing, about ENIs or subnets, until the hourly subnet re-check is due;
+// then one DescribeSubnets, and no DescribeNetworkInterfaces. A node whose
+// ENIs are all in the primary ENI's subnet never re-checks.
+func TestSubnetTagsAreReadOnlyWhenDue(t *testing.T) {
 	ctx := context.Background()
-	n := startSimNode(t, twoPodSubnets(), nil, func(o *Options) { o.Timings.EC2VerifyInterval = time.Hour })
+	n := startSimNode(t, twoPodSubnets(), nil, func(o *Options) { o.Timings.EC2VerifyInterval = 0 })
 	n.settle(t, 40)
 	n.agent.pool.SyncENIs(ctx) // settles whatever the start left for the sync
 	n.sim.ResetCalls()
 	for range 3 {
 		n.agent.pool.SyncENIs(ctx)
 	}
-	assert.Empty(t, n.sim.Calls(), "IMDS agrees and the hourly check is not due: no EC2 call")
+	assert.Empty(t, n.sim.Calls(), "IMDS agrees and no re-check is due: no EC2 call")
+
+	due := startSimNode(t, twoPodSubnets(), nil, func(o *Options) {
+		o.Timings.EC2VerifyInterval, o.Timings.SubnetRecheckInterval = 0, time.Nanosecond
+	})
+	due.settle(t, 40)
+	due.agent.pool.SyncENIs(ctx)
+	due.sim.ResetCalls()
+	due.agent.pool.SyncENIs(ctx)
+	due.agent.pool.SyncENIs(ctx)
+	assert.Equal(t, map[string]int{"DescribeSubnets": 2}, due.sim.Calls(), "one DescribeSubnets per due re-check, nothing else")
+
+	one := startSimNode(t, ec2sim.Config{}, nil, func(o *Options) {
+		o.Timings.EC2VerifyInterval, o.Timings.SubnetRecheckInterval = 0, time.Nanosecond
+	})
+	one.settle(t, 20)
+	one.agent.pool.SyncENIs(ctx)
+	one.sim.ResetCalls()
+	one.agent.pool.SyncENIs(ctx)
+	assert.Empty(t, one.sim.Calls(), "every ENI in the primary subnet: nothing to re-check")
 }

@@ -14,13 +14,42 @@ import (
 // SyncENIs keeps the datastore in line with the ENIs attached to the
 // instance. IMDS is cheap but lags EC2, so it is only used to notice that
 // something changed; what is added or removed is decided from EC2's answer.
-// Then, when EC2 was read, and with subnet discovery, the ENIs' subnets are
-// checked for exclusion (so a node whose pool does not change asks EC2
-// about its subnets once an EC2VerifyInterval, not every sync).
+// Then, with subnet discovery, the ENIs' subnets are checked for exclusion
+// when EC2 was read or the hourly re-check is due (so a node whose pool
+// does not change asks EC2 about its subnets at most hourly, and not at
+// all when its ENIs are all in the primary ENI's subnet).
 func (p *Manager) SyncENIs(ctx context.Context) {
-	if p.syncENIs(ctx) {
+	if p.syncENIs(ctx) || p.subnetRecheckDue() {
 		p.CheckExcludedSubnets(ctx)
+		p.checkedSubnets()
 	}
+}
+
+// subnetRecheckDue: subnet discovery is on, a secondary ENI is in a
+// subnet other than the primary ENI's, and the last check is a spread
+// SubnetRecheckInterval ago.
+func (p *Manager) subnetRecheckDue() bool {
+	if !p.cfg.SubnetDiscovery || p.now().Sub(p.lastSubnetCheck) < p.nextSubnetCheck {
+		return false
+	}
+	primarySubnet := ""
+	enis := p.Store.ENISummaries()
+	for _, e := range enis {
+		if e.Info.Primary {
+			primarySubnet = e.Info.SubnetID
+		}
+	}
+	for _, e := range enis {
+		if !e.Info.Primary && e.Info.SubnetID != "" && e.Info.SubnetID != primarySubnet {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Manager) checkedSubnets() {
+	p.lastSubnetCheck = p.now()
+	p.nextSubnetCheck = jitter.Spread(p.cfg.SubnetRecheckInterval, 0.1)
 }
 
 // verifiedEC2 records an EC2 read of the instance's ENIs and when the next
@@ -28,6 +57,12 @@ func (p *Manager) SyncENIs(ctx context.Context) {
 func (p *Manager) verifiedEC2() {
 	p.lastEC2Verify = p.now()
 	p.nextEC2Verify = jitter.Spread(p.cfg.EC2VerifyInterval, 0.1)
+}
+
+// forcedCheckDue: EC2VerifyInterval is set and has passed since EC2 was
+// last read.
+func (p *Manager) forcedCheckDue() bool {
+	return p.cfg.EC2VerifyInterval > 0 && (p.lastEC2Verify.IsZero() || p.now().Sub(p.lastEC2Verify) >= p.nextEC2Verify)
 }
 
 // syncENIs reports whether it read EC2's answer.
@@ -41,7 +76,7 @@ func (p *Manager) syncENIs(ctx context.Context) bool {
 		p.Log.Warn("ENI sync: IMDS unavailable", "error", err)
 		return false
 	}
-	if p.imdsAgrees(attached) && !p.lastEC2Verify.IsZero() && p.now().Sub(p.lastEC2Verify) < p.nextEC2Verify {
+	if p.imdsAgrees(attached) && !p.forcedCheckDue() {
 		return false
 	}
 	truth, err := p.AWS.InstanceENIs(ctx)

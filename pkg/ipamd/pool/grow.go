@@ -143,11 +143,11 @@ func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 		p.Log.Error("could not set up new ENI", "eni", eni.ID, "error", err)
 		return
 	}
-	for _, s := range p.Store.ENISummaries() {
-		if s.Info.ID == attached.ID {
-			p.markExcluded(ctx, []datastore.ENISummary{s})
-		}
-	}
+	// No exclusion check for the new ENI: its subnet was chosen from a
+	// DescribeSubnets answer of moments ago that leaves out subnets tagged
+	// out of pod IPs (or, for custom networking, named by the ENIConfig,
+	// which subnet discovery does not apply to). The hourly re-check and
+	// every sync that reads EC2 see later tags.
 }
 
 // addENI sets up an attached ENI's host side and adds it with its addresses.

@@ -48,12 +48,18 @@ type Config struct {
 	// PodIPLeakSuspected event and awscni_ipamd_leak_reconcile_triggers_total
 	// count per this (10 s). OnLeak itself is called at every suspicion.
 	LeakHookInterval time.Duration
-	// EC2VerifyInterval forces an EC2 check even when IMDS agrees with the
-	// datastore, to catch addresses removed behind ipamd's back while IMDS
-	// lags (1 h, each period spread by ±10 %: one DescribeNetworkInterfaces
-	// per node an hour, and with subnet discovery one DescribeSubnets). A
-	// node whose pool does not change makes no other periodic EC2 call.
+	// EC2VerifyInterval, when above 0, forces an EC2 check even when IMDS
+	// agrees with the datastore (each period spread by ±10 %). 0, the
+	// default, is upstream's design: the sync asks EC2 only when IMDS
+	// disagrees, so a node whose pool does not change makes no call here.
+	// IMDS lags EC2 but catches up, and a removal it then shows is read
+	// from EC2 at the next sync.
 	EC2VerifyInterval time.Duration
+	// SubnetRecheckInterval spaces the re-reads of the subnet tags of
+	// ENIs outside the primary ENI's subnet (subnet discovery), for a
+	// subnet tagged out of pod IPs while its ENIs stay (1 h, spread ±10 %;
+	// one DescribeSubnets). Every sync that reads EC2 re-reads them too.
+	SubnetRecheckInterval time.Duration
 	// DisputeConfirmAfter is how long after an EC2 answer that left out
 	// something pods hold the second, confirming read is taken (30 s; see
 	// disputes.go).
@@ -76,7 +82,7 @@ func (c *Config) setDefaults() {
 	set(&c.MinENILifetime, time.Minute)
 	set(&c.ReturnedCacheTTL, time.Minute)
 	set(&c.LeakHookInterval, 10*time.Second)
-	set(&c.EC2VerifyInterval, time.Hour)
+	set(&c.SubnetRecheckInterval, time.Hour)
 	set(&c.DisputeConfirmAfter, 30*time.Second)
 }
 
@@ -143,7 +149,9 @@ type Manager struct {
 	throttle            growthBackoff // growth pauses after EC2 throttled it
 	lastDecrease        time.Time
 	lastEC2Verify       time.Time
-	nextEC2Verify       time.Duration              // EC2VerifyInterval, spread anew after each read
+	nextEC2Verify       time.Duration // EC2VerifyInterval, spread anew after each read
+	lastSubnetCheck     time.Time
+	nextSubnetCheck     time.Duration              // SubnetRecheckInterval, spread anew after each check
 	unmanaged           int                        // attached ENIs left alone (see maxENIs)
 	paused              bool                       // growth and ENI release paused: node unschedulable
 	returned            map[netip.Prefix]time.Time // returned to EC2 at
@@ -185,11 +193,15 @@ func (p *Manager) Run(ctx context.Context) {
 	defer tick.Stop()
 	defer p.wake.Stop()
 	defer p.leakWarned.Stop()
-	// Node init has just read EC2; the first hourly check is an hour
-	// (spread) from now. The first sync comes at a random point of the
-	// first SyncInterval, so nodes started together do not sync together.
+	// Node init has just read EC2 and the subnets; the first forced
+	// checks are a period (spread) from now. The first sync comes at a
+	// random point of the first SyncInterval, so nodes started together
+	// do not sync together.
 	if p.lastEC2Verify.IsZero() {
 		p.verifiedEC2()
+	}
+	if p.lastSubnetCheck.IsZero() {
+		p.checkedSubnets()
 	}
 	lastSync := p.now().Add(-jitter.Offset(p.cfg.SyncInterval))
 	for {

@@ -104,10 +104,7 @@ func (c *Client) imdsShows(ctx context.Context, want ENI) (ENIMetadata, error) {
 	if err != nil {
 		return ENIMetadata{}, err
 	}
-	for _, mac := range strings.Fields(macs) {
-		if !strings.EqualFold(strings.TrimSuffix(mac, "/"), want.MAC) {
-			continue
-		}
+	if listsMAC(macs, want.MAC) {
 		md, err := c.eniMetadata(ctx, want.MAC)
 		if err != nil {
 			return md, err
@@ -119,6 +116,16 @@ func (c *Client) imdsShows(ctx context.Context, want ENI) (ENIMetadata, error) {
 		return md, nil
 	}
 	return ENIMetadata{}, fmt.Errorf("%w: MAC %s not listed", errNotInIMDSYet, want.MAC)
+}
+
+// listsMAC reports whether IMDS's list of MACs ("mac/" per line) has mac.
+func listsMAC(macs, mac string) bool {
+	for _, m := range strings.Fields(macs) {
+		if strings.EqualFold(strings.TrimSuffix(m, "/"), mac) {
+			return true
+		}
+	}
+	return false
 }
 
 // pollEC2Attached polls EC2 until the ENI's attachment completes, with

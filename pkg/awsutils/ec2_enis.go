@@ -295,7 +295,11 @@ func (c *Client) freeDeviceIndex(ctx context.Context) (int, error) {
 }
 
 // FreeENI detaches and deletes an ENI; an ENI that is already gone is not
-// an error.
+// an error. After the detach it watches IMDS until the instance no longer
+// shows the ENI (free, and outside EC2's request limits) and only then
+// deletes it: a delete sent while the ENI is still detaching is refused,
+// and polling with deletes would spend the account's mutating-request
+// tokens, which a fleet scaling down at once is short of.
 func (c *Client) FreeENI(ctx context.Context, eniID string) error {
 	enis, err := c.DescribeENIs(ctx, []string{eniID})
 	if errors.Is(err, ErrNotFound) {
@@ -312,8 +316,11 @@ func (c *Client) FreeENI(ctx context.Context, eniID string) error {
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("free %s: %w", eniID, err)
 		}
+		if enis[0].MAC != "" {
+			c.watchIMDSDetached(ctx, enis[0].MAC)
+		}
 	}
-	delay := 200 * time.Millisecond
+	delay := time.Second
 	for try := 0; ; try++ {
 		err := c.DeleteENI(ctx, eniID)
 		if err == nil {
@@ -322,7 +329,7 @@ func (c *Client) FreeENI(ctx context.Context, eniID string) error {
 		}
 		// Still detaching: EC2 says the ENI is in use. Any other error
 		// (already retried by the SDK) will not go away by waiting.
-		if !errors.Is(err, ErrENIInUse) || try >= 12 {
+		if !errors.Is(err, ErrENIInUse) || try >= 8 {
 			CountUtilsError(FnFreeENIDeleteErr, err)
 			return fmt.Errorf("free %s: %w", eniID, err)
 		}
@@ -330,6 +337,23 @@ func (c *Client) FreeENI(ctx context.Context, eniID string) error {
 			return err
 		}
 		delay = min(2*delay, 10*time.Second)
+	}
+}
+
+// watchIMDSDetached waits, at most a minute, until IMDS no longer lists
+// the MAC; whatever IMDS says, the delete that follows decides.
+func (c *Client) watchIMDSDetached(ctx context.Context, mac string) {
+	deadline := time.Now().Add(time.Minute)
+	delay := 200 * time.Millisecond
+	for time.Now().Before(deadline) {
+		macs, err := c.get(ctx, "network/interfaces/macs")
+		if err == nil && !listsMAC(macs, mac) {
+			return
+		}
+		if ctxtime.Sleep(ctx, delay) != nil {
+			return
+		}
+		delay = min(2*delay, 2*time.Second)
 	}
 }
 

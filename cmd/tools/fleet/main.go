@@ -37,8 +37,8 @@ type options struct {
 	pods         int
 	podRetry     time.Duration
 	steady, down time.Duration
-	hour         time.Duration // period of the hourly jobs (leaked-ENI sweep)
-	verify       time.Duration // EC2VerifyInterval; 0: ipamd's default
+	hour         time.Duration // period of the hourly jobs (leaked-ENI sweep, subnet re-check)
+	verify       time.Duration // EC2VerifyInterval; 0: ipamd's default (none)
 	attachDelay  time.Duration
 	instanceType string
 	throttle     bool
@@ -72,8 +72,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.pods, "pods", 10, "pods per node at start")
 	fs.DurationVar(&o.podRetry, "pod-retry", 2*time.Second, "pause before a failed ADD is retried")
 	fs.DurationVar(&o.steady, "steady", 4*time.Minute, "steady-state phase")
-	fs.DurationVar(&o.hour, "hour", 2*time.Minute, "period of the hourly jobs in the run (leaked-ENI sweep)")
-	fs.DurationVar(&o.verify, "verify", 0, "ipamd's forced EC2 check of its ENIs (0: -hour, standing for ipamd's hourly default)")
+	fs.DurationVar(&o.hour, "hour", 2*time.Minute, "period of the hourly jobs in the run (leaked-ENI sweep, subnet re-check)")
+	fs.DurationVar(&o.verify, "verify", 0, "ipamd's forced EC2 read of its ENIs when IMDS agrees (0: ipamd's default, none)")
 	fs.DurationVar(&o.down, "down", 90*time.Second, "scale-down phase (every pod deleted)")
 	fs.DurationVar(&o.attachDelay, "attach", 3*time.Second, "how long EC2 takes to complete an ENI attachment")
 	fs.StringVar(&o.instanceType, "type", "m5.large", "instance type of every node")
@@ -92,9 +92,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("-nodes: %q is not a fleet size", f)
 		}
 		o.scales = append(o.scales, n)
-	}
-	if o.verify == 0 {
-		o.verify = o.hour
 	}
 	switch {
 	case o.joinRate <= 0:

@@ -132,6 +132,7 @@ func newAgent(ctx context.Context, o options, dir string, aws *awsutils.Client, 
 		DelQueueDir: filepath.Join(dir, "del-queue"),
 		Timings: ipamd.Timings{
 			EC2VerifyInterval:      o.verify,
+			SubnetRecheckInterval:  o.hour,
 			LeakedENISweepPeriod:   o.hour,
 			LeakedENISweepMaxDelay: o.hour / 2,
 		},

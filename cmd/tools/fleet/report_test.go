@@ -84,7 +84,7 @@ func TestParseFlags(t *testing.T) {
 	o, err := parseFlags([]string{"-nodes", "5, 20", "-hour", "1m"}, &strings.Builder{})
 	require.NoError(t, err)
 	assert.Equal(t, []int{5, 20}, o.scales)
-	assert.Equal(t, time.Minute, o.verify, "the forced EC2 check follows -hour")
+	assert.Zero(t, o.verify, "ipamd's default: no forced EC2 read")
 	for _, bad := range [][]string{{"-nodes", "0"}, {"-nodes", "x"}, {"-pods", "0"}, {"-join-rate", "0"}, {"-hour", "0"}} {
 		_, err := parseFlags(bad, &strings.Builder{})
 		assert.Error(t, err, bad)

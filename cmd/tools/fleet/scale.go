@@ -32,7 +32,11 @@ func runAll(o options, w io.Writer) error {
 	log := logger.New(out, slog.LevelWarn)
 	fmt.Fprintf(w, "# fleet: %s, %d pods a node, nodes join at %.2f/s, EC2 attach %v, throttle %t, latency %t, budget %.1f/s burst %d\n",
 		o.instanceType, o.pods, o.joinRate, o.attachDelay, o.throttle, o.latency, o.budget.CallsPerSecond, o.budget.Burst)
-	fmt.Fprintf(w, "# hourly jobs every %v, forced EC2 ENI check every %v; ipamd's warnings: %s\n\n", o.hour, o.verify, logPath)
+	verify := "none (ipamd's default)"
+	if o.verify > 0 {
+		verify = "every " + o.verify.String()
+	}
+	fmt.Fprintf(w, "# hourly jobs every %v, forced EC2 ENI read %s; ipamd's warnings: %s\n\n", o.hour, verify, logPath)
 	for _, n := range o.scales {
 		if err := runScale(o, n, root, log, w); err != nil {
 			return fmt.Errorf("%d nodes: %w", n, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/repofiles"
 )
 
 // node is one member of the fleet: its own instance in the shared
@@ -127,7 +128,7 @@ func newAgent(ctx context.Context, o options, dir string, aws *awsutils.Client, 
 	}
 	return ipamd.NewAgent(ctx, ipamd.Options{
 		Config: cfg, AWS: aws, Logger: log,
-		MaxPodsFile: maxPodsFile(),
+		MaxPodsFile: repofiles.MaxPodsFile(),
 		SocketPath:  filepath.Join(dir, "ipamd.sock"),
 		DelQueueDir: filepath.Join(dir, "del-queue"),
 		Timings: ipamd.Timings{
@@ -179,25 +180,5 @@ func (nd *node) close(acct *ec2sim.Account) {
 	}
 	if nd.dir != "" {
 		os.RemoveAll(nd.dir)
-	}
-}
-
-// maxPodsFile finds the repository's max-pods table from the working
-// directory or a parent ("" when there is none).
-func maxPodsFile() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		p := filepath.Join(dir, "misc", "eni-max-pods.txt")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
 	}
 }

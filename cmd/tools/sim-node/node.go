@@ -15,6 +15,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/repofiles"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/logger"
 )
 
@@ -126,33 +127,12 @@ func newAgent(o options, mode, dir, criSock string, log *slog.Logger) (*ipamd.Ag
 	}
 	return ipamd.NewAgent(context.Background(), ipamd.Options{
 		Config: cfg, AWS: aws, Logger: log, MaxPods: o.maxPods,
-		MaxPodsFile:    maxPodsFile(),
+		MaxPodsFile:    repofiles.MaxPodsFile(),
 		SocketPath:     filepath.Join(dir, "ipamd.sock"),
 		DelQueueDir:    filepath.Join(dir, "del-queue"),
 		MetricsAddress: "unix:" + filepath.Join(dir, "metrics.sock"),
 		Timings:        ipamd.Timings{PoolInterval: time.Second, ENISyncInterval: 10 * time.Second, DecreaseInterval: 5 * time.Second},
 	})
-}
-
-// maxPodsFile finds the repository's copy of upstream's max-pods table
-// from the working directory or one of its parents (go run and go test
-// start in different ones); "" when there is none (max pods unknown).
-func maxPodsFile() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		p := filepath.Join(dir, "misc", "eni-max-pods.txt")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }
 
 // criMirror shows the churn driver's pods in the fake runtime.

@@ -38,6 +38,8 @@ type scriptedEC2 struct {
 	next      netip.Addr
 	unassigns []netip.Addr
 	assignErr error // AssignIPs fails with it (after recording the call)
+	frees     []string
+	freeErr   error // FreeENI fails with it (after recording the call)
 }
 
 func (f *scriptedEC2) InstanceIdentity() awsutils.Identity {
@@ -80,7 +82,12 @@ func (f *scriptedEC2) AllocENI(context.Context, awsutils.AllocOptions) (awsutils
 func (f *scriptedEC2) WaitAttached(context.Context, string) (awsutils.ENI, error) {
 	return awsutils.ENI{}, errors.New("no")
 }
-func (f *scriptedEC2) FreeENI(context.Context, string) error { return nil }
+func (f *scriptedEC2) FreeENI(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.frees = append(f.frees, id)
+	return f.freeErr
+}
 func (f *scriptedEC2) AssignIPs(_ context.Context, eni string, n int) ([]netip.Addr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -147,6 +147,8 @@ type Manager struct {
 
 	subnetCooldownUntil time.Time
 	throttle            growthBackoff // growth pauses after EC2 throttled it
+	freeThrottle        growthBackoff // and so do ENI frees
+	nextENIFree         time.Time     // no ENI is freed before this
 	lastDecrease        time.Time
 	lastEC2Verify       time.Time
 	nextEC2Verify       time.Duration // EC2VerifyInterval, spread anew after each read

@@ -2,11 +2,15 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"slices"
+	"time"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/jitter"
 )
 
 // shrink returns at most d.Over idle addresses (or fully free prefixes) to
@@ -85,8 +89,12 @@ func (p *Manager) ReturnToEC2(ctx context.Context, free []datastore.FreeCIDR, pr
 // maybeFreeENI detaches and deletes one idle secondary ENI when the pool
 // would still meet its targets without it (upstream's WARM_ENI_TARGET rule:
 // keep E spare ENIs' worth of addresses), or when it is excluded for pod IPs.
+// As upstream, at most one ENI goes per DecreaseInterval; here the interval
+// is spread ±50 %, and after EC2 throttled a free it grows as growth's
+// pause does, so that a fleet scaled down at once (every node's ENIs idle
+// together) does not detach in step.
 func (p *Manager) maybeFreeENI(ctx context.Context) {
-	if !p.cfg.Provisioning || !p.schedulable() {
+	if !p.cfg.Provisioning || !p.schedulable() || p.now().Before(p.nextENIFree) {
 		return
 	}
 	enis := p.Store.ENISummaries()
@@ -103,9 +111,17 @@ func (p *Manager) maybeFreeENI(ctx context.Context) {
 		if _, err := p.Store.RemoveENI(e.Info.ID, false); err != nil {
 			continue
 		}
-		if err := p.AWS.FreeENI(ctx, e.Info.ID); err != nil {
+		err := p.AWS.FreeENI(ctx, e.Info.ID)
+		p.nextENIFree = p.now().Add(jitter.Spread(p.cfg.DecreaseInterval, 0.5))
+		if errors.Is(err, awsutils.ErrThrottled) {
+			p.nextENIFree = p.now().Add(p.freeThrottle.failed(p.cfg.DecreaseInterval, p.now()))
+		} else {
+			p.freeThrottle.failures = 0
+		}
+		if err != nil {
 			p.Errors.WithLabelValues("decreaseIPPoolFreeENIFailed").Inc()
-			p.Log.Error("could not free ENI; the ENI sync re-adds it while it stays attached", "eni", e.Info.ID, "error", err)
+			p.Log.Error("could not free ENI; the ENI sync re-adds it while it stays attached", "eni", e.Info.ID,
+				"nextTryAfter", p.nextENIFree.Sub(p.now()).Round(time.Millisecond).String(), "error", err)
 			return
 		}
 		if p.TeardownENI != nil {

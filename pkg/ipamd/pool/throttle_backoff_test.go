@@ -81,3 +81,27 @@ func TestThrottledGrowthWaits(t *testing.T) {
 	assert.Zero(t, p.throttle.failures, "EC2 answered: the back-off ends")
 	assert.Equal(t, 18, ds.Stats().TotalIPs, "the growth happened")
 }
+
+// TestIdleENIsAreFreedOnePerSpreadInterval: two idle ENIs go one at a
+// time, the second a spread DecreaseInterval after the first; a throttled
+// free pushes the next one further out.
+func TestIdleENIsAreFreedOnePerSpreadInterval(t *testing.T) {
+	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmENITarget: 0, WarmIPTarget: 1}, nil)
+	p.cfg.MaxENIs, p.cfg.DecreaseInterval = 3, 30*time.Second
+	f.enis["eni-2"] = scriptedENI("eni-2", 2, ips("10.0.2.11", 4))
+	require.NoError(t, AddENI(ds, f.enis["eni-2"]))
+	ctx := context.Background()
+	*now = now.Add(time.Minute) // past MinENILifetime
+	p.maybeFreeENI(ctx)
+	require.Len(t, f.frees, 1)
+	p.maybeFreeENI(ctx)
+	*now = now.Add(14 * time.Second) // under the shortest spread interval (15 s)
+	p.maybeFreeENI(ctx)
+	assert.Len(t, f.frees, 1, "one ENI per spread DecreaseInterval")
+	*now = now.Add(31 * time.Second) // past the longest (45 s)
+	f.freeErr = fmt.Errorf("detach: %w", awsutils.ErrThrottled)
+	p.maybeFreeENI(ctx)
+	require.Len(t, f.frees, 2)
+	assert.Equal(t, 1, p.freeThrottle.failures)
+	assert.GreaterOrEqual(t, p.nextENIFree.Sub(*now), 15*time.Second, "after a throttled free the pause is at least half of DecreaseInterval")
+}

@@ -17,13 +17,23 @@ import (
 // and when every ENI's subnet is full a new ENI is made (it may go in
 // another subnet); without it, a full subnet pauses growth.
 func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
-	if !p.cfg.Provisioning || !p.schedulable() || p.now().Before(p.subnetCooldownUntil) || p.now().Before(p.throttle.until) {
+	if !p.cfg.Provisioning || !p.schedulable() || p.now().Before(p.subnetCooldownUntil) {
 		return
 	}
-	throttledBefore := p.throttle.failures
+	// Growth that pods wait on (nothing assignable) and growth for the
+	// warm target alone wait out throttling on separate clocks.
+	p.growUrgent = p.Store.Stats().AssignableIPs() <= 0
+	b := &p.warmThrottle
+	if p.growUrgent {
+		b = &p.urgentThrottle
+	}
+	if p.now().Before(b.until) {
+		return
+	}
+	throttledBefore := b.failures
 	defer func() {
-		if p.throttle.failures == throttledBefore {
-			p.throttle.failures = 0 // this attempt was not throttled
+		if b.failures == throttledBefore {
+			b.failures = 0 // this attempt was not throttled
 		}
 	}()
 	p.m.actionInProgress.WithLabelValues("increaseDatastorePool").Inc()
@@ -176,9 +186,15 @@ func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 	}
 	switch {
 	case errors.Is(err, awsutils.ErrThrottled):
-		pause := p.throttle.failed(p.cfg.Interval, p.now())
+		// The account is short of tokens: warm growth waits in any case.
+		pause := p.warmThrottle.failed(p.cfg.Interval, warmMaxPause, p.now())
+		inARow := p.warmThrottle.failures
+		if p.growUrgent {
+			pause = p.urgentThrottle.failed(urgentFirstPause, urgentMaxPause, p.now())
+			inARow = p.urgentThrottle.failures
+		}
 		p.Log.Warn("EC2 is throttling pool growth; pods keep the addresses they have and new ones come from the warm pool while growth waits",
-			"pause", pause.Round(time.Millisecond).String(), "throttledInARow", p.throttle.failures, "error", err)
+			"pause", pause.Round(time.Millisecond).String(), "throttledInARow", inARow, "podsWaiting", p.growUrgent, "error", err)
 	case errors.Is(err, awsutils.ErrSubnetExhausted):
 		p.subnetCooldownUntil = p.now().Add(p.cfg.SubnetCooldown)
 		p.Log.Warn("subnet has no free addresses; pausing pool growth", "for", p.cfg.SubnetCooldown.String(), "error", err)

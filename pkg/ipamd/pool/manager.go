@@ -146,7 +146,9 @@ type Manager struct {
 	leakWarned *trigger.Trigger
 
 	subnetCooldownUntil time.Time
-	throttle            growthBackoff // growth pauses after EC2 throttled it
+	warmThrottle        growthBackoff // growth for the warm target pauses after EC2 throttled growth
+	urgentThrottle      growthBackoff // and growth that pods wait on, for shorter
+	growUrgent          bool          // the growth in progress is one pods wait on
 	freeThrottle        growthBackoff // and so do ENI frees
 	nextENIFree         time.Time     // no ENI is freed before this
 	lastDecrease        time.Time

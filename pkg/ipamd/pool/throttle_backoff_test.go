@@ -14,20 +14,23 @@ import (
 
 func TestGrowthPause(t *testing.T) {
 	tests := []struct {
-		interval time.Duration
-		n        int
-		want     time.Duration
+		first, max time.Duration
+		n          int
+		want       time.Duration
 	}{
-		{5 * time.Second, 1, 5 * time.Second},
-		{5 * time.Second, 2, 10 * time.Second},
-		{5 * time.Second, 4, 40 * time.Second},
-		{5 * time.Second, 5, time.Minute},
-		{5 * time.Second, 50, time.Minute},
-		{100 * time.Millisecond, 1, time.Second}, // at least a second
-		{2 * time.Minute, 1, time.Minute},
+		{5 * time.Second, time.Minute, 1, 5 * time.Second},
+		{5 * time.Second, time.Minute, 2, 10 * time.Second},
+		{5 * time.Second, time.Minute, 4, 40 * time.Second},
+		{5 * time.Second, time.Minute, 5, time.Minute},
+		{5 * time.Second, 2 * time.Minute, 50, 2 * time.Minute},
+		{urgentFirstPause, urgentMaxPause, 1, time.Second},
+		{urgentFirstPause, urgentMaxPause, 4, 8 * time.Second},
+		{urgentFirstPause, urgentMaxPause, 5, 10 * time.Second},
+		{100 * time.Millisecond, time.Minute, 1, time.Second}, // at least a second
+		{3 * time.Minute, time.Minute, 1, time.Minute},
 	}
 	for _, tc := range tests {
-		assert.Equal(t, tc.want, growthPause(tc.interval, tc.n), "%v %d", tc.interval, tc.n)
+		assert.Equal(t, tc.want, growthPause(tc.first, tc.max, tc.n), "%v %v %d", tc.first, tc.max, tc.n)
 	}
 }
 
@@ -35,8 +38,8 @@ func TestGrowthBackoffSpreadsItsPauses(t *testing.T) {
 	var b growthBackoff
 	now := time.Unix(0, 0)
 	for n := 1; n <= 6; n++ {
-		d := b.failed(5*time.Second, now)
-		base := growthPause(5*time.Second, n)
+		d := b.failed(5*time.Second, warmMaxPause, now)
+		base := growthPause(5*time.Second, warmMaxPause, n)
 		assert.GreaterOrEqual(t, d, base/2, "try %d", n)
 		assert.Less(t, d, base*3/2, "try %d", n)
 		assert.Equal(t, now.Add(d), b.until)
@@ -52,14 +55,15 @@ func TestThrottledGrowthWaits(t *testing.T) {
 	for i := range 9 {
 		place(t, ds, fmt.Sprintf("10.0.0.%d", 11+i), fmt.Sprintf("p0-%d", i))
 	}
-	for i := range 4 {
+	for i := range 2 { // 2 assignable: short of the target, but pods are not waiting
 		place(t, ds, fmt.Sprintf("10.0.1.%d", 11+i), fmt.Sprintf("p1-%d", i))
 	}
 	ctx := context.Background()
 	f.assignErr = fmt.Errorf("assign: %w", awsutils.ErrThrottled)
 	p.Step(ctx)
 	require.Len(t, f.assigns, 1)
-	require.Equal(t, 1, p.throttle.failures)
+	require.Equal(t, 1, p.warmThrottle.failures, "addresses are still assignable: warm growth")
+	require.Zero(t, p.urgentThrottle.failures)
 
 	for range 5 { // within the first pause (at least 2.5 s)
 		*now = now.Add(400 * time.Millisecond)
@@ -67,19 +71,19 @@ func TestThrottledGrowthWaits(t *testing.T) {
 	}
 	assert.Len(t, f.assigns, 1, "no EC2 call while growth waits")
 
-	*now = p.throttle.until
+	*now = p.warmThrottle.until
 	p.Step(ctx)
 	assert.Len(t, f.assigns, 2)
-	assert.Equal(t, 2, p.throttle.failures)
-	second := p.throttle.until.Sub(*now)
+	assert.Equal(t, 2, p.warmThrottle.failures)
+	second := p.warmThrottle.until.Sub(*now)
 	assert.GreaterOrEqual(t, second, 5*time.Second, "the second pause is longer (10 s spread ±50 %)")
 
 	f.assignErr = nil
-	*now = p.throttle.until
+	*now = p.warmThrottle.until
 	p.Step(ctx)
 	assert.Len(t, f.assigns, 3)
-	assert.Zero(t, p.throttle.failures, "EC2 answered: the back-off ends")
-	assert.Equal(t, 18, ds.Stats().TotalIPs, "the growth happened")
+	assert.Zero(t, p.warmThrottle.failures, "EC2 answered: the back-off ends")
+	assert.Equal(t, 16, ds.Stats().TotalIPs, "the growth happened (3 more)")
 }
 
 // TestIdleENIsAreFreedOnePerSpreadInterval: two idle ENIs go one at a
@@ -104,4 +108,32 @@ func TestIdleENIsAreFreedOnePerSpreadInterval(t *testing.T) {
 	require.Len(t, f.frees, 2)
 	assert.Equal(t, 1, p.freeThrottle.failures)
 	assert.GreaterOrEqual(t, p.nextENIFree.Sub(*now), 15*time.Second, "after a throttled free the pause is at least half of DecreaseInterval")
+}
+
+// TestGrowthPodsWaitOnRetriesSooner: with nothing assignable (the next ADD
+// fails), a throttled growth retries after about a second, not after the
+// warm pool's pause; the warm pool's clock is pushed out all the same.
+func TestGrowthPodsWaitOnRetriesSooner(t *testing.T) {
+	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
+	for i := range 9 {
+		place(t, ds, fmt.Sprintf("10.0.0.%d", 11+i), fmt.Sprintf("p0-%d", i))
+	}
+	for i := range 4 {
+		place(t, ds, fmt.Sprintf("10.0.1.%d", 11+i), fmt.Sprintf("p1-%d", i))
+	}
+	require.Zero(t, ds.Stats().AssignableIPs())
+	ctx := context.Background()
+	f.assignErr = fmt.Errorf("assign: %w", awsutils.ErrThrottled)
+	p.Step(ctx)
+	require.Len(t, f.assigns, 1)
+	assert.Equal(t, 1, p.urgentThrottle.failures)
+	assert.Equal(t, 1, p.warmThrottle.failures)
+	assert.Less(t, p.urgentThrottle.until.Sub(*now), 1500*time.Millisecond, "about a second")
+	assert.Greater(t, p.warmThrottle.until, p.urgentThrottle.until)
+
+	*now = p.urgentThrottle.until
+	f.assignErr = nil
+	p.Step(ctx)
+	assert.Len(t, f.assigns, 2, "retried after the short pause")
+	assert.Zero(t, p.urgentThrottle.failures)
 }

@@ -190,12 +190,14 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 		return ENI{}, err
 	}
 	eni := eniFromSDK(*created.NetworkInterface)
-	att, err := ec2Call(ctx, "AttachNetworkInterface", func(ctx context.Context) (*ec2.AttachNetworkInterfaceOutput, error) {
-		return c.ec2.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{
-			DeviceIndex:        aws.Int32(int32(dev)),
-			InstanceId:         aws.String(c.Identity.InstanceID),
-			NetworkInterfaceId: aws.String(eni.ID),
-			NetworkCardIndex:   aws.Int32(0),
+	att, err := retryThrottledStep(ctx, func(ctx context.Context) (*ec2.AttachNetworkInterfaceOutput, error) {
+		return ec2Call(ctx, "AttachNetworkInterface", func(ctx context.Context) (*ec2.AttachNetworkInterfaceOutput, error) {
+			return c.ec2.AttachNetworkInterface(ctx, &ec2.AttachNetworkInterfaceInput{
+				DeviceIndex:        aws.Int32(int32(dev)),
+				InstanceId:         aws.String(c.Identity.InstanceID),
+				NetworkInterfaceId: aws.String(eni.ID),
+				NetworkCardIndex:   aws.Int32(0),
+			})
 		})
 	})
 	if err != nil {
@@ -204,10 +206,12 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 	}
 	eni.AttachmentID = aws.ToString(att.AttachmentId)
 	eni.DeviceNumber = dev
-	_, err = ec2Call(ctx, "ModifyNetworkInterfaceAttribute", func(ctx context.Context) (*ec2.ModifyNetworkInterfaceAttributeOutput, error) {
-		return c.ec2.ModifyNetworkInterfaceAttribute(ctx, &ec2.ModifyNetworkInterfaceAttributeInput{
-			NetworkInterfaceId: aws.String(eni.ID),
-			Attachment:         &types.NetworkInterfaceAttachmentChanges{AttachmentId: att.AttachmentId, DeleteOnTermination: aws.Bool(true)},
+	_, err = retryThrottledStep(ctx, func(ctx context.Context) (*ec2.ModifyNetworkInterfaceAttributeOutput, error) {
+		return ec2Call(ctx, "ModifyNetworkInterfaceAttribute", func(ctx context.Context) (*ec2.ModifyNetworkInterfaceAttributeOutput, error) {
+			return c.ec2.ModifyNetworkInterfaceAttribute(ctx, &ec2.ModifyNetworkInterfaceAttributeInput{
+				NetworkInterfaceId: aws.String(eni.ID),
+				Attachment:         &types.NetworkInterfaceAttachmentChanges{AttachmentId: att.AttachmentId, DeleteOnTermination: aws.Bool(true)},
+			})
 		})
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,7 +65,7 @@ func runScale(o options, n int, root string, log *slog.Logger, w io.Writer) erro
 	defer acct.Close()
 	fmt.Fprintf(w, "## %d nodes\n\n", n)
 
-	runtime.GC()
+	debug.FreeOSMemory() // what an earlier scale left is not counted here
 	fig := startFigures{rssBefore: rss(), heapBefore: heapInUse(), lastErrors: map[string]int{}}
 	snap := acct.Snapshot()
 	began := time.Now()
@@ -72,7 +73,7 @@ func runScale(o options, n int, root string, log *slog.Logger, w io.Writer) erro
 	fig.nodes, fig.nodesFailed = len(nodes), failed
 	startEnd := time.Now()
 	startCalls := acct.Snapshot()
-	runtime.GC()
+	debug.FreeOSMemory()
 	fig.rssAfter, fig.heapPeak = rss(), heapInUse()
 	collectStart(&fig, nodes)
 	fmt.Fprintf(w, "### cluster start (%v: %d nodes joined over %v)\n\n", startEnd.Sub(began).Round(time.Second), n,

@@ -15,9 +15,9 @@ import (
 // CreateNetworkInterface, the scarcest of the account's request tokens
 // (EC2 refills five a second) when a fleet starts.
 var (
-	stepRetryFirst = time.Second
+	stepRetryFirst = 2 * time.Second
 	stepRetryMax   = 8 * time.Second
-	stepRetries    = 4
+	stepRetries    = 3
 )
 
 // retryThrottledStep runs f again after a spread, growing pause while EC2

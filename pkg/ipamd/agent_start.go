@@ -211,6 +211,7 @@ func (a *Agent) poolConfig(n nodeinit.Node) *pool.Config {
 		SubnetRecheckInterval: t.SubnetRecheckInterval,
 		DisputeConfirmAfter:   t.DisputeConfirmAfter,
 		ENIViewFromIMDS:       cfg.IMDSOnlyMode,
+		WarmStartSpread:       cfg.WarmStartSpread,
 	}
 }
 

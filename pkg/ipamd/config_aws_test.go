@@ -92,3 +92,20 @@ func TestLoadConfigRefusesABadEC2Budget(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadConfigWarmStartSpread(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 10 * time.Minute, "0": 0, "0s": 0, "3m": 3 * time.Minute, "1h": time.Hour} {
+		env := map[string]string{"ENABLE_IPv4": "true"}
+		if v != "" {
+			env["WARM_POOL_START_SPREAD"] = v
+		}
+		c, err := LoadConfig(envOf(env))
+		require.NoError(t, err, v)
+		assert.Equal(t, want, c.WarmStartSpread, v)
+	}
+	for _, v := range []string{"10", "-1m", "2h", "soon"} {
+		_, err := LoadConfig(envOf(map[string]string{"ENABLE_IPv4": "true", "WARM_POOL_START_SPREAD": v}))
+		require.Error(t, err, v)
+		assert.Contains(t, err.Error(), "WARM_POOL_START_SPREAD", v)
+	}
+}

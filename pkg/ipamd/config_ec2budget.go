@@ -3,6 +3,7 @@ package ipamd
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
@@ -20,6 +21,33 @@ const (
 	maxEC2RateLimit = 1000.0
 	maxEC2Burst     = 1000
 )
+
+// WARM_POOL_START_SPREAD: after ipamd starts, growth for the warm target
+// alone (addresses are still assignable: no pod waits on it) starts at a
+// random point of this period. Growth that pods wait on never waits. A
+// fleet started together then does not create its spare ENIs in the same
+// minutes as the ENIs its pods need: EC2 creates and attaches five ENIs a
+// second for the whole account by default. 0 grows at once, as upstream.
+const (
+	envWarmStartSpread     = "WARM_POOL_START_SPREAD"
+	defaultWarmStartSpread = 10 * time.Minute
+	maxWarmStartSpread     = time.Hour
+)
+
+func loadWarmStartSpread(env envutil.Env) (time.Duration, error) {
+	v, ok := env.Value(envWarmStartSpread)
+	if !ok {
+		return defaultWarmStartSpread, nil
+	}
+	if v == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > maxWarmStartSpread {
+		return 0, fmt.Errorf("%s %q must be a duration with a unit (such as 10m) from 0 to %v", envWarmStartSpread, v, maxWarmStartSpread)
+	}
+	return d, nil
+}
 
 func loadEC2Budget(env envutil.Env) (awsutils.Budget, error) {
 	b := awsutils.Budget{CallsPerSecond: awsutils.DefaultEC2CallsPerSecond, Burst: awsutils.DefaultEC2Burst}

@@ -176,6 +176,7 @@ var All = []Var{
 	ours("POD_IP_RECONCILE_MAX_RELEASE_PER_PASS", "5", IPAMD),
 	ours("EC2_API_RATE_LIMIT", "0.5", IPAMD),
 	ours("EC2_API_BURST", "5", IPAMD),
+	ours("WARM_POOL_START_SPREAD", "3m", IPAMD),
 	ours("CRI_RUNTIME_ENDPOINT", "unix:///run/containerd/containerd.sock", IPAMD),
 	ours("AWS_VPC_CNI_CONFLIST_CNI_VERSION", "1.1.0", Entrypoint),
 	ours("KUBECONFIG", "/root/.kube/config", IPAMD),

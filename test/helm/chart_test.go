@@ -57,6 +57,7 @@ var defaultEnv = map[string]string{
 	"POD_IP_RECONCILE_GRACE_PERIOD": "5m",
 	"EC2_API_RATE_LIMIT":            "2",
 	"EC2_API_BURST":                 "20",
+	"WARM_POOL_START_SPREAD":        "10m",
 	"CRI_RUNTIME_ENDPOINT":          "unix://" + containerdSocket,
 }
 

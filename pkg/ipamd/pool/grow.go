@@ -23,6 +23,9 @@ func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 	// Growth that pods wait on (nothing assignable) and growth for the
 	// warm target alone wait out throttling on separate clocks.
 	p.growUrgent = p.Store.Stats().AssignableIPs() <= 0
+	if !p.growUrgent && p.now().Before(p.warmNotBefore) {
+		return // the start's spread (WarmStartSpread); no pod waits on it
+	}
 	b := &p.warmThrottle
 	if p.growUrgent {
 		b = &p.urgentThrottle

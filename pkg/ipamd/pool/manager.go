@@ -64,6 +64,11 @@ type Config struct {
 	// something pods hold the second, confirming read is taken (30 s; see
 	// disputes.go).
 	DisputeConfirmAfter time.Duration
+	// WarmStartSpread (WARM_POOL_START_SPREAD, 10m): after Run starts,
+	// growth for the warm target alone (addresses still assignable) waits
+	// until a random point of this period; growth pods wait on does not.
+	// 0: at once, as upstream.
+	WarmStartSpread time.Duration
 	// ENIViewFromIMDS (ENABLE_IMDS_ONLY_MODE): the ENI sync's answers come
 	// from IMDS, so nothing pods hold is ever removed on them.
 	ENIViewFromIMDS bool
@@ -149,6 +154,7 @@ type Manager struct {
 	warmThrottle        growthBackoff // growth for the warm target pauses after EC2 throttled growth
 	urgentThrottle      growthBackoff // and growth that pods wait on, for shorter
 	growUrgent          bool          // the growth in progress is one pods wait on
+	warmNotBefore       time.Time     // warm-only growth waits until then (WarmStartSpread)
 	freeThrottle        growthBackoff // and so do ENI frees
 	nextENIFree         time.Time     // no ENI is freed before this
 	lastDecrease        time.Time
@@ -207,6 +213,12 @@ func (p *Manager) Run(ctx context.Context) {
 	if p.lastSubnetCheck.IsZero() {
 		p.checkedSubnets()
 	}
+	if p.cfg.WarmStartSpread > 0 {
+		p.warmNotBefore = p.now().Add(jitter.Offset(p.cfg.WarmStartSpread))
+	}
+	// The first ENI free, too, comes at a random point of its interval:
+	// a fleet whose pods all go at once does not detach in step.
+	p.nextENIFree = p.now().Add(jitter.Offset(p.cfg.DecreaseInterval))
 	lastSync := p.now().Add(-jitter.Offset(p.cfg.SyncInterval))
 	for {
 		select {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -136,4 +137,34 @@ func TestGrowthPodsWaitOnRetriesSooner(t *testing.T) {
 	p.Step(ctx)
 	assert.Len(t, f.assigns, 2, "retried after the short pause")
 	assert.Zero(t, p.urgentThrottle.failures)
+}
+
+// TestWarmGrowthWaitsForTheStartSpread: before warmNotBefore, growth for
+// the warm target alone does not happen, and after it does; growth pods
+// wait on does not wait.
+func TestWarmGrowthWaitsForTheStartSpread(t *testing.T) {
+	ctx := context.Background()
+	fill := func(ds *datastore.DataStore, onSecond int) {
+		for i := range 9 {
+			place(t, ds, fmt.Sprintf("10.0.0.%d", 11+i), fmt.Sprintf("p0-%d", i))
+		}
+		for i := range onSecond {
+			place(t, ds, fmt.Sprintf("10.0.1.%d", 11+i), fmt.Sprintf("p1-%d", i))
+		}
+	}
+
+	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
+	fill(ds, 2) // 2 assignable: short of the target, no pod waiting
+	p.warmNotBefore = now.Add(time.Minute)
+	p.Step(ctx)
+	assert.Empty(t, f.assigns, "the warm top-up waits for the spread")
+	*now = p.warmNotBefore
+	p.Step(ctx)
+	assert.Len(t, f.assigns, 1, "the spread is over: the warm top-up follows")
+
+	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
+	fill(ds, 4) // nothing assignable
+	p.warmNotBefore = now.Add(time.Minute)
+	p.Step(ctx)
+	assert.Len(t, f.assigns, 1, "pods wait: growth at once")
 }

@@ -22,9 +22,13 @@ func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 	}
 	// Growth that pods wait on (nothing assignable) and growth for the
 	// warm target alone wait out throttling on separate clocks.
-	p.growUrgent = p.Store.Stats().AssignableIPs() <= 0
-	if !p.growUrgent && p.now().Before(p.warmNotBefore) {
-		return // the start's spread (WarmStartSpread); no pod waits on it
+	s := p.Store.Stats()
+	p.growUrgent = s.AssignableIPs() <= 0
+	// The start's spread (WarmStartSpread) holds back spares only: not
+	// growth pods wait on, nor what MINIMUM_IP_TARGET asks to be there.
+	belowMinimum := s.TotalIPs < p.cfg.Targets.MinimumIPTarget
+	if !p.growUrgent && !belowMinimum && p.now().Before(p.warmNotBefore) {
+		return
 	}
 	b := &p.warmThrottle
 	if p.growUrgent {

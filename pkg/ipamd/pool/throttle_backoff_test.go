@@ -168,3 +168,15 @@ func TestWarmGrowthWaitsForTheStartSpread(t *testing.T) {
 	p.Step(ctx)
 	assert.Len(t, f.assigns, 1, "pods wait: growth at once")
 }
+
+// TestStartSpreadLeavesMinimumIPTargetAlone: what MINIMUM_IP_TARGET asks
+// for is added at once, even with addresses assignable.
+func TestStartSpreadLeavesMinimumIPTargetAlone(t *testing.T) {
+	p, f, ds, now := scriptedNode(t, warmpool.Config{MinimumIPTarget: 20}, nil)
+	place(t, ds, "10.0.0.11", "p0")
+	require.Less(t, ds.Stats().TotalIPs, 20)
+	require.Positive(t, ds.Stats().AssignableIPs())
+	p.warmNotBefore = now.Add(time.Minute)
+	p.Step(context.Background())
+	assert.Len(t, f.assigns, 1, "below the minimum: growth at once")
+}

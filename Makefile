@@ -107,14 +107,21 @@ components:
 run:
 	$(GO) run ./cmd/tools/sim-node $(RUN_ARGS)
 
-## fleet: 100, 500 and 1,000 simulated nodes (real agents in one process)
-## against one EC2 account with EC2's request limits: per phase (cluster
-## start, steady state, scale-down) the EC2 calls by action, throttled and
-## retried, node and pod start figures and memory per agent. About 25
-## minutes; e.g. make fleet FLEET_ARGS="-nodes 100 -steady 2m".
+## fleet: 100, 500 and 1,000 simulated nodes (real agents in one process
+## per scale, the three at once) against one EC2 account each with EC2's
+## request limits: per phase (cluster start, warm-up, steady state,
+## scale-down) the EC2 calls by action, throttled and retried, node and
+## pod start figures and memory per agent; one report per scale in
+## build/fleet-<N>.md. About 20 minutes; e.g.
+## make fleet FLEET_SCALES=100 FLEET_ARGS="-steady 2m".
 FLEET_ARGS ?= -steady 3m -hour 90s -down 60s
+FLEET_SCALES ?= 100 500 1000
 fleet:
-	$(GO) run ./cmd/tools/fleet $(FLEET_ARGS)
+	@mkdir -p $(BUILD_DIR)
+	$(GO) build -o $(BUILD_DIR)/fleet ./cmd/tools/fleet
+	@for n in $(FLEET_SCALES); do \
+		$(BUILD_DIR)/fleet -nodes $$n -log $(BUILD_DIR)/fleet-$$n-ipamd.log $(FLEET_ARGS) > $(BUILD_DIR)/fleet-$$n.md 2>&1 & \
+	done; wait; for n in $(FLEET_SCALES); do cat $(BUILD_DIR)/fleet-$$n.md; done
 
 ## generate-rpc: regenerate rpc/*.pb.go (needs protoc, protoc-gen-go,
 ## protoc-gen-go-grpc on PATH); the generated files are committed.

@@ -15,7 +15,7 @@ func TestSmallFleet(t *testing.T) {
 		t.Skip("starts three agents; not in -short")
 	}
 	o, err := parseFlags([]string{"-nodes", "3", "-join-rate", "10", "-pods", "12", "-pod-retry", "200ms",
-		"-steady", "3s", "-hour", "2s", "-down", "2s", "-attach", "300ms", "-start-limit", "60s",
+		"-steady", "3s", "-hour", "2s", "-warm-spread", "2s", "-down", "2s", "-attach", "300ms", "-start-limit", "60s",
 		"-log", t.TempDir() + "/ipamd.log"}, &strings.Builder{})
 	require.NoError(t, err)
 	var out strings.Builder
@@ -26,6 +26,7 @@ func TestSmallFleet(t *testing.T) {
 		"## 3 nodes",
 		"| nodes started / failed to start | 3 / 0 |",
 		"| pods running / planned | 36 / 36 |",
+		"### warm-up",
 		"### steady state",
 		"### scale-down",
 		"| AttachNetworkInterface | 3 |", // 12 pods need a second ENI on each node at start

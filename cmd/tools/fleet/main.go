@@ -8,9 +8,10 @@
 //
 // Phases per scale: a cluster start (nodes join at -join-rate, each then
 // gets -pods pods; an ADD that fails is retried every -pod-retry, as the
-// kubelet retries a sandbox), a steady state (pods stay; the hourly jobs
-// run every -hour so that they run several times), a scale-down (every
-// pod deleted). Each phase prints its EC2 calls by action, what was
+// kubelet retries a sandbox), a warm-up (the spares ipamd holds back for
+// WARM_POOL_START_SPREAD join), a steady state (pods stay, pools full; the
+// hourly jobs run every -hour so that they run several times), a
+// scale-down (every pod deleted). Each phase prints its EC2 calls by action, what was
 // throttled and retried, and for the start the node and pod figures and
 // the process's memory per agent.
 //
@@ -45,6 +46,7 @@ type options struct {
 	latency      bool
 	budget       awsutils.Budget
 	startLimit   time.Duration // after the last join, how long pods may take
+	warmSpread   time.Duration // WARM_POOL_START_SPREAD of every agent
 	logFile      string
 }
 
@@ -82,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.budget.CallsPerSecond, "rate", awsutils.DefaultEC2CallsPerSecond, "each node's EC2 request budget (EC2_API_RATE_LIMIT)")
 	fs.IntVar(&o.budget.Burst, "burst", awsutils.DefaultEC2Burst, "each node's EC2 burst (EC2_API_BURST)")
 	fs.DurationVar(&o.startLimit, "start-limit", 2*time.Minute, "after the last node joins, how long its pods may take")
+	fs.DurationVar(&o.warmSpread, "warm-spread", 10*time.Minute, "every agent's WARM_POOL_START_SPREAD (ipamd's default 10m); the warm-up phase lasts until it has passed for the last node")
 	fs.StringVar(&o.logFile, "log", "", "ipamd's log lines (warnings and errors) of every node; default: a file in the run's directory")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -100,6 +103,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-pods must be at least 1")
 	case o.hour <= 0 || o.steady <= 0 || o.down <= 0:
 		return o, errors.New("-hour, -steady and -down must be above 0")
+	case o.warmSpread < 0:
+		return o, errors.New("-warm-spread must not be negative")
 	}
 	return o, nil
 }

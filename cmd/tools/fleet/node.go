@@ -121,6 +121,7 @@ func newAgent(ctx context.Context, o options, dir string, aws *awsutils.Client, 
 		"DISABLE_METRICS":               "true",
 		"CRI_RUNTIME_ENDPOINT":          "unix://" + filepath.Join(dir, "cri.sock"),
 		"MY_POD_NAME":                   agentPod,
+		"WARM_POOL_START_SPREAD":        o.warmSpread.String(),
 	}
 	cfg, err := ipamd.LoadConfig(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {

@@ -81,10 +81,19 @@ func runScale(o options, n int, root string, log *slog.Logger, w io.Writer) erro
 	fmt.Fprintln(w, startTable(fig, o.attachDelay))
 	fmt.Fprintln(w, callTable(phase{name: "start", nodes: n, dur: startEnd.Sub(began), calls: startCalls.Since(snap)}, 0))
 
+	// Warm-up: the spare ENIs the start spread held back join, until the
+	// last node's spread (and a pool step or two) has passed.
+	lastJoin := began.Add(time.Duration(float64(n) / o.joinRate * float64(time.Second)))
+	time.Sleep(time.Until(lastJoin.Add(o.warmSpread + 10*time.Second)))
+	warmCalls := acct.Snapshot()
+	fmt.Fprintf(w, "### warm-up (%v: spares held back by WARM_POOL_START_SPREAD=%v join; pods stay)\n\n",
+		warmCalls.Time.Sub(startCalls.Time).Round(time.Second), o.warmSpread)
+	fmt.Fprintln(w, callTable(phase{name: "warm-up", nodes: n, dur: warmCalls.Time.Sub(startCalls.Time), calls: warmCalls.Since(startCalls)}, 0))
+
 	time.Sleep(o.steady)
 	steadyCalls := acct.Snapshot()
-	fmt.Fprintf(w, "### steady state (%v; pods stay; hourly jobs every %v)\n\n", o.steady, o.hour)
-	fmt.Fprintln(w, callTable(phase{name: "steady", nodes: n, dur: steadyCalls.Time.Sub(startCalls.Time), calls: steadyCalls.Since(startCalls)}, o.hour))
+	fmt.Fprintf(w, "### steady state (%v; pods stay, pools full; hourly jobs every %v)\n\n", o.steady, o.hour)
+	fmt.Fprintln(w, callTable(phase{name: "steady", nodes: n, dur: steadyCalls.Time.Sub(warmCalls.Time), calls: steadyCalls.Since(warmCalls)}, o.hour))
 
 	var wg sync.WaitGroup
 	for _, nd := range nodes {

@@ -53,12 +53,7 @@ func TestGrowthBackoffSpreadsItsPauses(t *testing.T) {
 // the first one EC2 answers ends the back-off.
 func TestThrottledGrowthWaits(t *testing.T) {
 	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
-	for i := range 9 {
-		place(t, ds, fmt.Sprintf("10.0.0.%d", 11+i), fmt.Sprintf("p0-%d", i))
-	}
-	for i := range 2 { // 2 assignable: short of the target, but pods are not waiting
-		place(t, ds, fmt.Sprintf("10.0.1.%d", 11+i), fmt.Sprintf("p1-%d", i))
-	}
+	fillScripted(t, ds, 2) // 2 assignable: short of the target, but pods are not waiting
 	ctx := context.Background()
 	f.assignErr = fmt.Errorf("assign: %w", awsutils.ErrThrottled)
 	p.Step(ctx)
@@ -116,12 +111,7 @@ func TestIdleENIsAreFreedOnePerSpreadInterval(t *testing.T) {
 // warm pool's pause; the warm pool's clock is pushed out all the same.
 func TestGrowthPodsWaitOnRetriesSooner(t *testing.T) {
 	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
-	for i := range 9 {
-		place(t, ds, fmt.Sprintf("10.0.0.%d", 11+i), fmt.Sprintf("p0-%d", i))
-	}
-	for i := range 4 {
-		place(t, ds, fmt.Sprintf("10.0.1.%d", 11+i), fmt.Sprintf("p1-%d", i))
-	}
+	fillScripted(t, ds, 4)
 	require.Zero(t, ds.Stats().AssignableIPs())
 	ctx := context.Background()
 	f.assignErr = fmt.Errorf("assign: %w", awsutils.ErrThrottled)
@@ -144,17 +134,9 @@ func TestGrowthPodsWaitOnRetriesSooner(t *testing.T) {
 // wait on does not wait.
 func TestWarmGrowthWaitsForTheStartSpread(t *testing.T) {
 	ctx := context.Background()
-	fill := func(ds *datastore.DataStore, onSecond int) {
-		for i := range 9 {
-			place(t, ds, fmt.Sprintf("10.0.0.%d", 11+i), fmt.Sprintf("p0-%d", i))
-		}
-		for i := range onSecond {
-			place(t, ds, fmt.Sprintf("10.0.1.%d", 11+i), fmt.Sprintf("p1-%d", i))
-		}
-	}
 
 	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
-	fill(ds, 2) // 2 assignable: short of the target, no pod waiting
+	fillScripted(t, ds, 2) // 2 assignable: short of the target, no pod waiting
 	p.warmNotBefore = now.Add(time.Minute)
 	p.Step(ctx)
 	assert.Empty(t, f.assigns, "the warm top-up waits for the spread")
@@ -163,7 +145,7 @@ func TestWarmGrowthWaitsForTheStartSpread(t *testing.T) {
 	assert.Len(t, f.assigns, 1, "the spread is over: the warm top-up follows")
 
 	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
-	fill(ds, 4) // nothing assignable
+	fillScripted(t, ds, 4) // nothing assignable
 	p.warmNotBefore = now.Add(time.Minute)
 	p.Step(ctx)
 	assert.Len(t, f.assigns, 1, "pods wait: growth at once")
@@ -179,4 +161,16 @@ func TestStartSpreadLeavesMinimumIPTargetAlone(t *testing.T) {
 	p.warmNotBefore = now.Add(time.Minute)
 	p.Step(context.Background())
 	assert.Len(t, f.assigns, 1, "below the minimum: growth at once")
+}
+
+// fillScripted places pods on all 9 addresses of eni-0 and on the first
+// onSecond of eni-1's 4.
+func fillScripted(t *testing.T, ds *datastore.DataStore, onSecond int) {
+	t.Helper()
+	for i := range 9 {
+		place(t, ds, fmt.Sprintf("10.0.0.%d", 11+i), fmt.Sprintf("p0-%d", i))
+	}
+	for i := range onSecond {
+		place(t, ds, fmt.Sprintf("10.0.1.%d", 11+i), fmt.Sprintf("p1-%d", i))
+	}
 }

@@ -113,6 +113,18 @@ func (d *DataStore) ReleaseRestedIfUnchanged(key IPAMKey, assignedAt time.Time) 
 // Cooldown is how long a released address rests before reuse.
 func (d *DataStore) Cooldown() time.Duration { return d.cool }
 
+// NextCooldownEnd is when the address that has rested longest is free
+// again; zero when none is cooling.
+func (d *DataStore) NextCooldownEnd() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.expireLocked(d.now())
+	if e := d.cooling.Front(); e != nil {
+		return e.Value.(*addr).unassignedAt.Add(d.cool)
+	}
+	return time.Time{}
+}
+
 func (d *DataStore) release(key IPAMKey, assignedAt *time.Time, cooldown bool) (Allocation, error) {
 	d.mu.Lock()
 	alloc, ch, err := d.beginReleaseLocked(key, assignedAt, cooldown)

@@ -62,16 +62,19 @@ func TestCooldown(t *testing.T) {
 			require.NoError(t, err)
 			_, err = d.Release(key("old"))
 			require.NoError(t, err)
+			releasedAt := clk.Now()
 			clk.Advance(tc.advance)
 			b, err := d.Assign(key("new"), meta("new"))
 			if !tc.wantOK {
 				require.ErrorIs(t, err, ErrNoAvailableIP, "a cooling address must not be reused")
 				assert.Equal(t, 1, d.Stats().CooldownIPs)
+				assert.Equal(t, releasedAt.Add(tc.cooldown), d.NextCooldownEnd(), "when it is free again")
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, a.IP, b.IP)
 			assert.Equal(t, 0, d.Stats().CooldownIPs)
+			assert.True(t, d.NextCooldownEnd().IsZero(), "nothing cooling")
 		})
 	}
 }

@@ -272,6 +272,8 @@ type CandidateStatus struct {
 	AssignedAt, FirstSeenAbsent time.Time
 	PassesAbsent                int
 	Confirmed                   bool
+	// ConfirmedAt is when the runtime first said so (zero until then).
+	ConfirmedAt time.Time `json:",omitzero"`
 }
 
 // Status reports the last pass and the candidates it left. It never waits
@@ -295,7 +297,7 @@ func (r *Reconciler) publishLocked() {
 			st.Leaked++
 		}
 		st.Candidates = append(st.Candidates, CandidateStatus{IP: c.alloc.IP.String(), ContainerID: c.alloc.Key.ContainerID,
-			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.lists, Confirmed: c.gone})
+			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.lists, Confirmed: c.gone, ConfirmedAt: c.goneAt})
 	}
 	r.m.reconcileCandidates.Set(float64(len(r.candidates)))
 	r.m.reconcileLeaked.Set(float64(st.Leaked))

@@ -76,6 +76,7 @@ func (p *Manager) placementFailed(ctx context.Context, pl Placement, err error) 
 		p.Log.Error("custom networking: no new ENI until the node's ENIConfig can be used; serving the addresses the node has",
 			"eniConfig", pl.Config, "subnet", pl.SubnetID, "error", err)
 	}
+	p.publishPauses("")
 	if p.Events != nil {
 		p.Events.Warning(ctx, reasonENIConfigUnusable, "CreateENI",
 			"custom networking: cannot create an ENI from the node's ENIConfig: "+msg)
@@ -88,6 +89,7 @@ func (p *Manager) placementRecovered(pl Placement) {
 		return
 	}
 	p.placementErr = ""
+	p.publishPauses("")
 	p.Log.Info("custom networking: the node's ENIConfig can be used again", "eniConfig", pl.Config, "subnet", pl.SubnetID)
 }
 

@@ -79,6 +79,7 @@ func (p *Manager) setUnmanaged(n int) {
 	p.unmanaged = n
 	p.cfg.Targets.MaxAddresses = MaxAddresses(p.podENIs(), p.cfg.SlotsPerENI, p.cfg.Targets.PrefixDelegation)
 	p.exportLimits()
+	p.publishLimits()
 }
 
 // exportLimits sets upstream's awscni_eni_max (ENIs ipamd may use) and

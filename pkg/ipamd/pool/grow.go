@@ -56,7 +56,9 @@ func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 		if room <= 0 || e.Excluded || p.heldBack(e.Info.ID, netip.Prefix{}) {
 			continue
 		}
+		done := p.growing(e.Info.ID)
 		err := p.assignTo(ctx, e.Info.ID, min(room, want), prefixes)
+		done(err)
 		if err == nil {
 			return
 		}
@@ -136,8 +138,13 @@ func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 		// As upstream: the ENIConfig wins over subnet discovery.
 		opts.SubnetID, opts.SecurityGroups, opts.SubnetDiscovery = pl.SubnetID, pl.SecurityGroups, false
 	}
+	// Attaching from here to the end: what a failing ADD is told.
+	var failed error
+	done := p.growing("")
+	defer func() { done(failed) }()
 	eni, err := p.AWS.AllocENI(ctx, opts)
 	if err != nil {
+		failed = err
 		p.Errors.WithLabelValues("increaseIPPoolAllocENI").Inc()
 		if p.cfg.CustomNetworking && isPlacementError(err) {
 			p.placementFailed(ctx, pl, err)
@@ -151,11 +158,13 @@ func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 	}
 	attached, err := p.AWS.WaitAttached(ctx, eni.ID)
 	if err != nil {
+		failed = err
 		p.Errors.WithLabelValues("increaseIPPoolwaitENIAttachedFailed").Inc()
 		p.Log.Error("new ENI did not attach; the ENI sync picks it up if it does later", "eni", eni.ID, "error", err)
 		return
 	}
 	if err := p.addENI(ctx, attached); err != nil {
+		failed = err
 		p.Errors.WithLabelValues("increaseIPPoolsetupENIFailed").Inc()
 		p.Log.Error("could not set up new ENI", "eni", eni.ID, "error", err)
 		return
@@ -191,6 +200,7 @@ func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.Targets), s, "pool cannot grow ("+err.Error()+") and no address is assignable")
 		}
 	}
+	defer p.publishPauses(p.subnetOf(eniID))
 	switch {
 	case errors.Is(err, awsutils.ErrThrottled):
 		// The account is short of tokens: warm growth waits in any case.
@@ -220,6 +230,17 @@ func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 	default:
 		p.Log.Error("pool growth failed", "eni", eniID, "error", err)
 	}
+}
+
+// subnetOf is the subnet of the ENI (eniID "": the primary ENI's, where a
+// new ENI goes without custom networking or subnet discovery).
+func (p *Manager) subnetOf(eniID string) string {
+	for _, e := range p.Store.ENISummaries() {
+		if e.Info.ID == eniID || (eniID == "" && e.Info.Primary) {
+			return e.Info.SubnetID
+		}
+	}
+	return ""
 }
 
 // AddENI adds an ENI and its addresses (duplicates tolerated).

@@ -172,6 +172,8 @@ type Manager struct {
 	disputes   map[disputeKey]*dispute
 	joined     map[netip.Prefix]bool
 	joinedENIs map[string]bool
+	// status is what growth does or waits for, for ADDs to read.
+	status growthStatus
 }
 
 // New returns a pool manager; Run drives it.
@@ -189,6 +191,7 @@ func New(cfg Config, deps Deps) *Manager {
 		leakWarned: trigger.NewWithOptions(trigger.Options{MinInterval: cfg.LeakHookInterval}),
 		unmanaged:  cfg.UnmanagedENIs}
 	p.exportLimits()
+	p.publishLimits()
 	return p
 }
 
@@ -265,6 +268,8 @@ func toWarmStats(s datastore.Stats) warmpool.Stats {
 
 // step makes one pool decision and acts on it.
 func (p *Manager) Step(ctx context.Context) warmpool.Decision {
+	p.publishStep()
+	defer p.publishPauses("")
 	s := p.Store.Stats()
 	d := warmpool.Decide(toWarmStats(s), p.cfg.Targets)
 	p.observe(d, s)

@@ -132,6 +132,17 @@ func (e *NodeEvents) postRelated(typ, reason, action, note string, related *core
 	return true
 }
 
+// postAbout posts an event regarding obj (a pod), with the node as its
+// related object, through the same broadcaster.
+func (e *NodeEvents) postAbout(obj runtime.Object, typ, reason, action, note string) {
+	e.log.Info("pod event", "type", typ, "reason", reason, "note", note)
+	if e.recorder == nil || e.stopped.Load() {
+		return
+	}
+	node := &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: e.node}
+	e.recorder.Eventf(obj, node, typ, reason, action, "%s", truncate(note, maxNoteBytes))
+}
+
 // nodeEventSink writes the broadcaster's events through the events API,
 // naming this pod as the reporting instance (the recorder would use the
 // host name) and logging what the API server refuses.

@@ -221,3 +221,47 @@ func TestRealServerPodIPsSetAndClear(t *testing.T) {
 	assert.Equal(t, "me", read()["keep"])
 	assert.Zero(t, failed.Load(), "no update refused")
 }
+
+// A failed ADD's warning lands on the pod with its UID, where `kubectl
+// describe pod` looks (core/v1 events by the involved object's name,
+// namespace and UID), with the account the chart's ClusterRole gives.
+func TestRealServerPodWarningIsOnThePod(t *testing.T) {
+	s := realServer(t)
+	ctx := context.Background()
+	admin := adminOf(t, s)
+	const ns, name = "default", "real-warned"
+	pod, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = admin.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	})
+	c := accountWith(t, s,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}})
+	time.Sleep(time.Second) // RBAC reaches the authorizer
+	ev := NewNodeEvents(c, "real-node-warn", "aws-node-test", time.Minute, nil)
+	t.Cleanup(ev.Stop)
+	w := NewPodWarnings(c, ev, PodWarningsOptions{}, nil)
+	t.Cleanup(w.Stop)
+	const line = "max_pods: the node is at max pods (max pods 29, 29 of 30 addresses assigned); an address frees when a pod on the node is deleted"
+	w.AddFailed(ns, name, "max_pods", line)
+
+	sel := fmt.Sprintf("involvedObject.name=%s,involvedObject.namespace=%s,involvedObject.uid=%s", name, ns, pod.UID)
+	var got []corev1.Event
+	eventually(t, 20*time.Second, func() bool {
+		l, err := admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return false
+		}
+		got = l.Items
+		return len(got) == 1
+	}, "the warning, found as kubectl describe pod finds events")
+	e := got[0]
+	assert.Equal(t, "Warning", e.Type)
+	assert.Equal(t, ReasonPodIPUnavailable, e.Reason)
+	assert.Equal(t, line, e.Message)
+	assert.Equal(t, "max_pods", e.Action)
+	assert.Equal(t, "Node", e.Related.Kind)
+	assert.Equal(t, "real-node-warn", e.Related.Name)
+}

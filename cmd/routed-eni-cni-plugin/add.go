@@ -67,6 +67,11 @@ func (inv *invocation) add() error {
 		return fmt.Errorf("AddNetwork: %w", err)
 	}
 	if !reply.Success {
+		if reply.FailureCause != "" {
+			// One line: upstream's message, then ipamd's cause.
+			log.Error("ipamd could not assign an address", "cause", reply.FailureCause)
+			return fmt.Errorf("%s: %s", errAssignFailed, reply.FailureCause)
+		}
 		log.Error("ipamd could not assign an address")
 		return errAssignFailed
 	}

@@ -88,7 +88,9 @@ func TestAddFailsCleanlyWhenIPAMDIsDownOrExhausted(t *testing.T) {
 	r := n.exec("ADD", second, n.netconf("1.0.0", nil), nil)
 	require.NotEqual(t, 0, r.exitCode, "pool exhausted: %s", r)
 	require.NotNil(t, r.cniError())
-	assert.Equal(t, "failed to assign an IP address to container", r.cniError().Msg)
+	// Upstream's message, then ipamd's one line on why (its trailer).
+	assert.Equal(t, "failed to assign an IP address to container: provisioning_disabled: ipamd does not grow the pool "+
+		"(DISABLE_NETWORK_RESOURCE_PROVISIONING=true, 1 of 1 addresses assigned); addresses come only from ENIs attached by others", r.cniError().Msg)
 	assert.Len(t, n.podLinks("eni"), 1, "only the first pod's veth")
 
 	n.stopIPAMD()

@@ -24,10 +24,16 @@ type Client struct {
 	Socket string
 }
 
+// AddFailureTrailer is the trailer in which ipamd says why an ADD got no
+// address (pkg/ipamd/rpcserver.AddFailureTrailer).
+const AddFailureTrailer = "aws-vpc-cni-add-failure"
+
 // AddNetwork calls CNIBackend.AddNetwork.
 func (c Client) AddNetwork(req *AddNetworkRequest, timeout time.Duration) (*AddNetworkReply, error) {
 	out := &AddNetworkReply{}
-	return out, c.call(methodAddNetwork, req.marshal(), timeout, out.unmarshal)
+	return out, c.call(methodAddNetwork, req.marshal(), timeout, out.unmarshal, func(f map[string]string) {
+		out.FailureCause = f[AddFailureTrailer]
+	})
 }
 
 // DelNetwork calls CNIBackend.DelNetwork.
@@ -59,8 +65,9 @@ func (c Client) Health(service string, timeout time.Duration) (HealthStatus, err
 	return s, err
 }
 
-// call makes one unary call on a new connection.
-func (c Client) call(method string, req []byte, timeout time.Duration, decode func([]byte) error) error {
+// call makes one unary call on a new connection; trailers, if given, is
+// shown the reply's headers and trailers.
+func (c Client) call(method string, req []byte, timeout time.Duration, decode func([]byte) error, trailers ...func(map[string]string)) error {
 	deadline := time.Now().Add(timeout)
 	d := net.Dialer{Deadline: deadline}
 	nc, err := d.Dial("unix", c.Socket)
@@ -91,6 +98,9 @@ func (c Client) call(method string, req []byte, timeout time.Duration, decode fu
 	}
 	if err := decode(reply); err != nil {
 		return &Error{Code: Internal, Message: "decode " + method + " reply: " + err.Error()}
+	}
+	for _, t := range trailers {
+		t(s.fields)
 	}
 	return nil
 }

@@ -36,6 +36,10 @@ type AddNetworkReply struct {
 	IPAllocationMetadata []*IPAllocationMetadata
 	PodVlanId            int32
 	NetworkPolicyMode    string
+	// FailureCause is not in the message: it is the AddFailureTrailer of a
+	// reply with Success=false, ipamd's one line on why ("" from an ipamd
+	// that sends none, such as upstream's).
+	FailureCause string
 }
 
 // DelNetworkRequest is rpc.DelNetworkRequest.

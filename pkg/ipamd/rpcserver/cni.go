@@ -78,12 +78,7 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 		alloc, err = h.assignExhausted(ctx, key, meta, err)
 	}
 	if err != nil {
-		if errors.Is(err, datastore.ErrNoAvailableIP) {
-			h.rep.metrics.noIP.Inc()
-		} else {
-			h.rep.errors.WithLabelValues("AddNetwork").Inc()
-		}
-		h.rep.log.Error("AddNetwork failed", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "error", err)
+		h.addFailed(ctx, in, key, err)
 		return reply, nil
 	}
 	if h.rep.log.Enabled(ctx, slog.LevelDebug) {

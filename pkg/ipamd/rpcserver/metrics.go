@@ -1,14 +1,22 @@
 package rpcserver
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/addfail"
+)
 
 // Metrics are the request counters. The names are upstream's, except
-// awscni_ipamd_invalid_request_count, which is ours.
+// awscni_ipamd_invalid_request_count and
+// awscni_ipamd_add_failures_total, which are ours.
 type Metrics struct {
 	adds    prometheus.Counter
 	dels    *prometheus.CounterVec
 	noIP    prometheus.Counter
 	invalid *prometheus.CounterVec
+	// addFailures counts failed ADDs by cause (addfail.Reasons, all
+	// created at zero so that rate() works from the start).
+	addFailures *prometheus.CounterVec
 }
 
 // NewMetrics builds the request counters and registers them with reg.
@@ -31,6 +39,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "gRPC requests rejected before touching the datastore, by RPC and reason",
 		}, []string{"rpc", "reason"}),
 	}
-	reg.MustRegister(m.adds, m.dels, m.noIP, m.invalid)
+	m.addFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "awscni_ipamd_add_failures_total",
+		Help: "AddNetwork requests that got no address, by cause (docs/add-failures.md)",
+	}, []string{"reason"})
+	for _, r := range addfail.Reasons {
+		m.addFailures.WithLabelValues(string(r))
+	}
+	reg.MustRegister(m.adds, m.dels, m.noIP, m.invalid, m.addFailures)
 	return m
 }

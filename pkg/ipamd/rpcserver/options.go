@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/addfail"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 )
@@ -40,6 +41,18 @@ type Deps struct {
 	// GC releases allocations of network whose attachment is not in valid
 	// (the reconciler's safe path); nil: GC releases nothing.
 	GC func(ctx context.Context, network string, valid map[[2]string]bool) (released, deferred int)
+	// Explain says why an ADD found no address, from what ipamd knows
+	// now (nil: only the pool's own figures are unknown and the line is
+	// generic).
+	Explain func() addfail.Cause
+	// Warn, when set, posts the cause of a failed ADD on the pod (a
+	// rate-limited Warning event). Its calls must not block.
+	Warn PodWarner
+}
+
+// PodWarner tells a pod why its ADD failed (k8sapi.PodWarnings).
+type PodWarner interface {
+	AddFailed(namespace, name, reason, line string)
 }
 
 // Allocator is the part of the datastore the CNI handlers need.

@@ -133,6 +133,12 @@ type Agent struct {
 	// leftOut are managed ENIs whose setup failed at start: their
 	// addresses join later, and a pod may hold one meanwhile.
 	leftOut []string
+	// subnetFree is a subnet's free-address count in the last
+	// DescribeSubnets answer, and when (nil: none kept).
+	subnetFree func(subnet string) (free int, at time.Time, ok bool)
+	// podWarnings posts failed ADDs' causes on their pods; nil without
+	// an API client.
+	podWarnings *k8sapi.PodWarnings
 }
 
 // NewAgent discovers the node (or takes the development pool), builds the
@@ -237,6 +243,9 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) closeClients() {
 	if a.podIPs != nil {
 		a.podIPs.Stop(2 * time.Second)
+	}
+	if a.podWarnings != nil {
+		a.podWarnings.Stop()
 	}
 	if a.events != nil {
 		a.events.Stop()

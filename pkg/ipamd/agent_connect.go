@@ -54,6 +54,9 @@ func (a *Agent) connectK8s(ctx context.Context) error {
 			func(reason string) { a.metrics.errors.WithLabelValues(reason).Inc() }, a.log)
 	}
 	a.events = k8sapi.NewNodeEvents(client, cfg.NodeName, cfg.PodName, time.Minute, a.log)
+	if client != nil {
+		a.podWarnings = k8sapi.NewPodWarnings(client, a.events, k8sapi.PodWarningsOptions{}, a.log)
+	}
 	a.watchSchedulability(ctx, client)
 	if err := a.connectENIConfig(ctx, client); err != nil {
 		return err

@@ -242,7 +242,10 @@ func (a *Agent) afterRestore(ctx context.Context) {
 // wireRPC sets what the gRPC handlers serve from.
 func (a *Agent) wireRPC() {
 	cfg := a.opts.Config
-	deps := rpcserver.Deps{Store: a.store, Stats: a.store}
+	deps := rpcserver.Deps{Store: a.store, Stats: a.store, Explain: a.explainAddFailure}
+	if a.podWarnings != nil {
+		deps.Warn = a.podWarnings
+	}
 	if a.podIPs != nil {
 		deps.Pods = a.podIPs
 	}

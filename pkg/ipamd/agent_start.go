@@ -82,6 +82,9 @@ const phaseKubernetes = "kubernetes"
 func (a *Agent) start(ctx context.Context) error {
 	st := &startState{a: a, pd: a.opts.Config.PrefixDelegation}
 	var nodeInit time.Duration
+	// One line names every phase's time, so how long a start took, and
+	// where, reads from the log at the default level.
+	times := []any{"beforeStart", time.Since(a.opts.StartedAt).Round(time.Millisecond).String()}
 	for _, p := range a.phases(st) {
 		t := time.Now()
 		err := p.run(ctx)
@@ -99,7 +102,9 @@ func (a *Agent) start(ctx context.Context) error {
 			return err
 		}
 		a.log.Debug("start-up phase done", "phase", p.name, "took", took.String())
+		times = append(times, p.name, took.Round(time.Millisecond).String())
 	}
+	a.log.Info("start-up phases done", append(times, "sinceProcessStart", time.Since(a.opts.StartedAt).Round(time.Millisecond).String())...)
 	a.metrics.observeNodeInit(true, nodeInit)
 	a.metrics.observeStartup(true, a.apiServer, "", time.Since(a.opts.StartedAt))
 	return nil

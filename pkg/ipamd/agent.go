@@ -133,6 +133,9 @@ type Agent struct {
 	// leftOut are managed ENIs whose setup failed at start: their
 	// addresses join later, and a pod may hold one meanwhile.
 	leftOut []string
+	// eniGroups are the security groups EC2 reported for each ENI at node
+	// init (IPv4), for the IMDS refresh's first pass.
+	eniGroups map[string][]string
 }
 
 // NewAgent discovers the node (or takes the development pool), builds the

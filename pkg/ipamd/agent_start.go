@@ -180,7 +180,7 @@ func (st *startState) addresses(ctx context.Context) error {
 		return err
 	}
 	n, err := nodeinit.IPv4(ctx, nc, deps, st.limits)
-	a.leftOut = n.LeftOut
+	a.leftOut, a.eniGroups = n.LeftOut, n.Groups
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,8 @@ func (a *Agent) poolConfig(n nodeinit.Node) *pool.Config {
 // afterRestore marks ENIs whose subnets are excluded from pod IPs, returns
 // addresses of the mode ipamd no longer uses (secondary IPs after switching
 // to prefix delegation, or prefixes after switching back) once nothing
-// holds them, then sizes the pool once before serving.
+// holds them, then sizes the pool once: before serving when no address is
+// assignable yet (a fresh node), else as the pool manager starts.
 func (a *Agent) afterRestore(ctx context.Context) {
 	if a.pool == nil {
 		return
@@ -240,6 +241,13 @@ func (a *Agent) afterRestore(ctx context.Context) {
 	if stale := a.store.FreeCIDRs(other, math.MaxInt); len(stale) > 0 {
 		a.log.Info("returning idle addresses of the other IPAM mode", "count", len(stale), "prefixes", other)
 		a.pool.ReturnToEC2(ctx, stale, other)
+	}
+	if a.store.Stats().AssignableIPs() > 0 {
+		// ADDs can be served from what the node has (a restart): the first
+		// step, growth to the warm targets or a shrink, is the pool
+		// manager's first act once the socket listens, not a wait before.
+		a.pool.StepFirstOnRun()
+		return
 	}
 	a.pool.Step(ctx)
 }

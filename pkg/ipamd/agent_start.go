@@ -40,7 +40,9 @@ type phase struct {
 //   - restore: the checkpoint, then the check of every other address
 //     against the runtime (the rebuild of a lost checkpoint);
 //   - delqueue: the DELs the plugin queued while ipamd was down;
-//   - size: addresses of the other IPAM mode returned, the pool sized once;
+//   - size: addresses of the other IPAM mode returned, the pool sized once
+//     (when nothing is assignable yet; else by the pool manager's first
+//     step, once serving);
 //   - rpc: what the gRPC handlers serve from.
 func (a *Agent) phases(st *startState) []phase {
 	return []phase{
@@ -231,7 +233,7 @@ func (a *Agent) afterRestore(ctx context.Context) {
 	}
 	// As upstream's node init: ENIs in subnets tagged out of pod IPs are
 	// marked before any ADD is served (their idle addresses go back to EC2
-	// in the step below).
+	// at the first step).
 	a.pool.CheckExcludedSubnets(ctx)
 	if !a.pool.Config().Provisioning {
 		return

@@ -139,6 +139,9 @@ type Agent struct {
 	// podWarnings posts failed ADDs' causes on their pods; nil without
 	// an API client.
 	podWarnings *k8sapi.PodWarnings
+	// eniGroups are the security groups EC2 reported for each ENI at node
+	// init (IPv4), for the IMDS refresh's first pass.
+	eniGroups map[string][]string
 }
 
 // NewAgent discovers the node (or takes the development pool), builds the

@@ -16,4 +16,5 @@ func (a *Agent) buildIMDSRefresh() {
 	}
 	a.imds = imdsrefresh.New(imdsrefresh.Config{Interval: a.opts.Timings.IMDSInterval, IPv6: cfg.EnableIPv6,
 		SecurityGroups: !cfg.CustomNetworking && !cfg.DisableNetworkResourceProvisioning, Log: a.log}, deps)
+	a.imds.SeedGroups(a.eniGroups) // node init's EC2 read: ENIs that carry the primary's groups cost no call at start
 }

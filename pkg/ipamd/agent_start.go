@@ -40,7 +40,9 @@ type phase struct {
 //   - restore: the checkpoint, then the check of every other address
 //     against the runtime (the rebuild of a lost checkpoint);
 //   - delqueue: the DELs the plugin queued while ipamd was down;
-//   - size: addresses of the other IPAM mode returned, the pool sized once;
+//   - size: addresses of the other IPAM mode returned, the pool sized once
+//     (when nothing is assignable yet; else by the pool manager's first
+//     step, once serving);
 //   - rpc: what the gRPC handlers serve from.
 func (a *Agent) phases(st *startState) []phase {
 	return []phase{
@@ -82,6 +84,9 @@ const phaseKubernetes = "kubernetes"
 func (a *Agent) start(ctx context.Context) error {
 	st := &startState{a: a, pd: a.opts.Config.PrefixDelegation}
 	var nodeInit time.Duration
+	// One line names every phase's time, so how long a start took, and
+	// where, reads from the log at the default level.
+	times := []any{"beforeStart", time.Since(a.opts.StartedAt).Round(time.Millisecond).String()}
 	for _, p := range a.phases(st) {
 		t := time.Now()
 		err := p.run(ctx)
@@ -99,7 +104,9 @@ func (a *Agent) start(ctx context.Context) error {
 			return err
 		}
 		a.log.Debug("start-up phase done", "phase", p.name, "took", took.String())
+		times = append(times, p.name, took.Round(time.Millisecond).String())
 	}
+	a.log.Info("start-up phases done", append(times, "sinceProcessStart", time.Since(a.opts.StartedAt).Round(time.Millisecond).String())...)
 	a.metrics.observeNodeInit(true, nodeInit)
 	a.metrics.observeStartup(true, a.apiServer, "", time.Since(a.opts.StartedAt))
 	return nil
@@ -175,7 +182,7 @@ func (st *startState) addresses(ctx context.Context) error {
 		return err
 	}
 	n, err := nodeinit.IPv4(ctx, nc, deps, st.limits)
-	a.leftOut = n.LeftOut
+	a.leftOut, a.eniGroups = n.LeftOut, n.Groups
 	if err != nil {
 		return err
 	}
@@ -218,14 +225,15 @@ func (a *Agent) poolConfig(n nodeinit.Node) *pool.Config {
 // afterRestore marks ENIs whose subnets are excluded from pod IPs, returns
 // addresses of the mode ipamd no longer uses (secondary IPs after switching
 // to prefix delegation, or prefixes after switching back) once nothing
-// holds them, then sizes the pool once before serving.
+// holds them, then sizes the pool once: before serving when no address is
+// assignable yet (a fresh node), else as the pool manager starts.
 func (a *Agent) afterRestore(ctx context.Context) {
 	if a.pool == nil {
 		return
 	}
 	// As upstream's node init: ENIs in subnets tagged out of pod IPs are
 	// marked before any ADD is served (their idle addresses go back to EC2
-	// in the step below).
+	// at the first step).
 	a.pool.CheckExcludedSubnets(ctx)
 	if !a.pool.Config().Provisioning {
 		return
@@ -235,6 +243,13 @@ func (a *Agent) afterRestore(ctx context.Context) {
 	if stale := a.store.FreeCIDRs(other, math.MaxInt); len(stale) > 0 {
 		a.log.Info("returning idle addresses of the other IPAM mode", "count", len(stale), "prefixes", other)
 		a.pool.ReturnToEC2(ctx, stale, other)
+	}
+	if a.store.Stats().AssignableIPs() > 0 {
+		// ADDs can be served from what the node has (a restart): the first
+		// step, growth to the warm targets or a shrink, is the pool
+		// manager's first act once the socket listens, not a wait before.
+		a.pool.StepFirstOnRun()
+		return
 	}
 	a.pool.Step(ctx)
 }

@@ -150,8 +150,10 @@ func TestSubnetTaggedExcludedLater(t *testing.T) {
 }
 
 // TestExcludedSubnetAtStart: ipamd starts on a node whose secondary ENI is
-// in a subnet tagged excluded since: before serving, the ENI is marked and
-// its idle addresses go back to EC2; the primary ENI is never marked.
+// in a subnet tagged excluded since: before serving, the ENI is marked (no
+// ADD gets one of its addresses), and its idle addresses go back to EC2 at
+// the pool manager's first step (the node has addresses to serve from, so
+// that step comes once ipamd serves); the primary ENI is never marked.
 func TestExcludedSubnetAtStart(t *testing.T) {
 	first := startSimNode(t, twoPodSubnets(), nil)
 	first.settle(t, 40)
@@ -164,7 +166,13 @@ func TestExcludedSubnetAtStart(t *testing.T) {
 	infos := n.agent.store.ENIInfos()
 	assert.True(t, infos.ENIs[eniA].IsExcludedForPodIPs)
 	assert.False(t, infos.ENIs[first.sim.PrimaryENI()].IsExcludedForPodIPs, "the primary ENI is never marked from subnet tags")
-	assert.Empty(t, mustENI(t, n.sim, eniA).SecondaryIPs, "its idle addresses went back to EC2 at start")
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { n.agent.pool.Run(ctx); close(stopped) }()
+	assert.Eventually(t, func() bool { return len(mustENI(t, n.sim, eniA).SecondaryIPs) == 0 }, 10*time.Second, 5*time.Millisecond,
+		"its idle addresses went back to EC2 at the first step")
+	cancel()
+	<-stopped
 	n.storeHasOnlyEC2Addresses(t)
 }
 

@@ -96,6 +96,17 @@ type Options struct {
 	APIFault    APIFault
 	APIFaultFor time.Duration
 
+	// AttachDelay is how long the simulated EC2 takes to complete an ENI
+	// attachment (ec2sim.Config.AttachDelay; default none), and
+	// EC2Latency how long each EC2 action takes to answer
+	// (ec2sim.Config.ActionLatency, e.g. ec2sim.DefaultLatencies(); default
+	// none).
+	AttachDelay time.Duration
+	EC2Latency  map[string]time.Duration
+	// LaunchLater leaves the agent unstarted: the test starts it
+	// (IPAMD.Launch, or Start) and the node's first start is its to time.
+	LaunchLater bool
+
 	// IPv6 makes the node one of an IPv6 cluster: the VPC gets an IPv6
 	// /56, the node's subnet a /64 and the primary ENI an IPv6 address,
 	// which the node's eth0 carries beside its IPv4 one; the upstream
@@ -190,6 +201,7 @@ func NewNode(t testing.TB, o Options) *Node {
 
 	simCfg := ec2sim.Config{InstanceType: o.InstanceType, VPCCIDR: vpcCIDR,
 		SecondaryVPCCIDRs: o.SecondaryVPCCIDRs, SecurityGroupIDs: o.SecurityGroupIDs,
+		AttachDelay: o.AttachDelay, ActionLatency: o.EC2Latency,
 		Subnets: append([]ec2sim.SubnetConfig{{CIDR: nodeSubnet}}, o.Subnets...)}
 	if o.IPv6 {
 		simCfg.VPCIPv6CIDR, simCfg.Subnets[0].IPv6CIDR, simCfg.PrimaryIPv6 = vpcIPv6CIDR, nodeIPv6Subnet, true
@@ -266,13 +278,15 @@ func NewNode(t testing.TB, o Options) *Node {
 	if n.CRI, err = DialCRI(rt.Socket()); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.IPAMD.Start(); err != nil {
+	if o.LaunchLater {
+		// Nothing below needs the agent (its own pod is host-network).
+	} else if err := n.IPAMD.Start(); err != nil {
 		if line := n.IPAMD.Refusal(); line != "" {
 			t.Fatalf("%v: the agent refused a setting: %s", err, line)
 		}
 		t.Fatal(err)
 	}
-	if o.IPv6 {
+	if o.IPv6 && !o.LaunchLater {
 		n.awaitIPv6Prefix(t, 10*time.Second)
 	}
 	if !o.NoAgentPod {

@@ -79,10 +79,19 @@ func (p *IPAMD) QueueDir() string { return filepath.Join(p.RunDir, "aws-node", "
 // it does only after the checkpoint is restored, the DEL queue replayed
 // and the gRPC socket is listening).
 func (p *IPAMD) Start() error {
+	if _, err := p.Launch(); err != nil {
+		return err
+	}
+	return p.WaitServing(45 * time.Second)
+}
+
+// Launch starts the agent and returns at once with the time just before
+// the exec (what start-up figures count from).
+func (p *IPAMD) Launch() (time.Time, error) {
 	p.mu.Lock()
 	if p.cmd != nil && !p.exited() {
 		p.mu.Unlock()
-		return errors.New("ipamd already running")
+		return time.Time{}, errors.New("ipamd already running")
 	}
 	if p.http == nil {
 		p.http = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
@@ -93,7 +102,7 @@ func (p *IPAMD) Start() error {
 	}
 	if err := os.MkdirAll(p.QueueDir(), 0o700); err != nil {
 		p.mu.Unlock()
-		return err
+		return time.Time{}, err
 	}
 	script, scriptArgs := `mount --bind "$0" /run && exec "$@"`, []string{p.RunDir}
 	if p.CRIDir != "" {
@@ -117,21 +126,29 @@ func (p *IPAMD) Start() error {
 	out, err := os.OpenFile(p.Output, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		p.mu.Unlock()
-		return err
+		return time.Time{}, err
 	}
 	cmd.Stdout, cmd.Stderr = out, out
+	launched := time.Now()
 	err = spawn.Start(cmd) // dies with the test binary
 	out.Close()
 	if err != nil {
 		p.mu.Unlock()
-		return fmt.Errorf("start ipamd: %w", err)
+		return launched, fmt.Errorf("start ipamd: %w", err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	p.cmd, p.done = cmd, done
 	p.mu.Unlock()
+	return launched, nil
+}
 
-	deadline := time.Now().Add(45 * time.Second)
+// WaitServing waits until the launched agent serves introspection.
+func (p *IPAMD) WaitServing(within time.Duration) error {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	deadline := time.Now().Add(within)
 	for {
 		if _, err := p.ENIs(); err == nil {
 			return nil
@@ -142,7 +159,7 @@ func (p *IPAMD) Start() error {
 		case <-time.After(25 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("ipamd not serving after 45s; see %s", p.LogFile)
+			return fmt.Errorf("ipamd not serving after %v; see %s", within, p.LogFile)
 		}
 	}
 }

@@ -73,6 +73,9 @@ type Refresher struct {
 	// appliedSGs are the primary ENI's security groups as last given to
 	// every secondary ENI.
 	appliedSGs []string
+	// known are the groups each ENI is known to carry, sorted (SeedGroups,
+	// or given by a refresh).
+	known map[string][]string
 }
 
 // New returns a refresher; Run drives it, Pass runs one refresh.

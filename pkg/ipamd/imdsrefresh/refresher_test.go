@@ -229,6 +229,54 @@ func TestSecurityGroupsFollowThePrimaryENI(t *testing.T) {
 	assert.Equal(t, []string{"sg-0sim00000001", "sg-0sim00000003"}, n.groupsOf(t, enis[0]))
 }
 
+// At start, an ENI that EC2 says (SeedGroups, node init's read) already
+// carries the primary ENI's groups, in whatever order, costs no EC2 call;
+// one that drifted is put back; an ENI the refresh gave the groups is not
+// asked again when they change back and forth, only when they differ.
+func TestSecurityGroupsSeededFromNodeInit(t *testing.T) {
+	n := newNode(t, ec2sim.Config{Seed: 42, InstanceType: "m5.xlarge", SecurityGroupIDs: []string{"sg-0sim00000001", "sg-0sim00000002", "sg-0sim00000003"}}, false)
+	store, enis := n.secondaryENIs(t, 3)
+	ctx := context.Background()
+	require.NoError(t, n.aws.SetENISecurityGroups(ctx, n.sim.PrimaryENI(), []string{"sg-0sim00000002", "sg-0sim00000001"}))
+	for _, id := range enis[:2] {
+		require.NoError(t, n.aws.SetENISecurityGroups(ctx, id, []string{"sg-0sim00000001", "sg-0sim00000002"}))
+	}
+	require.NoError(t, n.aws.SetENISecurityGroups(ctx, enis[2], []string{"sg-0sim00000003"}))
+	seen, err := n.aws.DescribeENIs(ctx, enis)
+	require.NoError(t, err)
+	seed := map[string][]string{}
+	for _, e := range seen {
+		seed[e.ID] = e.Groups
+	}
+
+	r := n.refresher(Config{SecurityGroups: true}, nil, store, nil)
+	r.SeedGroups(seed)
+	calls := n.sim.Calls()["ModifyNetworkInterfaceAttribute"]
+	r.RefreshSecurityGroups(ctx) // at start
+	assert.Equal(t, calls+1, n.sim.Calls()["ModifyNetworkInterfaceAttribute"], "only the drifted ENI is changed")
+	for _, id := range enis {
+		assert.ElementsMatch(t, []string{"sg-0sim00000001", "sg-0sim00000002"}, n.groupsOf(t, id), "ENI %s carries the primary ENI's groups", id)
+	}
+
+	// The node's groups change: every secondary ENI follows, once.
+	require.NoError(t, n.aws.SetENISecurityGroups(ctx, n.sim.PrimaryENI(), []string{"sg-0sim00000003"}))
+	calls = n.sim.Calls()["ModifyNetworkInterfaceAttribute"]
+	r.RefreshSecurityGroups(ctx)
+	r.RefreshSecurityGroups(ctx)
+	assert.Equal(t, calls+3, n.sim.Calls()["ModifyNetworkInterfaceAttribute"])
+	for _, id := range enis {
+		assert.Equal(t, []string{"sg-0sim00000003"}, n.groupsOf(t, id))
+	}
+
+	// An ENI that left the node is forgotten; what is known stays as
+	// small as the node's ENIs.
+	r.RefreshSecurityGroups(ctx)
+	require.NoError(t, n.aws.SetENISecurityGroups(ctx, n.sim.PrimaryENI(), []string{"sg-0sim00000001"}))
+	r.Store = store[:2]
+	r.RefreshSecurityGroups(ctx)
+	assert.Len(t, r.known, 1, "the two ENIs gone are forgotten (the primary ENI is never given groups)")
+}
+
 // Told not to (custom networking, no provisioning), the refresh leaves
 // every ENI's groups alone.
 func TestSecurityGroupsNotRefreshedWhenOff(t *testing.T) {

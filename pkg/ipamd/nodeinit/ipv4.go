@@ -73,6 +73,8 @@ type Node struct {
 	// LeftOut are managed ENIs whose setup failed: their addresses join
 	// with the ENI sync, and a pod may hold one meanwhile.
 	LeftOut []string
+	// Groups are the security groups EC2 reported for each ENI added.
+	Groups map[string][]string
 }
 
 // IPv4 fills the datastore with the instance's managed ENIs and their
@@ -121,6 +123,10 @@ func IPv4(ctx context.Context, cfg Config, deps Deps, limits Limits) (Node, erro
 		if err := pool.AddENI(store, e); err != nil {
 			return n, fmt.Errorf("add ENI %s: %w", e.ID, err)
 		}
+		if n.Groups == nil {
+			n.Groups = map[string][]string{}
+		}
+		n.Groups[e.ID] = e.Groups
 	}
 	n.MaxENIs = limits.ENIs
 	if cfg.MaxENI >= 1 && cfg.MaxENI < n.MaxENIs {

@@ -95,6 +95,9 @@ func TestIPv4FillsTheDatastore(t *testing.T) {
 	deps, store = n.deps(t, false, nil)
 	got, err = IPv4(ctx, cfg, deps, limits)
 	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{n.sim.PrimaryENI(): {"sg-0sim00000001"}, e.ID: {"sg-0sim00000001"}}, got.Groups,
+		"each ENI's security groups as EC2 reported them")
+	got.Groups = nil
 	assert.Equal(t, Node{MaxENIs: 2, SlotsPerENI: 9, MaxPods: 29, MaxAddresses: 18}, got)
 	require.Len(t, store.ENISummaries(), 2)
 	for _, s := range store.ENISummaries() {
@@ -113,6 +116,7 @@ func TestIPv4CustomNetworking(t *testing.T) {
 	deps, store := n.deps(t, false, nil)
 	got, err := IPv4(context.Background(), cfg, deps, n.limits(t))
 	require.NoError(t, err)
+	got.Groups = nil // TestIPv4FillsTheDatastore checks them
 	assert.Equal(t, Node{MaxENIs: 3, SlotsPerENI: 9, MaxPods: 20, MaxAddresses: 18}, got)
 	require.Len(t, store.ENISummaries(), 1)
 	assert.True(t, store.ENISummaries()[0].Excluded)

@@ -149,6 +149,8 @@ type Manager struct {
 	// leakWarned spaces the leak warnings by LeakHookInterval; its reasons
 	// are the suspicions since the last warning.
 	leakWarned *trigger.Trigger
+	// stepOnRun: start-up's sizing step is Run's first act (StepFirstOnRun).
+	stepOnRun bool
 
 	subnetCooldownUntil time.Time
 	warmThrottle        growthBackoff // growth for the warm target pauses after EC2 throttled growth
@@ -198,9 +200,14 @@ func New(cfg Config, deps Deps) *Manager {
 // Config is the configuration the manager runs with (defaults filled).
 func (p *Manager) Config() Config { return p.cfg }
 
+// StepFirstOnRun makes Run's first act a Step (start-up's sizing step,
+// when ipamd can serve ADDs before it). Call it before Run.
+func (p *Manager) StepFirstOnRun() { p.stepOnRun = true }
+
 // Run steps the pool every Interval, and on Wake no sooner than
 // wakeMinInterval after the last step, and syncs the datastore's ENIs with
 // IMDS/EC2 every SyncInterval, until ctx ends.
+
 func (p *Manager) Run(ctx context.Context) {
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
@@ -215,6 +222,13 @@ func (p *Manager) Run(ctx context.Context) {
 	}
 	if p.lastSubnetCheck.IsZero() {
 		p.checkedSubnets()
+	}
+	if p.stepOnRun {
+		// Start-up's sizing step, deferred so that ipamd served first;
+		// like one taken before serving, the start's spread does not
+		// hold it back.
+		p.stepOnRun = false
+		p.Step(ctx)
 	}
 	if p.cfg.WarmStartSpread > 0 {
 		p.warmNotBefore = p.now().Add(jitter.Offset(p.cfg.WarmStartSpread))

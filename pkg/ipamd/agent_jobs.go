@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/httpserve"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/introspect"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pprofserve"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 )
 
@@ -18,7 +19,7 @@ type job interface {
 }
 
 // jobs are what Run starts, each built at start-up (nil there: off):
-// the introspection and metrics endpoints, the pool manager, the pod-IP
+// the introspection, metrics and profiling endpoints, the pool manager, the pod-IP
 // reconciler, the IMDS refresh, the leaked-ENI sweep and the DEL-queue
 // replay.
 func (a *Agent) jobs() []job {
@@ -31,6 +32,10 @@ func (a *Agent) jobs() []job {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.gatherer(), promhttp.HandlerOpts{}))
 		jobs = append(jobs, httpserve.New(httpserve.Config{Name: "metrics", Addr: a.opts.MetricsAddress, Log: a.log}, mux))
+	}
+	if cfg.PprofAddress != "" {
+		a.log.Info("profiling endpoint on", "setting", envPprofAddress, "address", cfg.PprofAddress)
+		jobs = append(jobs, pprofserve.New(cfg.PprofAddress, a.log))
 	}
 	// Only the ones built (a nil pointer held in a job is not a nil job).
 	if a.pool != nil {

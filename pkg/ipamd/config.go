@@ -70,6 +70,7 @@ type Config struct {
 	DisableMetrics           bool   // DISABLE_METRICS
 	EnablePodENI             bool   // ENABLE_POD_ENI: refused
 	IntrospectionBindAddress string // INTROSPECTION_BIND_ADDRESS
+	PprofAddress             string // IPAMD_PPROF_ADDRESS: net/http/pprof on loopback or a unix socket; "" = off
 	Kubeconfig               string // KUBECONFIG: only outside a pod (development)
 	LogFile                  string // AWS_VPC_K8S_CNI_LOG_FILE
 	LogLevel                 string // AWS_VPC_K8S_CNI_LOGLEVEL
@@ -166,6 +167,9 @@ func Load(env envutil.Env) (Config, error) {
 		return c, err
 	}
 	if c.WarmStartSpread, err = loadWarmStartSpread(env); err != nil {
+		return c, err
+	}
+	if c.PprofAddress, err = loadPprofAddress(env); err != nil {
 		return c, err
 	}
 	c.Reconciler = rc

@@ -177,6 +177,7 @@ var All = []Var{
 	ours("EC2_API_RATE_LIMIT", "0.5", IPAMD),
 	ours("EC2_API_BURST", "5", IPAMD),
 	ours("WARM_POOL_START_SPREAD", "3m", IPAMD),
+	ours("IPAMD_PPROF_ADDRESS", "unix:/var/run/aws-node/pprof.sock", IPAMD),
 	ours("CRI_RUNTIME_ENDPOINT", "unix:///run/containerd/containerd.sock", IPAMD),
 	ours("AWS_VPC_CNI_CONFLIST_CNI_VERSION", "1.1.0", Entrypoint),
 	ours("KUBECONFIG", "/root/.kube/config", IPAMD),

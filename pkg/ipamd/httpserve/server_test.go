@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -69,4 +70,32 @@ func TestRetriesABusyAddress(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, 10*time.Second, 50*time.Millisecond, "served once the address is free (after a 1 s backoff)")
+}
+
+// A socket file an earlier run left behind is replaced and the new socket
+// takes SocketMode; a file of another kind at the path is kept.
+func TestUnixSocketReplacesOnlyAStaleSocket(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "s.sock")
+	old, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	old.(*net.UnixListener).SetUnlinkOnClose(false)
+	require.NoError(t, old.Close())
+
+	lis, err := listen("unix:"+sock, 0o600)
+	require.NoError(t, err, "a stale socket is replaced")
+	fi, err := os.Stat(sock)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSocket, fi.Mode().Type())
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	require.NoError(t, lis.Close())
+
+	file := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(file, []byte("keep"), 0o644))
+	_, err = listen("unix:"+file, 0o600)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not a socket")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, "keep", string(b), "a regular file is never removed")
 }

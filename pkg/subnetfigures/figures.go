@@ -140,3 +140,9 @@ func (f *Figures) All() []SubnetFree {
 	slices.SortFunc(out, func(a, b SubnetFree) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
+
+// Report is the answer of ipamd's introspection path /v1/subnets: every
+// subnet the node uses (All), never null.
+type Report struct {
+	Subnets []SubnetFree `json:"subnets"`
+}

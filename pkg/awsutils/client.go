@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"golang.org/x/time/rate"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/subnetfigures"
 )
 
 // DefaultHTTPTimeout is upstream's HTTP_TIMEOUT default.
@@ -68,8 +70,9 @@ type Client struct {
 	// Identity is read from IMDS once, at New.
 	Identity Identity
 	subnets  subnetCache
-	budget   *rate.Limiter // every EC2 attempt takes a token
-	created  createdENIs   // ENIs AllocENI made, until they are seen attached
+	figures  *subnetfigures.Figures // free addresses per subnet, from the DescribeSubnets answers above
+	budget   *rate.Limiter          // every EC2 attempt takes a token
+	created  createdENIs            // ENIs AllocENI made, until they are seen attached
 	// attachWait bounds WaitAttached's watch of IMDS (0: a minute).
 	attachWait time.Duration
 }
@@ -92,7 +95,7 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
-	c := &Client{imds: imds.NewFromConfig(cfg, opts.imdsOptions), opts: opts, log: opts.Logger}
+	c := &Client{imds: imds.NewFromConfig(cfg, opts.imdsOptions), opts: opts, log: opts.Logger, figures: subnetfigures.New(nil)}
 	id, err := c.readIdentity(ctx)
 	if err != nil {
 		return nil, err

@@ -172,12 +172,16 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 	}
 	subnets := []string{o.SubnetID}
 	if o.SubnetID != "" {
-		if err := c.checkNamedSubnet(ctx, o.SubnetID); err != nil {
+		err := c.checkNamedSubnet(ctx, o.SubnetID)
+		c.noteCandidates(subnets, err)
+		if err != nil {
 			return ENI{}, err
 		}
 	} else {
 		var err error
-		if subnets, err = c.eniSubnets(ctx, o.SubnetDiscovery); err != nil {
+		subnets, err = c.eniSubnets(ctx, o.SubnetDiscovery)
+		c.noteCandidates(subnets, err)
+		if err != nil {
 			return ENI{}, err
 		}
 	}

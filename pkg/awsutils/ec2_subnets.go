@@ -35,6 +35,7 @@ func (c *Client) SubnetCIDR(ctx context.Context, subnetID string) (netip.Prefix,
 	if len(out.Subnets) != 1 {
 		return netip.Prefix{}, fmt.Errorf("DescribeSubnets %s: %d subnets returned", subnetID, len(out.Subnets))
 	}
+	c.recordSubnets(subnetFromSDK(out.Subnets[0]))
 	p, err = netip.ParsePrefix(aws.ToString(out.Subnets[0].CidrBlock))
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("DescribeSubnets %s: %w", subnetID, err)
@@ -69,6 +70,7 @@ func (c *Client) azSubnets(ctx context.Context) ([]Subnet, error) {
 			out = append(out, subnetFromSDK(s))
 		}
 	}
+	c.recordSubnets(out...)
 	return out, nil
 }
 
@@ -84,11 +86,13 @@ func (c *Client) describeSubnet(ctx context.Context, id string) (*Subnet, error)
 		return nil, fmt.Errorf("DescribeSubnets %s: %d subnets returned", id, len(out.Subnets))
 	}
 	s := subnetFromSDK(out.Subnets[0])
+	c.recordSubnets(s)
 	return &s, nil
 }
 
 func subnetFromSDK(s types.Subnet) Subnet {
-	out := Subnet{ID: aws.ToString(s.SubnetId), VPCID: aws.ToString(s.VpcId), AZ: aws.ToString(s.AvailabilityZone), AvailableIPs: int(aws.ToInt32(s.AvailableIpAddressCount)), Tags: map[string]string{}}
+	out := Subnet{ID: aws.ToString(s.SubnetId), VPCID: aws.ToString(s.VpcId), AZ: aws.ToString(s.AvailabilityZone), CIDR: aws.ToString(s.CidrBlock),
+		AvailableIPs: int(aws.ToInt32(s.AvailableIpAddressCount)), Tags: map[string]string{}}
 	for _, t := range s.Tags {
 		out.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
@@ -138,6 +142,7 @@ func (c *Client) SubnetsByID(ctx context.Context, ids []string) ([]Subnet, error
 	for _, s := range out.Subnets {
 		subnets = append(subnets, subnetFromSDK(s))
 	}
+	c.recordSubnets(subnets...)
 	return subnets, nil
 }
 

@@ -28,6 +28,7 @@ type Subnet struct {
 	ID           string
 	VPCID        string
 	AZ           string
+	CIDR         string // IPv4 CIDR block
 	AvailableIPs int
 	Tags         map[string]string
 }

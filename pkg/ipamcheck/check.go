@@ -83,12 +83,19 @@ func Main(args []string, env func(string) (string, bool), stdout, stderr io.Writ
 			used, plural(len(st.Allocations), "allocation", "allocations"))
 	}
 
+	// The subnets only explain: a failure to read them is noted, not fatal.
+	subnets, _, err := ipamd.subnets(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "ipam-check: note: the subnets' free addresses are not shown: %v\n", err)
+	}
+
 	now := time.Now()
 	res := Classify(Input{Now: now, Sandboxes: sandboxes, ENIs: enis, Reconciler: st, Grace: grace, Cooldown: cooldown, All: o.all})
 	rep := Report{CheckedAt: now.UTC(), RuntimeEndpoint: used, Sandboxes: len(sandboxes),
 		Reconciler: ReconcilerInfo{Mode: string(st.Mode), GracePeriod: st.Grace, IPCooldown: st.IPCooldown,
 			LastPass: st.LastPass.Start, LastPassSkipped: st.LastPass.Skipped, RuntimeReachable: st.RuntimeReachable, PendingReason: st.PendingReason},
-		Addresses: res.Addresses, UnassignedByENI: res.UnassignedByENI, Summary: res.Summary, LeaksFound: res.Summary.LeakedCandidates > 0}
+		Addresses: res.Addresses, UnassignedByENI: res.UnassignedByENI, Summary: res.Summary, LeaksFound: res.Summary.LeakedCandidates > 0,
+		Subnets: orderSubnets(subnets, enis)}
 	if o.output == "json" {
 		err = writeJSON(stdout, rep)
 	} else {

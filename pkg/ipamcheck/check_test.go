@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -38,6 +41,8 @@ const grace = 3 * time.Second
 // CRI on a unix socket, and ipamd on both, serving its real gRPC socket
 // and introspection.
 type node struct {
+	sim         *ec2sim.Sim
+	aws         *awsutils.Client // ipamd's EC2/IMDS client
 	rt          *fakecri.Runtime
 	criEndpoint string
 	sockDir     string // short: unix socket paths are limited to 107 bytes
@@ -53,7 +58,7 @@ func newNode(t *testing.T) *node {
 	dir, err := os.MkdirTemp("", "ipc")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	n := &node{rt: fakecri.New(), sockDir: dir, criEndpoint: "unix://" + filepath.Join(dir, "cri.sock"), introspect: "unix:" + filepath.Join(dir, "i.sock")}
+	n := &node{sim: sim, rt: fakecri.New(), sockDir: dir, criEndpoint: "unix://" + filepath.Join(dir, "cri.sock"), introspect: "unix:" + filepath.Join(dir, "i.sock")}
 	require.NoError(t, n.rt.Serve(filepath.Join(dir, "cri.sock")))
 	t.Cleanup(n.rt.Stop)
 	// A real node always lists aws-node's own (host-network) sandbox.
@@ -79,6 +84,7 @@ func (n *node) start(t *testing.T, mode podip.Mode, extraEnv ...string) {
 	rc.Grace, rc.Interval, rc.StartDelay = grace, 100*time.Millisecond, 10*time.Millisecond
 	aws, err := awsutils.New(context.Background(), awsutils.Options{})
 	require.NoError(t, err)
+	n.aws = aws
 	a, err := ipamd.NewAgent(context.Background(), ipamd.Options{Config: cfg, AWS: aws,
 		MaxPodsFile: filepath.Join("..", "..", "misc", "eni-max-pods.txt"),
 		SocketPath:  filepath.Join(n.sockDir, "ipamd.sock"), DelQueueDir: filepath.Join(n.sockDir, "delq"),
@@ -184,7 +190,7 @@ func TestCheckAgainstIpamd(t *testing.T) {
 	assert.Regexp(t, `default/job-1 +`+lostID[:13]+` +\d+s +leaked candidate \(first seen absent at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, \d+ pass(es)?, confirmed\)$`, row(t, table, lost))
 	assert.Regexp(t, `default/new-0 +`+startingID[:13]+` +\d+s +in flight \(younger than the 3s grace period\)$`, row(t, table, starting))
 	assert.Regexp(t, `(?m)^\(\d+ addresses\) +eni-\w+ +- +- +- +unassigned \(-all lists them\)$`, table)
-	assert.Regexp(t, `(?m)^\d+ addresses on \d ENIs?: 2 live, 1 in flight, 1 leaked candidate, 0 cooling down, \d+ unassigned; reconciler report mode, grace 3s; 3 sandboxes on `+regexp.QuoteMeta(strings.TrimPrefix(n.criEndpoint, "unix://"))+`\n$`, table)
+	assert.Regexp(t, `(?m)^\d+ addresses on \d ENIs?: 2 live, 1 in flight, 1 leaked candidate, 0 cooling down, \d+ unassigned; reconciler report mode, grace 3s; 3 sandboxes on `+regexp.QuoteMeta(strings.TrimPrefix(n.criEndpoint, "unix://"))+`(; ENI subnets? .+)?\n$`, table)
 
 	// The same through the environment ipamd reads, as JSON.
 	code, out, stderr := check(map[string]string{"INTROSPECTION_BIND_ADDRESS": n.introspect, "CRI_RUNTIME_ENDPOINT": n.criEndpoint}, "-o", "json")
@@ -317,4 +323,54 @@ func TestCheckUnreachable(t *testing.T) {
 	code, _, stderr = check(nil, "-o", "yaml")
 	assert.Equal(t, ipamcheck.ExitCannotCheck, code)
 	assert.Contains(t, stderr, `-o "yaml"`)
+}
+
+// The summary names the subnet of the node's ENIs with the free count of
+// the last DescribeSubnets answer ipamd's client received, and -o json
+// carries it under "subnets".
+func TestCheckNamesENISubnets(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t)
+	n.start(t, podip.Report, "WARM_POOL_START_SPREAD", "0s") // the warm ENI at once
+	n.pod(t, sandboxID("web-0"), "web-0", false)
+	// The warm ENI: its subnet choice is the answer that gives the figure.
+	require.Eventually(t, func() bool { return len(n.agent.Store().ENISummaries()) == 2 }, 30*time.Second, 20*time.Millisecond)
+	subnet := n.agent.Store().ENISummaries()[0].Info.SubnetID
+	raw := ec2.NewFromConfig(aws.Config{Region: n.sim.Region(), Credentials: aws.AnonymousCredentials{}}, func(o *ec2.Options) {
+		o.BaseEndpoint = aws.String(n.sim.EC2Endpoint())
+	})
+	flags := []string{"-introspection-addr", n.introspect, "-runtime-endpoint", n.criEndpoint}
+
+	var free int
+	var table string
+	require.Eventually(t, func() bool {
+		// A fresh answer to ipamd's own client (as its tag re-check gets),
+		// then the simulator's count: equal unless the pool moved between.
+		if _, err := n.aws.ExcludedSubnets(ctx, []string{subnet}); err != nil {
+			return false
+		}
+		out, err := raw.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: []string{subnet}})
+		if err != nil || len(out.Subnets) != 1 {
+			return false
+		}
+		free = int(aws.ToInt32(out.Subnets[0].AvailableIpAddressCount))
+		var code int
+		code, table, _ = check(nil, flags...)
+		return code == ipamcheck.ExitClean && strings.Contains(table, fmt.Sprintf("; ENI subnet %s %d free (", subnet, free))
+	}, 10*time.Second, 50*time.Millisecond, "the summary names %s with the simulator's count", subnet)
+	t.Logf("summary with the subnet:\n%s", table)
+	assert.Regexp(t, `(?m)^\d+ addresses on 2 ENIs: .*; ENI subnet `+subnet+` \d+ free \(\d+s ago\)$`, table)
+
+	code, out, stderr := check(nil, append(flags, "-o", "json")...)
+	require.Equal(t, ipamcheck.ExitClean, code, stderr)
+	var rep ipamcheck.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.Subnets, 1)
+	s := rep.Subnets[0]
+	assert.Equal(t, subnet, s.ID)
+	assert.True(t, s.Answered)
+	assert.True(t, s.Candidate, "the only subnet: the primary one, where new ENIs go")
+	assert.Len(t, s.ENIs, 2)
+	assert.NotEmpty(t, s.CIDR)
+	assert.False(t, s.AsOf.IsZero())
 }

@@ -13,12 +13,14 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/subnetfigures"
 )
 
 // Introspection paths ipamd serves (pkg/ipamd/introspect).
 const (
 	pathENIs       = "/v1/enis"
 	pathReconciler = "/v1/reconciler"
+	pathSubnets    = "/v1/subnets"
 )
 
 // ErrReconcilerOff means ipamd serves no /v1/reconciler: its pod-IP
@@ -75,6 +77,21 @@ func (c *introspection) reconciler(ctx context.Context) (podip.Status, error) {
 		return st, ErrReconcilerOff
 	}
 	return st, nil
+}
+
+// subnets reads /v1/subnets; served is false when ipamd answers with its
+// list of paths instead (a build without it, or one without EC2).
+func (c *introspection) subnets(ctx context.Context) (subnets []subnetfigures.SubnetFree, served bool, err error) {
+	var r struct {
+		Subnets *[]subnetfigures.SubnetFree `json:"subnets"`
+	}
+	if err := c.get(ctx, pathSubnets, &r); err != nil {
+		return nil, false, err
+	}
+	if r.Subnets == nil {
+		return nil, false, nil
+	}
+	return *r.Subnets, true, nil
 }
 
 func (c *introspection) get(ctx context.Context, path string, into any) error {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/subnetfigures"
 )
 
 // Report is one check, as -o json prints it. Keys are lower camel case and
@@ -20,6 +22,11 @@ type Report struct {
 	Addresses       []Row           `json:"addresses"`
 	UnassignedByENI []ENIUnassigned `json:"unassignedByENI"`
 	Summary         Summary         `json:"summary"`
+	// Subnets are the subnets the node uses (its ENIs' and the candidates
+	// for new ENIs) with EC2's free count as of ipamd's last
+	// DescribeSubnets answer (/v1/subnets); absent when ipamd does not
+	// serve that path (an older build) or names no subnet.
+	Subnets []subnetfigures.SubnetFree `json:"subnets,omitempty"`
 	// LeaksFound is what exit code 1 says.
 	LeaksFound bool `json:"leaksFound"`
 }
@@ -129,7 +136,7 @@ func summaryLine(r Report) string {
 	line := fmt.Sprintf("%s on %s: %s; reconciler %s mode, grace %s; %s on %s",
 		plural(s.Addresses, "address", "addresses"), plural(s.ENIs, "ENI", "ENIs"), strings.Join(parts, ", "),
 		r.Reconciler.Mode, r.Reconciler.GracePeriod, plural(r.Sandboxes, "sandbox", "sandboxes"), r.RuntimeEndpoint)
-	return line
+	return line + subnetsText(r)
 }
 
 func plural(n int, one, many string) string {

@@ -177,7 +177,7 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 			return nil
 		}
 		return a.store
-	})
+	}, a.subnetFigures)
 	if err := a.start(ctx); err != nil {
 		if a.store != nil {
 			_ = a.store.Close()

@@ -63,8 +63,12 @@ func (a *Agent) introspection() http.Handler {
 	if a.eniConfigs != nil {
 		ic.ENIConfigName = a.eniConfigs.SelectedName
 	}
+	ic.Extra = map[string]func() any{}
 	if a.recon != nil {
-		ic.Extra = map[string]func() any{introspect.PathReconciler: func() any { return a.recon.Introspect() }}
+		ic.Extra[introspect.PathReconciler] = func() any { return a.recon.Introspect() }
+	}
+	if figs := a.subnetFigures(); figs != nil {
+		ic.Extra[introspect.PathSubnets] = a.subnetsIntrospection(figs)
 	}
 	return introspect.New(ic)
 }

@@ -153,6 +153,7 @@ func (st *startState) datastore(context.Context) error {
 		Logger:             a.log,
 		VerifyNewAddresses: st.verifying,
 	})
+	a.trackENISubnets()
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/poolgauges"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/subnetfigures"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
 
@@ -31,7 +32,7 @@ type agentMetrics struct {
 	podip            *podip.Metrics
 }
 
-func newAgentMetrics(reg *prometheus.Registry, src func() poolgauges.Source) *agentMetrics {
+func newAgentMetrics(reg *prometheus.Registry, src func() poolgauges.Source, subnets func() *subnetfigures.Figures) *agentMetrics {
 	m := &agentMetrics{
 		reg: reg,
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -72,7 +73,8 @@ func newAgentMetrics(reg *prometheus.Registry, src func() poolgauges.Source) *ag
 	for _, fn := range []string{"nodeInit", "tryEnableSecurityGroupsForPods"} {
 		m.podENIErrors.WithLabelValues(fn)
 	}
-	reg.MustRegister(m.errors, m.podENIErrors, m.startup, m.nodeInit, m.checkpointWrites, buildInfo, poolgauges.New(src))
+	reg.MustRegister(m.errors, m.podENIErrors, m.startup, m.nodeInit, m.checkpointWrites, buildInfo, poolgauges.New(src),
+		subnetfigures.NewCollector(subnets))
 	return m
 }
 

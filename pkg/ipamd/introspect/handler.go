@@ -1,8 +1,8 @@
 // Package introspect is ipamd's introspection endpoint: upstream's
 // read-only JSON paths (/v1/enis, /v1/eni-configs,
 // /v1/networkutils-env-settings, /v1/ipamd-env-settings) and those the
-// agent adds for its other jobs (/v1/reconciler); any other path lists the
-// paths served.
+// agent adds for its other jobs (/v1/reconciler, /v1/subnets); any other
+// path lists the paths served.
 //
 // It only reads, and never shows what upstream hides (the container IDs
 // and interface names of assigned addresses). It logs every request, as
@@ -23,13 +23,17 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 )
 
-// Paths, as upstream serves them (PathReconciler is this build's).
+// Paths, as upstream serves them (PathReconciler and PathSubnets are this
+// build's).
 const (
 	PathENIs            = "/v1/enis"
 	PathENIConfigs      = "/v1/eni-configs"
 	PathNetworkUtilsEnv = "/v1/networkutils-env-settings"
 	PathIPAMDEnv        = "/v1/ipamd-env-settings"
 	PathReconciler      = "/v1/reconciler"
+	// PathSubnets: the free addresses of the subnets the node uses, as of
+	// the last DescribeSubnets answers (subnetfigures.Report).
+	PathSubnets = "/v1/subnets"
 )
 
 // ENISource is the datastore's view of the node's ENIs.
@@ -54,7 +58,8 @@ type Config struct {
 	Settings Settings
 	// ENIConfigName names the node's ENIConfig (nil: no API client).
 	ENIConfigName func(ctx context.Context) (string, error)
-	// Extra are the paths of the agent's other jobs (PathReconciler).
+	// Extra are the paths of the agent's other jobs (PathReconciler,
+	// PathSubnets).
 	Extra map[string]func() any
 	// Log is rate-limited per path; nil: discard.
 	Log *loglimit.Logger

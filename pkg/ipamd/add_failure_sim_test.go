@@ -64,6 +64,10 @@ func TestAddFailureExplainedWhenTheSubnetIsFull(t *testing.T) {
 
 	c := n.agent.explainAddFailure()
 	require.Equal(t, addfail.SubnetExhausted, c.Reason, c.Line)
-	assert.Contains(t, c.Line, "subnet_exhausted: the subnet has no free addresses ("+subnet+", ")
+	// The free count is the last DescribeSubnets answer's (the listing
+	// before the subnet filled up), with its age.
+	free, _, ok := n.agent.subnetFigures().Free(subnet)
+	require.True(t, ok, "ipamd has an answer for its ENI's subnet")
+	assert.Contains(t, c.Line, fmt.Sprintf("subnet_exhausted: the subnet has no free addresses (%s, %d free at DescribeSubnets ", subnet, free))
 	assert.Contains(t, c.Line, "; growth is retried in ")
 }

@@ -133,9 +133,6 @@ type Agent struct {
 	// leftOut are managed ENIs whose setup failed at start: their
 	// addresses join later, and a pod may hold one meanwhile.
 	leftOut []string
-	// subnetFree is a subnet's free-address count in the last
-	// DescribeSubnets answer, and when (nil: none kept).
-	subnetFree func(subnet string) (free int, at time.Time, ok bool)
 	// podWarnings posts failed ADDs' causes on their pods; nil without
 	// an API client.
 	podWarnings *k8sapi.PodWarnings

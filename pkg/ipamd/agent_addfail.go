@@ -32,8 +32,8 @@ func (a *Agent) explainAddFailure() addfail.Cause {
 			Subnet: g.Subnet, SubnetPausedUntil: g.SubnetPausedUntil, SubnetFree: -1, PlacementError: g.PlacementError,
 			LastError: g.LastError, NextStep: g.NextStep(now)}
 		st.PendingCheckAt = st.Growth.NextStep
-		if a.subnetFree != nil && g.Subnet != "" {
-			if free, at, ok := a.subnetFree(g.Subnet); ok {
+		if f := a.subnetFigures(); f != nil && g.Subnet != "" {
+			if free, at, ok := f.Free(g.Subnet); ok {
 				st.Growth.SubnetFree, st.Growth.SubnetFreeAt = free, at
 			}
 		}

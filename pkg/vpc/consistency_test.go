@@ -26,7 +26,8 @@ func TestShippedMaxPodsFileMatchesTable(t *testing.T) {
 	require.NoError(t, err)
 
 	var missingFromFile, missingFromTable, disagree []string
-	for typ, l := range limitsTable {
+	for _, e := range limitsTable {
+		typ, l := e.Type, e.Limits
 		v, ok := file[typ]
 		if !ok {
 			missingFromFile = append(missingFromFile, typ)
@@ -37,7 +38,7 @@ func TestShippedMaxPodsFileMatchesTable(t *testing.T) {
 		}
 	}
 	for typ := range file {
-		if _, ok := limitsTable[typ]; !ok {
+		if _, ok := Lookup(typ); !ok {
 			missingFromTable = append(missingFromTable, typ)
 		}
 	}
@@ -50,9 +51,16 @@ func TestShippedMaxPodsFileMatchesTable(t *testing.T) {
 	assert.Empty(t, missingFromTable, "types in misc/eni-max-pods.txt but not in the table")
 
 	for _, typ := range disagree {
-		t.Logf("max-pods override: %s formula=%d file=%d", typ, limitsTable[typ].MaxPods(), file[typ])
+		t.Logf("max-pods override: %s formula=%d file=%d", typ, mustLookup(t, typ).MaxPods(), file[typ])
 	}
 	t.Logf("%d of %d types compared, %d disagree", len(limitsTable)-len(missingFromFile), len(limitsTable), len(disagree))
 	assert.LessOrEqual(t, len(disagree), maxKnownMaxPodsDisagreements,
 		"formula and misc/eni-max-pods.txt disagree for: %v", disagree)
+}
+
+func mustLookup(t *testing.T, typ string) Limits {
+	t.Helper()
+	l, ok := Lookup(typ)
+	require.True(t, ok, typ)
+	return l
 }

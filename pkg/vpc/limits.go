@@ -8,6 +8,11 @@
 // It never imports a package of this module outside pkg/utils.
 package vpc
 
+import (
+	"slices"
+	"strings"
+)
+
 //go:generate go run ../../scripts/gen-limits -in ../../misc/instance-limits.tsv -out zz_generated_limits.go
 
 // NetworkCard is one network card of an instance type and the number of ENIs
@@ -35,14 +40,23 @@ type Limits struct {
 	BareMetal bool
 }
 
+// typeLimits is one row of the generated table.
+type typeLimits struct {
+	Type string
+	Limits
+}
+
 // Lookup returns the limits of instanceType from the generated table. The
 // second result is false for an unknown type. The returned value is a copy;
 // changing it does not affect the table.
 func Lookup(instanceType string) (Limits, bool) {
-	l, ok := limitsTable[instanceType]
+	i, ok := slices.BinarySearchFunc(limitsTable, instanceType, func(e typeLimits, t string) int {
+		return strings.Compare(e.Type, t)
+	})
 	if !ok {
 		return Limits{}, false
 	}
+	l := limitsTable[i].Limits
 	l.NetworkCards = append([]NetworkCard(nil), l.NetworkCards...)
 	return l, true
 }

@@ -71,7 +71,14 @@ func TestLookupMultiCardUsesDefaultCard(t *testing.T) {
 func TestTableInvariants(t *testing.T) {
 	require.NotEmpty(t, limitsTable)
 	multi := 0
-	for typ, l := range limitsTable {
+	for i, e := range limitsTable {
+		typ, l := e.Type, e.Limits
+		if i > 0 {
+			assert.Less(t, limitsTable[i-1].Type, typ, "the table must be sorted and unique: Lookup searches it")
+		}
+		got, ok := Lookup(typ)
+		assert.True(t, ok, "%s: Lookup does not find it", typ)
+		assert.Equal(t, l, got, typ)
 		assert.Positive(t, l.ENIs, typ)
 		assert.Positive(t, l.IPv4PerENI, typ)
 		assert.NotEmpty(t, l.Hypervisor, typ)

@@ -260,10 +260,12 @@ func render(source string, recs []record) ([]byte, error) {
 	fmt.Fprintf(&b, "// Source: %s (%d instance types). Regenerate with `make generate-limits`.\n\n", source, len(recs))
 	fmt.Fprintln(&b, "package vpc")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "// limitsTable maps an EC2 instance type to its networking limits.")
-	fmt.Fprintln(&b, "var limitsTable = map[string]Limits{")
+	fmt.Fprintln(&b, "// limitsTable lists every EC2 instance type's networking limits, sorted by")
+	fmt.Fprintln(&b, "// type. A slice of constants, unlike a map, is laid out by the linker: no")
+	fmt.Fprintln(&b, "// init code and no heap.")
+	fmt.Fprintln(&b, "var limitsTable = []typeLimits{")
 	for _, r := range recs {
-		fmt.Fprintf(&b, "%q: {ENIs: %d, IPv4PerENI: %d, DefaultNetworkCard: %d, NetworkCards: []NetworkCard{",
+		fmt.Fprintf(&b, "{%q, Limits{ENIs: %d, IPv4PerENI: %d, DefaultNetworkCard: %d, NetworkCards: []NetworkCard{",
 			r.typ, r.enis, r.ipv4PerENI, r.defaultCard)
 		for i, c := range r.cards {
 			if i > 0 {
@@ -271,7 +273,7 @@ func render(source string, recs []record) ([]byte, error) {
 			}
 			fmt.Fprintf(&b, "{Index: %d, MaxENIs: %d}", c.index, c.maxENIs)
 		}
-		fmt.Fprintf(&b, "}, Hypervisor: %q, BareMetal: %t},\n", r.hypervisor, r.bareMetal)
+		fmt.Fprintf(&b, "}, Hypervisor: %q, BareMetal: %t}},\n", r.hypervisor, r.bareMetal)
 	}
 	fmt.Fprintln(&b, "}")
 

@@ -140,7 +140,7 @@ func TestRenderSmall(t *testing.T) {
 	s := string(src)
 	assert.True(t, strings.HasPrefix(s, header+"\n// Source: x.tsv (2 instance types)."))
 	assert.Contains(t, s, "\npackage vpc\n")
-	assert.Contains(t, s, `"a1.metal": {ENIs: 8, IPv4PerENI: 30, DefaultNetworkCard: 0, NetworkCards: []NetworkCard{{Index: 0, MaxENIs: 8}, {Index: 1, MaxENIs: 4}}, Hypervisor: "unknown", BareMetal: true},`)
-	assert.Contains(t, s, `"z1.large": {ENIs: 2, IPv4PerENI: 4, DefaultNetworkCard: 0, NetworkCards: []NetworkCard{{Index: 0, MaxENIs: 2}}, Hypervisor: "xen", BareMetal: false},`)
+	assert.Contains(t, s, `{"a1.metal", Limits{ENIs: 8, IPv4PerENI: 30, DefaultNetworkCard: 0, NetworkCards: []NetworkCard{{Index: 0, MaxENIs: 8}, {Index: 1, MaxENIs: 4}}, Hypervisor: "unknown", BareMetal: true}},`)
+	assert.Contains(t, s, `{"z1.large", Limits{ENIs: 2, IPv4PerENI: 4, DefaultNetworkCard: 0, NetworkCards: []NetworkCard{{Index: 0, MaxENIs: 2}}, Hypervisor: "xen", BareMetal: false}},`)
 	assert.Less(t, strings.Index(s, `"a1.metal"`), strings.Index(s, `"z1.large"`))
 }

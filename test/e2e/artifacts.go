@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/aws/amazon-vpc-cni-k8s/test/buildutil"
 )
 
 // Artifacts are the binaries and the pause image every node uses, built
@@ -101,8 +103,15 @@ func buildArtifacts(t testing.TB) (*Artifacts, error) {
 	return a, nil
 }
 
+// goBuild builds with the image's flags (buildutil.ImageFlags): the
+// agent's memory figures then count the pages of the binary a node runs.
+// Without the grpcnotrace tag html/template is linked, and its
+// MethodByName keeps every exported method of every type the linker sees
+// converted to an interface (all of the EC2 client's), more than doubling
+// the agent's text.
 func goBuild(dir, out string, pkgs ...string) error {
-	args := append([]string{"build", "-trimpath", "-o", out}, pkgs...)
+	args := append(append([]string{"build"}, buildutil.ImageFlags...), "-o", out)
+	args = append(args, pkgs...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -257,6 +257,56 @@ func (p *IPAMD) RSSKiB() (int, error) {
 	return 0, errors.New("no VmRSS in status")
 }
 
+// Memory splits the agent's resident set (/proc/PID/smaps_rollup): Anon
+// is its heap, goroutine stacks and runtime data; File the pages of the
+// binary (text, read-only data) and other files it has mapped.
+type Memory struct{ RSS, Anon, File int } // KiB
+
+func (m Memory) String() string {
+	return fmt.Sprintf("%d KiB (anon %d, file %d)", m.RSS, m.Anon, m.File)
+}
+
+// Memory reads the agent's resident set split into anonymous and
+// file-backed pages.
+func (p *IPAMD) Memory() (Memory, error) {
+	pid := p.PID()
+	if pid == 0 {
+		return Memory{}, errors.New("ipamd not running")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return Memory{}, err
+	}
+	return parseSmapsRollup(string(b))
+}
+
+// parseSmapsRollup reads Rss and Anonymous (kB) from smaps_rollup text;
+// File is the rest of Rss.
+func parseSmapsRollup(s string) (Memory, error) {
+	var m Memory
+	var haveRSS, haveAnon bool
+	for _, line := range strings.Split(s, "\n") {
+		name, v, ok := strings.Cut(line, ":")
+		if !ok || (name != "Rss" && name != "Anonymous") {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		if err != nil {
+			return Memory{}, fmt.Errorf("smaps_rollup %s: %w", name, err)
+		}
+		if name == "Rss" {
+			m.RSS, haveRSS = n, true
+		} else {
+			m.Anon, haveAnon = n, true
+		}
+	}
+	if !haveRSS || !haveAnon {
+		return Memory{}, errors.New("smaps_rollup without Rss and Anonymous")
+	}
+	m.File = m.RSS - m.Anon
+	return m, nil
+}
+
 func (p *IPAMD) get(path string, v any) error {
 	if p.http == nil {
 		return errors.New("ipamd never started")

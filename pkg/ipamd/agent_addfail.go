@@ -15,9 +15,9 @@ func (a *Agent) explainAddFailure() addfail.Cause {
 	s := a.store.Stats()
 	st := addfail.State{Now: now, Total: s.TotalIPs, Assigned: s.AssignedIPs, Cooling: s.CooldownIPs, Pending: s.PendingIPs,
 		CoolingFreeAt: a.store.NextCooldownEnd(), Cooldown: a.store.Cooldown(), MaxPods: a.opts.MaxPods,
-		// A development pool never grows: its addresses are all there is.
-		Growth: addfail.Growth{SubnetFree: -1, Disabled: a.poolCfg == nil}}
-	if a.poolCfg != nil {
+		// Without a pool manager (a development pool) nothing grows the pool.
+		Growth: addfail.Growth{SubnetFree: -1, Disabled: a.pool == nil}}
+	if a.pool != nil && a.poolCfg != nil {
 		// Limits that change (ENIs left alone) come from the last step;
 		// the rest is fixed at start.
 		g := a.pool.Growth()

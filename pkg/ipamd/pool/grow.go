@@ -200,7 +200,11 @@ func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.Targets), s, "pool cannot grow ("+err.Error()+") and no address is assignable")
 		}
 	}
-	defer p.publishPauses(p.subnetOf(eniID))
+	full := ""
+	if errors.Is(err, awsutils.ErrSubnetExhausted) {
+		full = p.subnetOf(eniID)
+	}
+	defer p.publishPauses(full)
 	switch {
 	case errors.Is(err, awsutils.ErrThrottled):
 		// The account is short of tokens: warm growth waits in any case.

@@ -207,7 +207,6 @@ func (p *Manager) StepFirstOnRun() { p.stepOnRun = true }
 // Run steps the pool every Interval, and on Wake no sooner than
 // wakeMinInterval after the last step, and syncs the datastore's ENIs with
 // IMDS/EC2 every SyncInterval, until ctx ends.
-
 func (p *Manager) Run(ctx context.Context) {
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()

@@ -214,6 +214,9 @@ func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Alloca
 		d.mu.Unlock()
 		return Allocation{}, fmt.Errorf("adopt %s for %s: persist checkpoint: %w", ip, key, err)
 	}
+	d.mu.Lock()
+	d.forgetForcedAddrLocked(ip) // settled: its user holds it
+	d.mu.Unlock()
 	return alloc, nil
 }
 

@@ -15,8 +15,10 @@ import (
 // If the address joins the pool again, its pod is most likely still running
 // with it. Where new addresses are checked against the runtime
 // (VerifyNewAddresses), the address joins pending like any other, and the
-// runtime's answer decides (adopted by the live sandbox that uses it, freed
-// otherwise). Without that check (reconciler off, or no runtime yet), only
+// memory is evidence the checker reads: the key is the address's last
+// known holder (Pending.LastHolders), whose sandbox is asked by its ID
+// before the address is handed out; the memory goes when the address is
+// settled (verified free or adopted). Without that check (reconciler off, or no runtime yet), only
 // this memory keeps the address from being handed to a new pod or returned
 // to EC2: AddCIDR gives it back to its key, on whichever ENI it joins, with
 // its original assignment time (the allocation goes on; a reconciler that
@@ -63,9 +65,12 @@ func (d *DataStore) restoreForcedLocked(c *cidr) (restored int, b *batch) {
 		if !c.prefix.Contains(ip) {
 			continue
 		}
+		if d.verify {
+			continue // evidence for the check (lastHoldersLocked)
+		}
 		delete(d.forced, ip)
 		delete(d.forcedKeys, fa.key)
-		if d.verify || d.now().Sub(fa.at) > ForcedMemory {
+		if d.now().Sub(fa.at) > ForcedMemory {
 			continue
 		}
 		alloc, ad, err := d.beginAdoptAtLocked(ip, fa.key, fa.meta, fa.assignedAt)
@@ -80,6 +85,33 @@ func (d *DataStore) restoreForcedLocked(c *cidr) (restored int, b *batch) {
 			"ip", ip.String(), "key", fa.key.String(), "eni", alloc.ENIID)
 	}
 	return restored, b
+}
+
+// lastHoldersLocked are the remembered keys of the addresses in p.
+// Requires d.mu.
+func (d *DataStore) lastHoldersLocked(p netip.Prefix) []Holder {
+	var out []Holder
+	if p.IsSingleIP() {
+		if fa, ok := d.forced[p.Addr()]; ok {
+			out = append(out, Holder{IP: p.Addr(), Key: fa.key})
+		}
+		return out
+	}
+	for ip, fa := range d.forced {
+		if p.Contains(ip) {
+			out = append(out, Holder{IP: ip, Key: fa.key})
+		}
+	}
+	return out
+}
+
+// forgetForcedAddrLocked drops ip from the memory: it was settled.
+// Requires d.mu.
+func (d *DataStore) forgetForcedAddrLocked(ip netip.Addr) {
+	if fa, ok := d.forced[ip]; ok {
+		delete(d.forced, ip)
+		delete(d.forcedKeys, fa.key)
+	}
 }
 
 // forgetForcedKeyLocked drops key from the memory (its pod was deleted)

@@ -84,7 +84,12 @@ func TestForcedMemoryDefersToVerification(t *testing.T) {
 	_, ok := d.Find(key("a"))
 	assert.False(t, ok)
 	assert.Equal(t, 1, d.Stats().PendingIPs, "pending until the runtime is asked")
-	assert.Zero(t, d.RemovedByForce())
+	pending := d.PendingAddresses()
+	require.Len(t, pending, 1)
+	assert.Equal(t, []Holder{{IP: c.Addr(), Key: key("a")}}, pending[0].LastHolders,
+		"the key that held it is its last known holder: its sandbox is asked first")
+	require.Equal(t, 1, d.Verify(pending))
+	assert.Zero(t, d.RemovedByForce(), "settled: the memory goes")
 }
 
 // A key whose address was removed by force, that then got a second address

@@ -30,6 +30,16 @@ type Pending struct {
 	// address left the pool and joined again since it was listed.
 	Seq   uint64
 	Since time.Time
+	// LastHolders are keys that held addresses of it when the datastore
+	// let go of them (a forced removal, a restore that found the address
+	// on no ENI; forced.go): their pods most likely still use them.
+	LastHolders []Holder
+}
+
+// Holder is a key that held an address.
+type Holder struct {
+	IP  netip.Addr
+	Key IPAMKey
 }
 
 // holdPendingLocked marks every address of a newly added CIDR pending.
@@ -61,7 +71,8 @@ func (d *DataStore) PendingAddresses() []Pending {
 	var out []Pending
 	for _, c := range d.v6 {
 		if c.v6.pending {
-			out = append(out, Pending{Prefix: c.prefix, ENIID: c.eni.info.ID, Seq: c.v6.joinSeq, Since: c.v6.joinedAt})
+			out = append(out, Pending{Prefix: c.prefix, ENIID: c.eni.info.ID, Seq: c.v6.joinSeq, Since: c.v6.joinedAt,
+				LastHolders: d.lastHoldersLocked(c.prefix)})
 		}
 	}
 	if d.count[kindSecondary].pending+d.count[kindPrefix].pending == 0 {
@@ -70,7 +81,8 @@ func (d *DataStore) PendingAddresses() []Pending {
 	}
 	for _, a := range d.byIP {
 		if a.state == statePending {
-			out = append(out, Pending{IP: a.ip, ENIID: a.cidr.eni.info.ID, Seq: a.joinSeq, Since: a.joinedAt})
+			out = append(out, Pending{IP: a.ip, ENIID: a.cidr.eni.info.ID, Seq: a.joinSeq, Since: a.joinedAt,
+				LastHolders: d.lastHoldersLocked(netip.PrefixFrom(a.ip, a.ip.BitLen()))})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
@@ -89,6 +101,9 @@ func (d *DataStore) Verify(ps []Pending) int {
 		if p.Prefix.IsValid() {
 			if c := d.v6PrefixLocked(p.Prefix); c != nil && c.v6.pending && c.v6.joinSeq == p.Seq {
 				d.setV6PendingLocked(c, false)
+				for _, h := range d.lastHoldersLocked(c.prefix) {
+					d.forgetForcedAddrLocked(h.IP)
+				}
 				n++
 			}
 			continue
@@ -98,6 +113,7 @@ func (d *DataStore) Verify(ps []Pending) int {
 			continue
 		}
 		d.settlePendingLocked(a)
+		d.forgetForcedAddrLocked(a.ip)
 		n++
 	}
 	return n

@@ -6,21 +6,22 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
-// readoptLocked is the reverse check: a READY sandbox with no allocation
-// whose IP is a free address of the pool is re-adopted (assigned back to
-// it), so the address can never be handed to another pod. Sandbox IPs come
-// from the cache learnSandboxIPs keeps; nothing about a sandbox whose IP
-// is not in the pool is remembered beyond that, so an address that joins
-// the pool later is still matched (by verification, since it joins
-// pending). Requires r.mu.
-func (r *Reconciler) readoptLocked(ctx context.Context, l *listing, allocs []datastore.Allocation, rep *PassReport, evs *eventBatch) {
-	r.learn(ctx, l, allocs)
+// readopt is the reverse check: a READY sandbox with no allocation whose
+// IP is a free address of the pool is re-adopted (assigned back to it), so
+// the address can never be handed to another pod. Sandbox IPs come from
+// what runtimeView learnt; an address that joins the pool later is
+// matched by verification, since it joins pending. Requires r.run; the
+// adoptions are made under r.mu.
+func (r *Reconciler) readopt(ctx context.Context, l *listing, allocs []datastore.Allocation, rep *PassReport, evs *eventBatch) {
+	r.view.learn(ctx, l, allocs, &round{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	held := l.held
 	for _, s := range l.sandboxes {
-		if _, ok := held[s.ID]; !s.Ready || ok {
+		if _, ok := held[s.ID]; !s.Ready || ok || !r.view.known(s) {
 			continue
 		}
-		for _, ip := range r.sandboxIPs[s.ID].ips {
+		for _, ip := range r.view.ips[s.ID].ips {
 			inPool, free := r.store.Holds(ip)
 			switch {
 			case !inPool || !free:

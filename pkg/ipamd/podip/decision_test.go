@@ -137,7 +137,7 @@ func TestTimingOutCandidateDoesNotBlockTheOthers(t *testing.T) {
 	stuck := f.pod(t, "stuck", true) // older: asked first
 	f.clk.Advance(time.Second)
 	other := f.pod(t, "other", true)
-	f.r.src = timeoutFor{SandboxSource: f.r.src, id: stuck.Key.ContainerID}
+	f.r.view.src = timeoutFor{SandboxSource: f.r.view.src, id: stuck.Key.ContainerID}
 	f.clk.Advance(10 * time.Minute)
 	f.pass(t)
 	f.clk.Advance(time.Minute)

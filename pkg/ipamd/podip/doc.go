@@ -5,7 +5,9 @@
 // joins the pool against the runtime's sandboxes (adopted when a live
 // sandbox holds it); the rebuild after a lost checkpoint and its marker
 // (rebuild.go); and the replay of DELs the plugin queued while ipamd was
-// down. docs/pod-ip-reconciler.md states its rules.
+// down. docs/pod-ip-reconciler.md states its rules; "is this address in
+// use?" has one answer (inuse.go) on the runtime's word, which one owner
+// gathers (runtimeview.go), the only caller of the runtime.
 //
 // It never frees an address whose sandbox the runtime lists, nor one a
 // live sandbox uses, nor one younger than the grace period, nor one whose

@@ -15,9 +15,9 @@ import (
 func (r *Reconciler) CollectGarbage(ctx context.Context, network string, valid map[[2]string]bool) (released, deferred int) {
 	var evs eventBatch
 	defer evs.post(ctx, r.events)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	defer r.publishLocked()
+	r.run.Lock()
+	defer r.run.Unlock()
+	defer r.publish()
 	include := func(a datastore.Allocation) bool {
 		return a.Key.NetworkName == network && !valid[[2]string{a.Key.ContainerID, a.Key.IfName}]
 	}
@@ -30,12 +30,12 @@ func (r *Reconciler) CollectGarbage(ctx context.Context, network string, valid m
 	if inScope == 0 {
 		return 0, 0
 	}
-	l, err := r.listLocked(ctx)
+	l, err := r.view.list(ctx)
 	if err != nil || len(l.sandboxes) == 0 {
 		r.log.Warn("CNI GC: runtime list unavailable or empty; deferring", "error", err, "allocations", inScope)
 		return 0, inScope
 	}
-	res := r.decideLocked(ctx, l, scope{path: pathGC, include: include}, &evs)
+	res := r.decide(ctx, l, scope{path: pathGC, include: include}, &evs)
 	if res.Held != "" {
 		r.log.Warn("CNI GC: deferring", "reason", res.Held, "detail", res.detail)
 	}

@@ -1,9 +1,7 @@
 package podip
 
 import (
-	"context"
 	"fmt"
-	"net/netip"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
@@ -19,24 +17,18 @@ type listing struct {
 	ids       map[string]struct{}
 	// Filled by learn: the container IDs that hold an allocation, whether
 	// every listed sandbox's IPs are known, and the first listed sandbox
-	// without an allocation whose IPs are not known; users (the known IPs)
-	// only by a decision that has candidates to look them up for.
+	// without an allocation whose IPs are not known.
 	learnt, complete bool
 	held             map[string]struct{}
-	users            map[netip.Addr]Sandbox
 	unknown          *Sandbox
+	// judged: corroborated was worked out (judgeList), once per listing.
+	judged, corroborated bool
 }
 
 // has says whether the sandbox with this ID is listed.
 func (l *listing) has(id string) bool {
 	_, ok := l.ids[id]
 	return ok
-}
-
-// user returns the listed sandbox that uses ip, if one does (after learn).
-func (l *listing) user(ip netip.Addr) (Sandbox, bool) {
-	s, ok := l.users[ip]
-	return s, ok
 }
 
 // blocked says why nothing may be freed on this listing ("" when
@@ -53,126 +45,35 @@ func (l *listing) blocked() string {
 	return ""
 }
 
-// listLocked asks the runtime for every sandbox and records whether it
-// answered. The listing's ID set reuses the one retire handed back (the
-// previous decision's previous list), when there is one.
-// Requires r.mu.
-func (r *Reconciler) listLocked(ctx context.Context) (*listing, error) {
-	sandboxes, err := r.src.ListSandboxes(ctx)
-	back := err == nil && !r.reachable && !r.lastList.IsZero()
-	r.reachable = err == nil
-	r.m.runtimeReachable.Set(boolGauge(r.reachable))
-	if err != nil {
-		return nil, err
+// judgeList says whether l is corroborated as this node's runtime's list
+// (runtimeView.corroborated) and, for a pass, counts the passes in a row
+// whose list was not: the brakes of a release and the trust of a list for
+// joining addresses read that count. Requires r.run and r.mu.
+func (r *Reconciler) judgeList(l *listing, allocs []datastore.Allocation, p path) bool {
+	if l.judged {
+		return l.corroborated
 	}
-	if back {
-		r.forgetStatusFailuresLocked()
-	}
-	r.lastList = r.now()
-	if f := r.onFirstList; f != nil {
-		r.onFirstList = nil
-		f()
-	}
-	ids := r.spareIDs
-	if ids == nil {
-		ids = make(map[string]struct{}, len(sandboxes))
-	}
-	clear(ids)
-	for _, s := range sandboxes {
-		ids[s.ID] = struct{}{}
-	}
-	r.spareIDs = nil // in use until the next list retires the previous one
-	return &listing{at: r.lastList, sandboxes: sandboxes, ids: ids}, nil
-}
-
-// learn asks the runtime for the IPs it does not know yet of the listed
-// sandboxes (those holding one of allocs asked last) and fills held,
-// complete and unknown. Once per listing. Requires r.mu.
-func (r *Reconciler) learn(ctx context.Context, l *listing, allocs []datastore.Allocation) {
-	if l.learnt {
-		return
-	}
-	l.learnt = true
-	held := r.heldIDs
-	if held == nil {
-		held = make(map[string]struct{}, len(allocs))
-		r.heldIDs = held
-	}
-	clear(held)
-	for _, a := range allocs {
-		held[a.Key.ContainerID] = struct{}{}
-	}
-	l.held = held
-	l.complete = r.learnSandboxIPs(ctx, l, held)
-	if l.complete {
-		return
-	}
-	for i, s := range l.sandboxes {
-		if _, known := r.sandboxIPs[s.ID]; known {
-			continue
+	l.judged, l.corroborated = true, r.view.corroborated(l, allocs)
+	switch {
+	case l.corroborated:
+		r.holdStreak = 0
+		// The start is over: from now on this node's runtime has been
+		// seen, and a list that is not corroborated is not trusted.
+		r.cleanStart = false
+	case p == pathPass:
+		if r.holdStreak == 0 {
+			r.holdSince = r.now()
 		}
-		if _, ok := held[s.ID]; !ok {
-			l.unknown = &l.sandboxes[i]
-			return
-		}
+		r.holdStreak++
 	}
-}
-
-// corroborated says whether a list comes from the runtime that runs this
-// node's pods: it lists ipamd's own pod (MY_POD_NAME), or a sandbox that
-// holds an allocation, or continues a corroborated previous list (shares a
-// sandbox with it). A runtime answering for another node or another
-// containerd (a probe that picked the wrong socket) lists none of these,
-// and its "not found" for our sandboxes means nothing. Requires r.mu.
-func (r *Reconciler) corroborated(l *listing, allocs []datastore.Allocation) bool {
-	if name := r.cfg.PodName; name != "" {
-		for _, s := range l.sandboxes {
-			if s.Name == name {
-				return true
-			}
-		}
-	}
-	for _, a := range allocs {
-		if l.has(a.Key.ContainerID) {
-			return true
-		}
-	}
-	if r.prevCorroborated {
-		for id := range r.prevIDs {
-			if l.has(id) {
-				return true
-			}
-		}
-	}
-	return false
+	return l.corroborated
 }
 
 // retire makes l, done with, the previous list for the next decision's
-// corroboration and keeps the old previous set for reuse. Requires r.mu.
-func (r *Reconciler) retire(l *listing, allocs []datastore.Allocation, res reclaimResult) {
-	corroborated := res.corroborated
-	if !res.asked {
-		corroborated = r.corroborated(l, allocs)
-	}
-	r.spareIDs, r.prevIDs = r.prevIDs, l.ids
-	r.prevCorroborated = corroborated
-	if corroborated {
-		r.holdStreak = 0 // the streak is of lists in a row
-	}
-	l.ids = nil
-}
-
-// forgetStatusFailuresLocked lets every sandbox whose status call failed be
-// asked again at once: the runtime answers a list again after it did not
-// (a restart), so those failures were most likely the runtime being away
-// and say nothing about the sandboxes. Without this, addresses that joined
-// the pool pending during a runtime restart waited out statusRetryAfter
-// after the runtime was back, and an ADD in that time found no address.
-// Asking is only evidence gathering: nothing is freed or handed out on it.
-// Requires r.mu.
-func (r *Reconciler) forgetStatusFailuresLocked() {
-	clear(r.statusFailed)
-	for _, c := range r.candidates {
-		c.statusFailed = time.Time{}
-	}
+// corroboration. Requires r.run.
+func (r *Reconciler) retire(l *listing, allocs []datastore.Allocation) {
+	r.mu.Lock()
+	corroborated := r.judgeList(l, allocs, pathGC)
+	r.mu.Unlock()
+	r.view.retire(l, corroborated, allocs)
 }

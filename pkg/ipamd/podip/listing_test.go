@@ -182,13 +182,17 @@ func TestCancelledStatusCallIsNotAFailure(t *testing.T) {
 		Namespace: "prod", IP: "192.168.1.9", State: runtimeapi.PodSandboxState_SANDBOX_READY})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	f.r.mu.Lock()
-	defer f.r.mu.Unlock()
-	l, err := f.r.listLocked(context.Background())
+	f.r.run.Lock()
+	defer f.r.run.Unlock()
+	l, err := f.r.view.list(context.Background())
 	require.NoError(t, err)
-	assert.False(t, f.r.learnSandboxIPs(ctx, l, nil))
-	assert.NotContains(t, f.r.statusFailed, web.ID)
-	assert.True(t, f.r.learnSandboxIPs(context.Background(), l, nil), "asked again at once")
+	f.r.view.learn(ctx, l, nil, &round{})
+	assert.False(t, l.complete)
+	assert.NotContains(t, f.r.view.failed, web.ID)
+	l, err = f.r.view.list(context.Background())
+	require.NoError(t, err)
+	f.r.view.learn(context.Background(), l, nil, &round{})
+	assert.True(t, l.complete, "asked again at once")
 }
 
 // TestMassReleaseHoldStillReadopts: while a release is held (the list has

@@ -41,10 +41,12 @@ func (r *Reconciler) Pass(ctx context.Context, triggered bool) PassReport {
 }
 
 func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) PassReport {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.run.Lock()
+	defer r.run.Unlock()
 	rep := PassReport{Start: r.now(), Triggered: triggered, Mode: r.cfg.Mode}
 	defer func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		rep.Duration = humanDuration(r.now().Sub(rep.Start))
 		r.m.reconcilePassSeconds.Observe(time.Duration(rep.Duration).Seconds())
 		if rep.Skipped == "" {
@@ -56,17 +58,22 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 		r.last = rep
 		r.publishLocked()
 	}()
+	r.mu.Lock()
 	if now := r.now(); r.budgetAt.IsZero() || now.Sub(r.budgetAt) >= r.cfg.Interval {
 		// Triggered passes come every few seconds on a full node: the cap
 		// is per interval, not per pass.
 		r.budget, r.budgetAt = r.capPerInterval(), now
 	}
+	r.mu.Unlock()
 
 	l, ok := r.list(ctx, &rep)
 	if !ok {
 		return rep
 	}
-	rep.Pending = r.verifyPendingLocked(ctx, l, evs)
+	r.mu.Lock()
+	r.judgeList(l, r.store.Allocations(), pathPass)
+	r.mu.Unlock()
+	rep.Pending = r.verifyPending(ctx, l, evs)
 	allocs := r.store.Allocations()
 	rep.Sandboxes, rep.Allocations = len(l.sandboxes), len(allocs)
 	if len(l.sandboxes) == 0 && len(allocs) > 0 {
@@ -74,13 +81,13 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 		r.skip(&rep, SkipEmptyList, "the runtime listed no sandbox at all while addresses are allocated")
 		return rep
 	}
-	res := r.reclaimLocked(ctx, l, allocs, scope{path: pathPass}, evs)
+	res := r.reclaim(ctx, l, allocs, scope{path: pathPass}, evs)
 	rep.Candidates, rep.Confirmed, rep.Reclaimed, rep.WouldReclaim, rep.HandedOver, rep.Capped = res.Candidates, res.Gone, res.Reclaimed, res.WouldReclaim, res.HandedOver, res.Capped
 	if res.Held != "" {
 		r.skip(&rep, res.Held, res.detail)
 	}
-	r.readoptLocked(ctx, l, allocs, &rep, evs)
-	r.retire(l, allocs, res)
+	r.readopt(ctx, l, allocs, &rep, evs)
+	r.retire(l, allocs)
 	if rep.Reclaimed+rep.Readopted+rep.HandedOver+rep.WouldReclaim > 0 || rep.Pending.Verified+rep.Pending.Adopted > 0 {
 		r.log.Info("pod-IP reconcile pass", "sandboxes", rep.Sandboxes, "allocations", rep.Allocations,
 			"candidates", rep.Candidates, "reclaimed", rep.Reclaimed, "wouldReclaim", rep.WouldReclaim,
@@ -90,10 +97,10 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 	return rep
 }
 
-// list is listLocked for a pass: any failure skips the pass, and pending
+// list is the view's list for a pass: any failure skips the pass, and pending
 // addresses keep waiting.
 func (r *Reconciler) list(ctx context.Context, rep *PassReport) (*listing, bool) {
-	l, err := r.listLocked(ctx)
+	l, err := r.view.list(ctx)
 	if err != nil {
 		reason := SkipCRIError
 		if errors.Is(err, ErrRuntimeTimeout) {
@@ -101,7 +108,9 @@ func (r *Reconciler) list(ctx context.Context, rep *PassReport) (*listing, bool)
 		}
 		r.skip(rep, reason, err.Error())
 		if n := len(r.store.PendingAddresses()); n > 0 {
+			r.mu.Lock()
 			r.noteVerifyLocked(VerifyResult{Waiting: n, Reason: WaitRuntime})
+			r.mu.Unlock()
 		}
 		return nil, false
 	}

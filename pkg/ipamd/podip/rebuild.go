@@ -66,7 +66,7 @@ func (r *Reconciler) BeginRebuild(checkpoint string, reason RebuildReason, mayCl
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.trustEmptyAtStart, r.markerPath, r.mayClearMarker = false, RebuildMarker(checkpoint), mayClear
+	r.cleanStart, r.markerPath, r.mayClearMarker = false, RebuildMarker(checkpoint), mayClear
 	return nil
 }
 
@@ -126,7 +126,7 @@ func StartWithoutRuntime(mode Mode, checkpoint string, lost, corrupt bool, cause
 // clearMarkerLocked removes the marker once nothing waits, the runtime
 // has answered and the ENIs left out at start have joined. Requires r.mu.
 func (r *Reconciler) clearMarkerLocked(waiting int) {
-	if waiting > 0 || r.markerPath == "" || r.lastList.IsZero() {
+	if waiting > 0 || r.markerPath == "" || r.view.lastList.IsZero() {
 		return // the marker goes only after the runtime has answered
 	}
 	if r.mayClearMarker != nil && !r.mayClearMarker() || r.store.PendingCount() > 0 {

@@ -5,42 +5,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
-// The one release decision. Every path that frees a leaked allocation (a
-// pass, the reclaim for an ADD that found the pool exhausted, CNI GC)
+// The one release decision (docs/pod-ip-reconciler.md, "One release
+// decision", states its rules). Every path that frees a leaked allocation
+// (a pass, the reclaim for an ADD that found the pool exhausted, CNI GC)
 // calls reclaimLocked with a listing it just took and its scope; the
-// paths differ only in what triggers them and how many they may free. An
-// allocation may be freed now when all of these hold:
-//
-//   - it is past its grace period (its CNI ADD returned long ago:
-//     runtimes list a sandbox, and answer for its ID, only after that);
-//   - its sandbox is not on the listing;
-//   - no listed sandbox uses its address (that one is handed over to its
-//     READY user instead, or left alone while the user is not ready);
-//   - every listed sandbox that holds no allocation has known IPs (one
-//     with unknown IPs could be using it);
-//   - the runtime, asked for the sandbox by its ID after a list left it
-//     out, said it has no such sandbox: per-allocation evidence. A live
-//     sandbox that a partial list leaves out answers, and stays;
-//   - the listing is corroborated (it lists ipamd's own pod, a sandbox
-//     that holds an allocation, or continues a corroborated list): a
-//     runtime that is not this node's says "not found" for every one of
-//     our sandboxes. Frees on an uncorroborated listing are held until
-//     three passes in a row saw one, then go at the capped rate;
-//   - the per-interval budget allows it, when a cap applies (the
-//     operator's POD_IP_RECONCILE_MAX_RELEASE_PER_PASS, or a release that
-//     proceeds after a hold);
-//   - the datastore entry is the one observed (same key, same assignment
-//     time): the release is conditional.
-//
-// An address whose sandbox has been gone for at least the cooldown has
-// rested already and is free at once; the others rest first. Report mode
-// decides the same way and counts each allocation it would free once.
+// paths differ only in what triggers them and how many they may free.
+// Whether the address is in use is the one answer of inuse.go; what the
+// runtime said of the allocation's sandbox asked by its ID comes from
+// runtimeView. An address whose sandbox has been gone for at least the
+// cooldown has rested already and is free at once; the others rest first.
+// Report mode decides the same way and counts each allocation it would
+// free once.
 
 // candidate is an allocation past its grace period whose sandbox a list
 // left out.
@@ -54,12 +36,13 @@ type candidate struct {
 	// so it stays true.
 	gone   bool
 	goneAt time.Time
-	// statusFailed: when asking for it by its ID last failed.
-	statusFailed time.Time
 	// counted: report mode counted and announced it (once).
 	counted bool
 	// noted: a hand-over that cannot happen yet was logged (once).
 	noted bool
+	// held says why the last decision did not free it ("" when it was
+	// not decided on).
+	held string
 }
 
 // path is an entry point of the decision: its wording and metrics.
@@ -95,8 +78,6 @@ type reclaimResult struct {
 	// Held, when set, is why nothing was freed (a skip reason), with
 	// detail for the log.
 	Held, detail string
-	// corroborated is the listing's corroboration, when it was asked.
-	corroborated, asked bool
 }
 
 // holdRepeats is how many passes in a row, over at least holdRepeats-1
@@ -104,10 +85,42 @@ type reclaimResult struct {
 // (at the capped rate), when ipamd's own pod is not known.
 const holdRepeats = 3
 
-// reclaimLocked is the decision, on l (a successful, non-empty list taken
-// by the caller) and allocs (a snapshot taken no earlier). Requires r.mu.
-func (r *Reconciler) reclaimLocked(ctx context.Context, l *listing, allocs []datastore.Allocation, sc scope, evs *eventBatch) reclaimResult {
-	var res reclaimResult
+// reclaim is the decision, on l (a successful, non-empty list taken by
+// the caller) and allocs (a snapshot taken no earlier): the runtime is
+// asked first (runtimeView, outside the decision lock), what frees
+// nothing and the brakes are decided under it, the candidates the brakes
+// let through are asked by their IDs outside it again, and the plan
+// (planRelease) is decided and applied under it. Requires r.run.
+func (r *Reconciler) reclaim(ctx context.Context, l *listing, allocs []datastore.Allocation, sc scope, evs *eventBatch) reclaimResult {
+	rd := &round{}
+	r.view.learn(ctx, l, allocs, rd)
+	ev := r.useEvidence(l)
+
+	r.mu.Lock()
+	res, rest, limit, capped, ok := r.prepareLocked(ctx, l, allocs, sc, ev, evs)
+	r.mu.Unlock()
+	if !ok {
+		return res
+	}
+	in := releaseInput{cands: rest, goneAt: r.view.goneAt, use: ev, report: r.cfg.Mode == Report,
+		limit: limit, restedOnly: sc.rested, cooldown: r.store.Cooldown(), now: r.now()}
+	r.askCandidates(ctx, l, &in, rd)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	plan := planRelease(in)
+	res.Gone, res.Capped = plan.gone, plan.capped
+	r.applyReleaseLocked(ctx, plan, sc, capped, &res, evs)
+	r.notePartial(plan.partial)
+	return res
+}
+
+// prepareLocked notes the candidates of l, hands the addresses listed
+// sandboxes use over (what frees nothing comes first, whatever the brakes
+// say), and applies the brakes. It returns the candidates that may be
+// freed, in the order they are decided, the limit, whether a cap applies
+// and whether the decision goes on. Requires r.run and r.mu.
+func (r *Reconciler) prepareLocked(ctx context.Context, l *listing, allocs []datastore.Allocation, sc scope, ev *addrEvidence, evs *eventBatch) (res reclaimResult, rest []*candidate, limit int, capped, ok bool) {
 	now := r.now()
 	r.noteAbsences(l, allocs, now)
 	var in []*candidate
@@ -118,76 +131,84 @@ func (r *Reconciler) reclaimLocked(ctx context.Context, l *listing, allocs []dat
 	}
 	res.Candidates = len(in)
 	if len(in) == 0 {
-		return res
+		return res, nil, 0, false, false
 	}
 	slices.SortFunc(in, func(a, b *candidate) int {
 		return cmp.Or(a.alloc.AssignedAt.Compare(b.alloc.AssignedAt), cmp.Compare(a.alloc.Key.ContainerID, b.alloc.Key.ContainerID))
 	})
-	r.learn(ctx, l, allocs)
-	l.users = r.usersOf(l)
-
-	// What frees nothing comes first, whatever the brakes say.
-	var rest []*candidate
 	for _, c := range in {
-		if s, used := l.user(c.alloc.IP); used {
+		if s, used := ev.users[c.alloc.IP]; used {
+			c.held = fmt.Sprintf("sandbox %s (pod %s/%s, ready %v) reports its address", s.ID, s.Namespace, s.Name, s.Ready)
 			r.handOver(ctx, c, s, &res, evs)
 			continue
 		}
 		rest = append(rest, c)
 	}
 	if len(rest) == 0 {
-		return res
+		return res, nil, 0, false, false
 	}
-
+	hold := func(why string) {
+		for _, c := range rest {
+			c.held = why
+		}
+	}
 	if why := l.blocked(); why != "" {
 		res.Held, res.detail = SkipStatusUnknown, why
-		return res
+		hold(why)
+		return res, nil, 0, false, false
 	}
-	limit, capped, ok := r.brakesLocked(l, allocs, sc, len(rest), now, &res, evs)
+	limit, capped, ok = r.brakesLocked(l, allocs, sc, len(rest), now, &res, evs)
 	if !ok {
-		return res
+		hold(cmp.Or(res.detail, "the per-interval release budget is spent"))
 	}
-
 	// Asked first: candidates whose status call never failed, so one that
 	// keeps timing out never keeps the others unasked.
-	slices.SortStableFunc(rest, func(a, b *candidate) int {
-		return cmp.Compare(boolGauge(!a.statusFailed.IsZero()), boolGauge(!b.statusFailed.IsZero()))
-	})
-	asking := true // a status call that times out ends the round
-	partial := 0
-	for _, c := range rest {
-		if limit > 0 && res.Reclaimed+res.WouldReclaim >= limit {
-			res.Capped = true
-			break
+	failed := func(c *candidate) float64 {
+		_, f := r.view.failed[c.alloc.Key.ContainerID]
+		return boolGauge(f)
+	}
+	slices.SortStableFunc(rest, func(a, b *candidate) int { return cmp.Compare(failed(a), failed(b)) })
+	return res, rest, limit, capped, ok
+}
+
+// askCandidates asks the runtime, in order, for each candidate's sandbox
+// by its ID and, for one it says is gone, for the last known users of its
+// address; with a limit it stops once the plan would free that many.
+// Requires r.run (not r.mu: it calls the runtime).
+func (r *Reconciler) askCandidates(ctx context.Context, l *listing, in *releaseInput, rd *round) {
+	in.asked = make(map[*candidate]answer, len(in.cands))
+	for i, c := range in.cands {
+		if in.limit > 0 && i > 0 && planRelease(releaseInput{cands: in.cands[:i], asked: in.asked, goneAt: in.goneAt, use: in.use,
+			report: in.report, limit: in.limit, restedOnly: in.restedOnly, cooldown: in.cooldown, now: in.now}).capped {
+			return
 		}
-		switch r.evidence(ctx, c, now, &asking) {
-		case sandboxAlive:
-			delete(r.candidates, c.alloc.Key) // a partial list left it out
-			partial++
-			continue
-		case sandboxUnknown:
-			continue
-		}
-		res.Gone++
-		switch s, st := r.unlistedUser(ctx, c.alloc.IP, &asking); st {
-		case inUse:
-			// A sandbox a list showed using this address earlier, left out
-			// now, answers by its ID: it is using it still.
-			r.handOver(ctx, c, s, &res, evs)
-			continue
-		case userUnknown:
-			continue // its earlier user did not answer: wait
-		}
-		rested := now.Sub(c.goneAt) >= r.store.Cooldown()
-		if sc.rested && !rested {
-			continue // not usable now: a pass frees it
-		}
-		if r.free(c, rested, sc, &res, evs) && capped && r.cfg.Mode == Enforce {
-			r.budget--
+		_, ans := r.view.ask(ctx, c.alloc.Key.ContainerID, rd)
+		in.asked[c] = ans
+		if ans == answerGone {
+			r.askLastUsers(ctx, in.use, l, []netip.Prefix{single(c.alloc.IP)}, nil, rd)
 		}
 	}
-	r.notePartial(partial)
-	return res
+}
+
+// applyReleaseLocked carries a release plan out. Requires r.mu.
+func (r *Reconciler) applyReleaseLocked(ctx context.Context, plan releasePlan, sc scope, capped bool, res *reclaimResult, evs *eventBatch) {
+	for _, st := range plan.steps {
+		c := st.c
+		if at, gone := r.view.goneAt(c.alloc.Key.ContainerID); gone && !c.gone {
+			c.gone, c.goneAt = true, at
+		}
+		c.held = st.why
+		switch st.act {
+		case actForget:
+			delete(r.candidates, c.alloc.Key) // a partial list left it out
+		case actHandOver:
+			r.handOver(ctx, c, st.user, res, evs)
+		case actFree:
+			if r.free(c, st.rested, sc, res, evs) && capped && r.cfg.Mode == Enforce {
+				r.budget--
+			}
+		}
+	}
 }
 
 // brakesLocked applies the brakes for frees to n candidates on l: an
@@ -199,14 +220,7 @@ func (r *Reconciler) reclaimLocked(ctx context.Context, l *listing, allocs []dat
 // limit (0: none) and whether the decision may go on. Requires r.mu.
 func (r *Reconciler) brakesLocked(l *listing, allocs []datastore.Allocation, sc scope, n int, now time.Time, res *reclaimResult, evs *eventBatch) (limit int, capped, ok bool) {
 	limit, capped = sc.limit, r.operatorCap()
-	res.corroborated, res.asked = r.corroborated(l, allocs), true
-	if !res.corroborated {
-		if sc.path == pathPass {
-			if r.holdStreak == 0 {
-				r.holdSince = now
-			}
-			r.holdStreak++
-		}
+	if !r.judgeList(l, allocs, sc.path) {
 		if why := r.holdLocked(now); why != "" {
 			res.Held, res.detail = SkipMassHeld, fmt.Sprintf("%d allocations have no sandbox on a list %s", n, why)
 			if sc.path == pathPass {
@@ -282,50 +296,6 @@ func (r *Reconciler) noteAbsences(l *listing, allocs []datastore.Allocation, now
 	r.candidates = next
 }
 
-// evidence is what the runtime says of a candidate's sandbox asked by its
-// ID.
-type evidence int
-
-const (
-	sandboxGone evidence = iota
-	sandboxAlive
-	sandboxUnknown
-)
-
-// evidence asks the runtime for c's sandbox by its ID, unless it already
-// said it has none. A failed call is asked again only after
-// statusRetryAfter; one that timed out also ends the round (*asking): a
-// hung runtime costs one timeout per decision, not one per candidate.
-// Requires r.mu.
-func (r *Reconciler) evidence(ctx context.Context, c *candidate, now time.Time, asking *bool) evidence {
-	if c.gone {
-		return sandboxGone
-	}
-	if !*asking || now.Sub(c.statusFailed) < statusRetryAfter {
-		return sandboxUnknown
-	}
-	id := c.alloc.Key.ContainerID
-	_, err := r.src.SandboxStatus(ctx, id)
-	switch {
-	case err == nil:
-		return sandboxAlive
-	case errors.Is(err, ErrSandboxNotFound):
-		c.gone, c.goneAt = true, now
-		return sandboxGone
-	}
-	if errors.Is(err, ErrRuntimeTimeout) || ctx.Err() != nil {
-		*asking = false
-	}
-	if ctx.Err() == nil { // a caller that gave up learnt nothing of the sandbox
-		if c.statusFailed.IsZero() {
-			r.log.Warn("could not ask the runtime for the sandbox of an allocation its list left out; it is kept until the runtime answers",
-				"ip", c.alloc.IP.String(), "containerID", id, "error", err)
-		}
-		c.statusFailed = now
-	}
-	return sandboxUnknown
-}
-
 // notePartial logs, when the count changes, how many sandboxes a list
 // left out that answered when asked by their IDs. Requires r.mu.
 func (r *Reconciler) notePartial(n int) {
@@ -389,12 +359,12 @@ func (r *Reconciler) free(c *candidate, rested bool, sc scope, res *reclaimResul
 	return true
 }
 
-// decideLocked is the decision for an entry point on its fresh listing l,
+// decide is the decision for an entry point on its fresh listing l,
 // which then becomes the previous list for the next one's corroboration.
-// Requires r.mu.
-func (r *Reconciler) decideLocked(ctx context.Context, l *listing, sc scope, evs *eventBatch) reclaimResult {
+// Requires r.run.
+func (r *Reconciler) decide(ctx context.Context, l *listing, sc scope, evs *eventBatch) reclaimResult {
 	allocs := r.store.Allocations()
-	res := r.reclaimLocked(ctx, l, allocs, sc, evs)
-	r.retire(l, allocs, res)
+	res := r.reclaim(ctx, l, allocs, sc, evs)
+	r.retire(l, allocs)
 	return res
 }

@@ -14,15 +14,15 @@ func (r *Reconciler) ReclaimForAdd(ctx context.Context) bool {
 	}
 	var evs eventBatch
 	defer evs.post(ctx, r.events)
-	if !r.mu.TryLock() {
+	if !r.run.TryLock() {
 		return false // a pass is running: it releases leaks itself
 	}
-	defer r.mu.Unlock()
-	defer r.publishLocked()
-	l, err := r.listLocked(ctx)
+	defer r.run.Unlock()
+	defer r.publish()
+	l, err := r.view.list(ctx)
 	if err != nil || len(l.sandboxes) == 0 {
 		return false
 	}
-	res := r.decideLocked(ctx, l, scope{path: pathAdd, limit: 1, rested: true}, &evs)
+	res := r.decide(ctx, l, scope{path: pathAdd, limit: 1, rested: true}, &evs)
 	return res.Reclaimed > 0
 }

@@ -14,20 +14,11 @@ import (
 )
 
 // The pod-IP reconciler frees addresses whose pod sandbox no longer exists
-// (a lost CNI DEL) by comparing the datastore with the runtime's sandboxes.
-// Whether an allocation may be freed is one decision (reclaim.go), which
-// every path that frees calls; its rules, in short:
-//   - a sandbox the runtime lists, in any state, owns its address, and so
-//     does a listed sandbox that uses the address;
-//   - an allocation younger than the grace period is never touched (its ADD
-//     may still be in flight: runtimes list a sandbox only after ADD returns);
-//   - an allocation is freed only when the runtime, asked for its sandbox
-//     by its ID after a list left it out, says it has no such sandbox, on a
-//     list that comes from this node's runtime (corroborated), and only if
-//     the datastore entry is the one observed;
-//   - any doubt about the runtime's answer (error, timeout, an empty list
-//     while addresses are allocated, a listed sandbox whose IPs are not
-//     known) frees nothing.
+// (a lost CNI DEL) by comparing the datastore with the runtime's
+// sandboxes. Its rules are stated once, in docs/pod-ip-reconciler.md: the
+// one answer to "is this address in use?" (inuse.go), on the runtime's
+// word that runtimeView alone gathers, and the one release decision
+// (reclaim.go) every path that frees calls.
 
 // Store is the part of the datastore the reconciler uses.
 type Store interface {
@@ -59,7 +50,6 @@ type EventPoster interface {
 type Reconciler struct {
 	m      *Metrics
 	cfg    Config
-	src    SandboxSource
 	store  Store
 	log    *slog.Logger
 	events EventPoster
@@ -67,48 +57,42 @@ type Reconciler struct {
 
 	trigger *trigger.Trigger
 
-	mu         sync.Mutex // guards what introspection reads, and serialises passes
+	// run serialises the decisions (passes, joining addresses, the ADD's
+	// reclaim, CNI GC) and owns view: the runtime is called under run
+	// only, never under mu.
+	run sync.Mutex
+	// mu is the decision lock: it guards the decision state below, held
+	// for the decisions (pure) and their datastore effects, never across
+	// a runtime call.
+	mu         sync.Mutex
 	candidates map[datastore.IPAMKey]*candidate
-	// holdStreak counts passes in a row whose list was not corroborated
-	// while something would be freed, the first of them at holdSince.
+	// holdStreak counts passes in a row whose list was not corroborated,
+	// the first of them at holdSince (judgeList).
 	holdStreak int
 	holdSince  time.Time
 	// partial is how many sandboxes the last decision's list left out
 	// that answered by their IDs (logged when it changes).
-	partial    int
-	sandboxIPs map[string]sandboxAddrs // listed sandboxes' IPs, learnt once each
-	// unlisted are sandboxes a list showed using an address of the pool
-	// without holding an allocation, left out of a later list: asked by
-	// their IDs before that address is freed (verify.go).
-	unlisted map[string]sandboxAddrs
-	// heldIDs is the buffer of a listing's allocated container IDs
-	// (learn); prevIDs the IDs of the previous decision's list and
-	// spareIDs a set to reuse for the next (listing.go).
-	heldIDs, prevIDs, spareIDs map[string]struct{}
-	prevCorroborated           bool
-	// statusFailed: when a listed sandbox's status call last failed.
-	statusFailed map[string]time.Time
+	partial int
+	// view is the runtime's word: the only caller of src.
+	view *runtimeView
 	// budget is what may still be released until the next interval, when
 	// a cap applies (reclaim.go); every path draws from it. A pass refills
 	// it, at most once per interval (at budgetAt).
 	budget   int
 	budgetAt time.Time
-	// trustEmptyAtStart: the start was clean, so an empty sandbox list may
-	// verify pending addresses (see emptyListTrusted).
-	trustEmptyAtStart bool
-	markerPath        string // rebuild marker removed once nothing waits
+	// cleanStart: the agent decided the start was clean (intact
+	// checkpoint or a fresh node), so a list that cannot be corroborated
+	// may verify pending addresses while nothing is allocated (see
+	// listTrusted), until the first corroborated list. Off until said.
+	cleanStart bool
+	markerPath string // rebuild marker removed once nothing waits
 	// mayClearMarker, when set, must also hold before the marker goes (the
 	// ENIs left out at start have joined).
 	mayClearMarker func() bool
-	// onFirstList runs once, at the first successful list (turns
-	// verification on when no runtime existed at start).
-	onFirstList func()
-	verify      VerifyResult
-	lastList    time.Time // last successful ListPodSandbox
-	reachable   bool
-	last        PassReport
-	totals      Totals
-	published   atomic.Pointer[Status]
+	verify         VerifyResult
+	last           PassReport
+	totals         Totals
+	published      atomic.Pointer[Status]
 }
 
 // Totals count what the reconciler did since start. Readopted counts
@@ -132,28 +116,31 @@ func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *sl
 	if events == nil {
 		events = noEvents{}
 	}
-	r := &Reconciler{m: metrics, cfg: cfg, src: src, store: store, events: events, log: log, now: time.Now,
-		trigger: trigger.NewWithOptions(trigger.Options{MinInterval: cfg.MinTriggerGap}), candidates: map[datastore.IPAMKey]*candidate{}, sandboxIPs: map[string]sandboxAddrs{}, unlisted: map[string]sandboxAddrs{}, statusFailed: map[string]time.Time{},
-		trustEmptyAtStart: true}
+	r := &Reconciler{m: metrics, cfg: cfg, store: store, events: events, log: log, now: time.Now,
+		trigger: trigger.NewWithOptions(trigger.Options{MinInterval: cfg.MinTriggerGap}), candidates: map[datastore.IPAMKey]*candidate{}}
+	r.view = newRuntimeView(src, cfg.PodName, log, metrics, func() time.Time { return r.now() })
 	r.verify.Reason = WaitNotStarted
 	r.budget = r.capPerInterval() // CNI GC may come before the first pass
 	return r
 }
 
 // SetCleanStart says whether the start was clean (intact checkpoint or a
-// fresh node): only then may an empty sandbox list verify pending
-// addresses (see emptyListTrusted). Call before the first verification.
+// fresh node): only then may a list that cannot be corroborated (empty,
+// or naming no sandbox of this node's) verify pending addresses while
+// nothing is allocated (see listTrusted). It is the agent's decision at
+// start; without it such a list verifies nothing. Call before the first
+// verification.
 func (r *Reconciler) SetCleanStart(clean bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.trustEmptyAtStart = clean
+	r.cleanStart = clean
 }
 
 // OnFirstList runs f once, at the first successful sandbox list.
 func (r *Reconciler) OnFirstList(f func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.onFirstList = f
+	r.run.Lock()
+	defer r.run.Unlock()
+	r.view.onFirstList = f
 }
 
 // Trigger asks for a pass now, for reason (the pool's leak signal). It
@@ -274,6 +261,10 @@ type CandidateStatus struct {
 	Confirmed                   bool
 	// ConfirmedAt is when the runtime first said so (zero until then).
 	ConfirmedAt time.Time `json:",omitzero"`
+	// Held says why the last decision kept it: the one answer to "is its
+	// address in use?" (a sandbox uses it, or its use is unknown), its
+	// sandbox not answering, or a brake ("" when not decided on yet).
+	Held string `json:",omitempty"`
 }
 
 // Status reports the last pass and the candidates it left. It never waits
@@ -285,10 +276,18 @@ func (r *Reconciler) Status() Status {
 	return Status{Mode: r.cfg.Mode, Interval: r.cfg.Interval.String(), Grace: r.cfg.Grace.String(), Candidates: []CandidateStatus{}}
 }
 
-// publishLocked snapshots the status for Status. Requires r.mu.
+// publish is publishLocked under r.mu. Requires r.run.
+func (r *Reconciler) publish() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.publishLocked()
+}
+
+// publishLocked snapshots the status for Status. Requires r.run (it reads
+// the view) and r.mu.
 func (r *Reconciler) publishLocked() {
 	st := Status{Mode: r.cfg.Mode, Interval: r.cfg.Interval.String(), Grace: r.cfg.Grace.String(), LastPass: r.last, Totals: r.totals,
-		Candidates: []CandidateStatus{}, PendingAddresses: r.verify.Waiting, RuntimeReachable: r.reachable, LastSuccessfulList: r.lastList}
+		Candidates: []CandidateStatus{}, PendingAddresses: r.verify.Waiting, RuntimeReachable: r.view.reachable, LastSuccessfulList: r.view.lastList}
 	if r.verify.Waiting > 0 {
 		st.PendingReason = r.verify.Reason
 	}
@@ -297,7 +296,7 @@ func (r *Reconciler) publishLocked() {
 			st.Leaked++
 		}
 		st.Candidates = append(st.Candidates, CandidateStatus{IP: c.alloc.IP.String(), ContainerID: c.alloc.Key.ContainerID,
-			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.lists, Confirmed: c.gone, ConfirmedAt: c.goneAt})
+			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.lists, Confirmed: c.gone, ConfirmedAt: c.goneAt, Held: c.held})
 	}
 	r.m.reconcileCandidates.Set(float64(len(r.candidates)))
 	r.m.reconcileLeaked.Set(float64(st.Leaked))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,7 +140,7 @@ func TestReconcilerAsksByIDBeforeFreeing(t *testing.T) {
 	// The sandbox exists but is not listed yet.
 	f.rt.Add(fakecri.Sandbox{ID: a.Key.ContainerID, Name: "late", Namespace: "default", State: runtimeapi.PodSandboxState_SANDBOX_READY, Hidden: true})
 	asked := 0
-	f.r.src = &hookedSource{SandboxSource: f.r.src, before: func(_ int, id string) {
+	f.r.view.src = &hookedSource{SandboxSource: f.r.view.src, before: func(_ int, id string) {
 		if id == a.Key.ContainerID {
 			asked++
 			f.rt.Show(id)
@@ -304,11 +305,13 @@ type lockProbe struct {
 }
 
 func (p *lockProbe) probe() {
-	if p.r.mu.TryLock() {
-		p.r.mu.Unlock()
-		return
+	for _, mu := range []*sync.Mutex{&p.r.mu, &p.r.run} {
+		if !mu.TryLock() {
+			p.heldWhilePost++
+			return
+		}
+		mu.Unlock()
 	}
-	p.heldWhilePost++
 }
 
 func (p *lockProbe) Warning(ctx context.Context, reason, action, note string) bool {
@@ -443,7 +446,7 @@ func TestReconcilerRestartAsksAgain(t *testing.T) {
 	f.pass(t)
 	require.True(t, f.held(a), "report mode")
 	// ipamd restarts in enforce mode.
-	r2 := New(Config{}, f.r.src, f.store, f.events, nil, f.r.m)
+	r2 := New(Config{}, f.r.view.src, f.store, f.events, nil, f.r.m)
 	r2.now = f.clk.Now
 	statusCalls := f.rt.Calls()["PodSandboxStatus"]
 	f.clk.Advance(time.Minute)

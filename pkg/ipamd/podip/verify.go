@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -35,191 +36,40 @@ const (
 	WaitStatuses   = "sandbox statuses incomplete"
 	WaitInUse      = "in use by a sandbox"
 	WaitNotStarted = "not checked yet"
+	// WaitUncorroborated: the list names neither ipamd's own pod nor any
+	// sandbox holding an allocation; it may be another runtime's.
+	WaitUncorroborated = "sandbox list not corroborated"
 )
 
-// learnSandboxIPs asks the runtime for the IPs of listed sandboxes it does
-// not know yet and forgets sandboxes no longer listed. It reports whether
-// every listed sandbox's IPs are now known. The order of asking matters,
-// since a call that times out ends the round: sandboxes not in held (IDs that hold
-// an allocation; nil for none) come first, because a sandbox holding an
-// allocation uses that allocation's address, so the others' IPs matter
-// more; and sandboxes whose status call failed before come last, so one
-// that keeps failing never keeps the others unknown.
-func (r *Reconciler) learnSandboxIPs(ctx context.Context, l *listing, held map[string]struct{}) bool {
-	listed, sandboxes := l.ids, l.sandboxes
-	for id := range r.statusFailed {
-		if _, ok := listed[id]; !ok {
-			delete(r.statusFailed, id)
-		}
-	}
-	known := 0 // cached entries that are listed
-	now := r.now()
-	// To ask, in order: not held and never failed, held and never failed,
-	// failed before (and due for a retry).
-	var ask [3][]Sandbox
-	complete := true
-	for _, s := range sandboxes {
-		if _, ok := r.sandboxIPs[s.ID]; ok {
-			known++
-			continue
-		}
-		at, failed := r.statusFailed[s.ID]
-		switch _, isHeld := held[s.ID]; {
-		case failed && now.Sub(at) < statusRetryAfter:
-			complete = false
-		case failed:
-			ask[2] = append(ask[2], s)
-		case isHeld:
-			ask[1] = append(ask[1], s)
-		default:
-			ask[0] = append(ask[0], s)
-		}
-	}
-	calls := 0
-asking:
-	for _, group := range ask {
-		for _, s := range group {
-			if calls >= maxStatusCallsPerLearn {
-				complete = false
-				break asking
-			}
-			calls++
-			err := r.learnOne(ctx, s, now)
-			if err == nil {
-				known++
-				continue
-			}
-			complete = false
-			// A timeout ends this round (a hung runtime must not cost a
-			// timeout per sandbox); until it answers, pending addresses
-			// wait. A sandbox that fails at once stops only itself.
-			if errors.Is(err, ErrRuntimeTimeout) || ctx.Err() != nil {
-				break asking
-			}
-		}
-	}
-	// With distinct IDs listed, a cache no larger than what was found in
-	// it holds nothing unlisted: the usual pass, spared a walk of the cache.
-	if len(listed) != len(sandboxes) || len(r.sandboxIPs) > known {
-		r.forgetUnlisted(listed, held)
-	}
-	return complete
-}
+// pathVerify is the decision's path for joining addresses (judgeList:
+// not a pass, so it counts no hold).
+const pathVerify path = pathGC + 1
 
-// learnOne asks the runtime for s's IPs and caches them. A failed call is
-// asked again only after statusRetryAfter, unless it failed because ctx
-// ended (the caller gave up; the runtime said nothing about s).
-func (r *Reconciler) learnOne(ctx context.Context, s Sandbox, now time.Time) error {
-	st, err := r.src.SandboxStatus(ctx, s.ID)
-	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		if _, seen := r.statusFailed[s.ID]; !seen {
-			r.log.Warn("sandbox status failed; pending addresses wait until it answers", "sandbox", s.ID,
-				"pod", s.Namespace+"/"+s.Name, "error", err)
-		}
-		r.statusFailed[s.ID] = now
-		return err
+// listTrusted says why l may not verify joining addresses ("" when it
+// may). A list not corroborated as this node's runtime's (empty, or
+// naming neither ipamd's own pod nor any sandbox holding an allocation)
+// would call every running pod's address free if it came from another
+// runtime. It is trusted only when the agent decided the start was clean,
+// nothing is allocated, no lost checkpoint is being rebuilt and no list
+// was corroborated yet (a fresh node at start: nothing can be using its
+// addresses); otherwise a non-empty one is
+// held as the release's brake holds (holdLocked: for good while
+// MY_POD_NAME is known, else until passes over two intervals saw such
+// lists three times in a row), and an empty one always. Requires r.mu.
+func (r *Reconciler) listTrusted(l *listing, allocs []datastore.Allocation) string {
+	if r.judgeList(l, allocs, pathVerify) {
+		return ""
 	}
-	delete(r.statusFailed, s.ID)
-	r.sandboxIPs[s.ID] = sandboxAddrs{ips: st.IPs, name: st.Name, namespace: st.Namespace}
-	return nil
-}
-
-// forgetUnlisted drops what is cached about sandboxes no longer listed.
-// One that used an address of the pool without holding an allocation (so
-// not a pod of this ipamd's, or one whose allocation an old checkpoint
-// lacks) is kept aside as unlisted: it may be a running sandbox a partial
-// list left out, so it is asked by its ID before that address is freed.
-func (r *Reconciler) forgetUnlisted(listed, held map[string]struct{}) {
-	for id, sa := range r.sandboxIPs {
-		if _, ok := listed[id]; ok {
-			continue
-		}
-		delete(r.sandboxIPs, id)
-		if _, ok := held[id]; ok || held == nil || len(r.unlisted) >= maxUnlisted {
-			continue
-		}
-		for _, ip := range sa.ips {
-			if inPool, _ := r.store.Holds(ip); inPool {
-				r.unlisted[id] = sa
-				break
-			}
-		}
+	if r.cleanStart && r.markerPath == "" && len(allocs) == 0 {
+		return ""
 	}
-	for id := range r.unlisted {
-		if _, ok := listed[id]; ok {
-			delete(r.unlisted, id) // listed again: learnt afresh
-		}
+	if len(l.sandboxes) == 0 {
+		return WaitEmptyList
 	}
-}
-
-// maxUnlisted bounds the unlisted sandboxes kept (one per pod address of
-// the largest node is far more than a partial list leaves out).
-const maxUnlisted = 1024
-
-// userState is what the unlisted sandboxes say about an address.
-type userState int
-
-const (
-	noUser userState = iota
-	inUse
-	userUnknown
-)
-
-// unlistedUser asks the unlisted sandboxes that used ip, by their IDs,
-// whether they still exist: one that answers still uses it; one the runtime
-// has no more is forgotten; a failed call leaves it unknown (a timeout also
-// ends the round, *asking). Requires r.mu.
-func (r *Reconciler) unlistedUser(ctx context.Context, ip netip.Addr, asking *bool) (Sandbox, userState) {
-	for id, sa := range r.unlisted {
-		if !slices.Contains(sa.ips, ip) {
-			continue
-		}
-		if !*asking {
-			return Sandbox{}, userUnknown
-		}
-		st, err := r.src.SandboxStatus(ctx, id)
-		switch {
-		case err == nil:
-			return st.Sandbox, inUse
-		case errors.Is(err, ErrSandboxNotFound):
-			delete(r.unlisted, id)
-			continue
-		case errors.Is(err, ErrRuntimeTimeout) || ctx.Err() != nil:
-			*asking = false
-		}
-		return Sandbox{}, userUnknown
+	if r.holdLocked(r.now()) != "" {
+		return WaitUncorroborated
 	}
-	return Sandbox{}, noUser
-}
-
-// usersOf maps the known IPs of l's sandboxes (learnSandboxIPs) to them.
-func (r *Reconciler) usersOf(l *listing) map[netip.Addr]Sandbox {
-	users := map[netip.Addr]Sandbox{}
-	for _, s := range l.sandboxes {
-		for _, ip := range r.sandboxIPs[s.ID].ips {
-			users[ip] = s
-		}
-	}
-	return users
-}
-
-// sandboxAddrs is what PodSandboxStatus said about one sandbox.
-type sandboxAddrs struct {
-	ips             []netip.Addr
-	name, namespace string
-}
-
-// emptyListTrusted says whether an empty sandbox list may verify pending
-// addresses: never while an address is allocated (its sandbox would be
-// listed), never while a lost checkpoint is being rebuilt (a real node
-// always lists aws-node's own sandbox, so an empty answer more likely
-// comes from the wrong runtime), and otherwise when the start was clean
-// (intact checkpoint or a fresh node).
-func (r *Reconciler) emptyListTrusted() bool {
-	return r.trustEmptyAtStart && r.markerPath == "" && len(r.store.Allocations()) == 0
+	return ""
 }
 
 // VerifyResult is what one verification did.
@@ -228,50 +78,72 @@ type VerifyResult struct {
 	Reason                     string `json:",omitempty"`
 }
 
-// verifyPendingLocked settles the datastore's pending addresses against
-// sandboxes (a successful, current list). Requires r.mu.
-func (r *Reconciler) verifyPendingLocked(ctx context.Context, l *listing, evs *eventBatch) VerifyResult {
+// verifyPending settles the datastore's pending addresses against l (a
+// successful, current list) by the one answer (inuse.go, planVerify): an
+// address no sandbox uses becomes free, one a READY sandbox uses is
+// adopted by it (enforce mode), and the others wait. The runtime is asked
+// first; the plan is decided and applied under r.mu. Requires r.run.
+func (r *Reconciler) verifyPending(ctx context.Context, l *listing, evs *eventBatch) VerifyResult {
 	pending := r.store.PendingAddresses()
 	res := VerifyResult{Waiting: len(pending)}
-	defer func() { r.noteVerifyLocked(res) }()
+	defer func() {
+		r.mu.Lock()
+		r.noteVerifyLocked(res)
+		r.mu.Unlock()
+	}()
 	if len(pending) == 0 {
 		return res
 	}
-	if len(l.sandboxes) == 0 && !r.emptyListTrusted() {
-		res.Reason = WaitEmptyList
+	allocs := r.store.Allocations()
+	r.mu.Lock()
+	why := r.listTrusted(l, allocs)
+	r.mu.Unlock()
+	if why != "" {
+		res.Reason = why
 		return res
 	}
-	if r.learn(ctx, l, r.store.Allocations()); !l.complete {
-		res.Reason = WaitStatuses
-		return res
-	}
-	users := r.usersOf(l)
+	rd := &round{}
+	r.view.learn(ctx, l, allocs, rd)
+	ev := r.useEvidence(l)
+	addrs, holders := pendingAddrs(pending)
+	r.askLastUsers(ctx, ev, l, addrs, holders, rd)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var free []datastore.Pending
 	singles := 0 // pending entries settled by adopting their one address
 	for _, p := range pending {
-		if !p.IP.IsValid() && p.Prefix.IsValid() {
-			adopted, ok := r.settlePrefix(ctx, p, users, evs)
-			res.Adopted += adopted
-			if ok {
-				free = append(free, p)
-			} else {
-				res.Reason = WaitInUse
-			}
+		if p.IP.IsValid() || !p.Prefix.IsValid() {
 			continue
 		}
-		s, used := users[p.IP]
-		if !used {
+		adopted, why := r.settlePrefix(ctx, p, ev, evs)
+		res.Adopted += adopted
+		if why == "" {
 			free = append(free, p)
-			continue
+		} else {
+			res.Reason = why
 		}
-		if s.Ready && r.cfg.Mode == Enforce && r.adopt(ctx, s, p.IP, evs) {
+	}
+	for _, st := range planVerify(pending, ev, r.cfg.Mode == Enforce) {
+		s := st.user
+		switch {
+		case st.act == actVerify:
+			free = append(free, st.p)
+			continue
+		case st.act == actAdopt && r.adopt(ctx, s, st.p.IP, evs):
 			res.Adopted++
 			singles++
 			continue
+		case st.act == actAdopt:
+			st.reason = WaitInUse
+		case st.reason == WaitStatuses:
+			r.log.Debug("address joining the pool waits: whether a sandbox uses it is not known", "ip", st.p.IP.String(), "why", st.why)
+			res.Reason = st.reason
+			continue
 		}
-		r.log.Warn("address joining the pool is in use by a sandbox; kept out of the pool", "ip", p.IP.String(),
-			"sandbox", s.ID, "pod", s.Namespace+"/"+s.Name, "ready", s.Ready, "mode", r.cfg.Mode)
-		res.Reason = WaitInUse
+		r.log.Warn("address joining the pool is in use by a sandbox; kept out of the pool", "ip", st.p.IP.String(),
+			"sandbox", s.ID, "pod", s.Namespace+"/"+s.Name, "ready", s.Ready, "mode", r.cfg.Mode, "evidence", st.why)
+		res.Reason = st.reason
 	}
 	res.Verified = r.store.Verify(free)
 	res.Waiting = len(pending) - res.Verified - singles
@@ -294,44 +166,47 @@ func (r *Reconciler) noteVerifyLocked(res VerifyResult) {
 // addresses join the pool, and at start). A runtime error leaves them
 // pending and is returned.
 func (r *Reconciler) VerifyNow(ctx context.Context) (VerifyResult, error) {
-	r.mu.Lock()
+	r.run.Lock()
 	return r.verifyNowLocked(ctx)
 }
 
 // VerifyIfIdle is VerifyNow unless a pass is running (which verifies pending
 // addresses itself): the pool manager never waits behind a slow runtime.
 func (r *Reconciler) VerifyIfIdle(ctx context.Context) {
-	if r.mu.TryLock() {
+	if r.run.TryLock() {
 		_, _ = r.verifyNowLocked(ctx)
 	}
 }
 
-// verifyNowLocked does VerifyNow's work; it is called with r.mu held and
+// verifyNowLocked does VerifyNow's work; it is called with r.run held and
 // releases it before posting events.
 func (r *Reconciler) verifyNowLocked(ctx context.Context) (VerifyResult, error) {
 	var evs eventBatch
 	defer evs.post(ctx, r.events)
-	defer r.mu.Unlock()
+	defer r.run.Unlock()
+	defer r.publish()
 	if len(r.store.PendingAddresses()) == 0 {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		r.noteVerifyLocked(VerifyResult{})
-		r.publishLocked()
 		return r.verify, nil
 	}
-	l, err := r.listLocked(ctx)
+	l, err := r.view.list(ctx)
 	if err != nil {
+		res := VerifyResult{Waiting: len(r.store.PendingAddresses()), Reason: WaitRuntime}
+		r.mu.Lock()
 		level := r.log.Warn
 		if r.verify.Reason == WaitRuntime {
 			level = r.log.Debug // already said; the pool manager retries every step
 		}
-		res := VerifyResult{Waiting: len(r.store.PendingAddresses()), Reason: WaitRuntime}
 		r.noteVerifyLocked(res)
-		r.publishLocked()
+		r.mu.Unlock()
 		level("addresses that joined the pool wait: the container runtime cannot be asked which are in use",
 			"waiting", res.Waiting, "error", err)
 		return res, fmt.Errorf("verify new addresses: %w", err)
 	}
-	res := r.verifyPendingLocked(ctx, l, &evs)
-	r.publishLocked()
+	res := r.verifyPending(ctx, l, &evs)
+	r.retire(l, r.store.Allocations())
 	return res, nil
 }
 
@@ -373,16 +248,20 @@ func (r *Reconciler) noteAdopted(s Sandbox, ip netip.Addr, evs *eventBatch) {
 // sandbox uses must be held before the prefix may hand addresses out, or an
 // ADD could be given a running pod's address. A ready sandbox's address is
 // adopted; one already assigned (a restored allocation, or another key's)
-// is held already. A sandbox that is not ready keeps the prefix pending
-// until it is gone or ready. Report mode adopts too: a /80 cannot be
-// withheld address by address, and withholding all of it would refuse
-// every pod on the node.
-func (r *Reconciler) settlePrefix(ctx context.Context, p datastore.Pending, users map[netip.Addr]Sandbox, evs *eventBatch) (adopted int, ok bool) {
-	ok = true
-	for ip, s := range users {
-		if !p.Prefix.Contains(ip) {
-			continue
-		}
+// is held already. A sandbox that is not ready, or one whose use is not
+// known, keeps the prefix pending until it is gone or ready; it returns
+// why ("" when the prefix may be verified). Report mode adopts too: a /80
+// cannot be withheld address by address, and withholding all of it would
+// refuse every pod on the node.
+func (r *Reconciler) settlePrefix(ctx context.Context, p datastore.Pending, ev *addrEvidence, evs *eventBatch) (adopted int, why string) {
+	used, unknown := ev.usesIn(p.Prefix)
+	if unknown != "" {
+		r.log.Debug("the IPv6 prefix joining the pool waits: whether a sandbox uses one of its addresses is not known",
+			"prefix", p.Prefix.String(), "why", unknown)
+		return 0, WaitStatuses
+	}
+	for _, ip := range slices.SortedFunc(maps.Keys(used), netip.Addr.Compare) {
+		s := used[ip]
 		key := r.sandboxKey(s)
 		if a, held := r.store.Find(key); held && a.IP == ip {
 			continue
@@ -390,7 +269,7 @@ func (r *Reconciler) settlePrefix(ctx context.Context, p datastore.Pending, user
 		if !s.Ready {
 			r.log.Warn("an address of the IPv6 prefix joining the pool is used by a sandbox that is not ready; the prefix waits",
 				"ip", ip.String(), "prefix", p.Prefix.String(), "sandbox", s.ID, "pod", s.Namespace+"/"+s.Name)
-			ok = false
+			why = WaitInUse
 			continue
 		}
 		_, err := r.store.Adopt(ip, key, sandboxMeta(s))
@@ -403,8 +282,8 @@ func (r *Reconciler) settlePrefix(ctx context.Context, p datastore.Pending, user
 				"ip", ip.String(), "sandbox", s.ID, "pod", s.Namespace+"/"+s.Name)
 		default:
 			r.log.Error("could not adopt the IP of a running sandbox; the prefix waits", "ip", ip.String(), "sandbox", s.ID, "error", err)
-			ok = false
+			why = WaitInUse
 		}
 	}
-	return adopted, ok
+	return adopted, why
 }

@@ -62,6 +62,7 @@ func TestStatusFailureEndsTheRoundAndBacksOff(t *testing.T) {
 	}
 	r := New(Config{}, src, store, nil, nil, nil)
 	r.now = clk.Now
+	r.SetCleanStart(true) // a fresh node: its runtime's list needs no corroboration
 
 	res, err := r.VerifyNow(context.Background())
 	require.NoError(t, err)
@@ -71,7 +72,7 @@ func TestStatusFailureEndsTheRoundAndBacksOff(t *testing.T) {
 	res, _ = r.VerifyNow(context.Background())
 	assert.Equal(t, 4, res.Waiting)
 	assert.Equal(t, 0, src.calls["sb-010"]-1, "the failing sandbox is not asked again at once")
-	assert.Equal(t, 50-1, len(r.sandboxIPs), "the others are learnt")
+	assert.Equal(t, 50-1, len(r.view.ips), "the others are learnt")
 
 	src.stuck = ""
 	clk.Advance(statusRetryAfter)
@@ -94,12 +95,13 @@ func TestSandboxIPCacheForgetsUnlisted(t *testing.T) {
 		for _, id := range ids {
 			src.sandboxes = append(src.sandboxes, Sandbox{ID: id, Ready: true})
 		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		l, err := r.listLocked(context.Background())
+		r.run.Lock()
+		defer r.run.Unlock()
+		l, err := r.view.list(context.Background())
 		require.NoError(t, err)
-		require.True(t, r.learnSandboxIPs(context.Background(), l, nil))
-		return slices.Sorted(maps.Keys(r.sandboxIPs))
+		r.view.learn(context.Background(), l, nil, &round{})
+		require.True(t, l.complete)
+		return slices.Sorted(maps.Keys(r.view.ips))
 	}
 	assert.Equal(t, []string{"a", "b", "c"}, learn("a", "b", "c"))
 	assert.Equal(t, []string{"a", "b", "c"}, learn("a", "b", "c"))
@@ -135,6 +137,7 @@ func TestStatusFailuresAreForgottenWhenTheRuntimeIsBack(t *testing.T) {
 		sandboxes: []Sandbox{{ID: "sb-000", Ready: true}, {ID: "sb-001", Ready: true}}}}
 	r := New(Config{}, src, store, nil, nil, nil)
 	r.now = clk.Now
+	r.SetCleanStart(true) // a fresh node: its runtime's list needs no corroboration
 
 	res, err := r.VerifyNow(context.Background())
 	require.NoError(t, err)

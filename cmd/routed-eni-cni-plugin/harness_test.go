@@ -97,9 +97,12 @@ func withIPAMDEnv(kv ...string) nodeOption {
 // withFakeCRI gives ipamd a runtime (its reconciler and GC need one).
 func withFakeCRI() nodeOption {
 	// As on a real node, the runtime lists aws-node's own host-network
-	// sandbox (an empty list would not be trusted after a lost checkpoint).
+	// sandbox, and ipamd knows its name (MY_POD_NAME, as the chart sets
+	// it): a list that does not name it is not trusted after a lost
+	// checkpoint.
 	host := podip.Sandbox{ID: "aws-node-host-network", Name: "aws-node-test", Namespace: "kube-system", Ready: true}
 	return func(n *testNode) {
+		n.env["MY_POD_NAME"] = host.Name
 		n.cri = &fakeCRI{sandboxes: map[string]podip.Sandbox{host.ID: host}, ips: map[string]netip.Addr{host.ID: netip.MustParseAddr("192.0.2.10")}}
 	}
 }

@@ -53,7 +53,11 @@ func (a *Agent) restore(ctx context.Context) error {
 	lost = lost || partial
 	if a.recon == nil || !a.store.VerifyingNewAddresses() {
 		// No runtime to check against (reconciler off, or probe mode found
-		// no socket at start).
+		// no socket at start). Addresses that join once one answers are
+		// checked against it as after any clean start.
+		if a.recon != nil {
+			a.recon.SetCleanStart(!lost)
+		}
 		return podip.StartWithoutRuntime(a.opts.Config.Reconciler.Mode, path, lostCheckpoint, corrupt || markerReason == podip.RebuildCorrupt, err, a.log)
 	}
 	if !lost {

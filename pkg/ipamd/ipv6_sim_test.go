@@ -189,7 +189,10 @@ func TestIPv6LostCheckpointIsNotAFreshNode(t *testing.T) {
 	_, err = n.agent.store.Assign(key("early"), datastore.IPAMMetadata{})
 	require.ErrorIs(t, err, datastore.ErrNoAvailableIP, "an empty sandbox list is not trusted after a lost checkpoint")
 
+	// The node's runtime answers: it lists aws-node's own pod (so its
+	// list is corroborated) and a running pod.
 	running := ps[0].Addr()
+	rt.Add(testsupport.HostSandbox())
 	rt.Add(fakecri.Sandbox{ID: "running", Name: "web", Namespace: "default", IP: running.String(),
 		State: runtimeapi.PodSandboxState_SANDBOX_READY})
 	_, err = n.agent.recon.VerifyNow(ctx)

@@ -2,8 +2,8 @@ package ipamd
 
 import (
 	"context"
-	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,21 +21,13 @@ import (
 // reconciles against CRI-O, the runtime that lists its own pod
 // (MY_POD_NAME), and stops asking containerd.
 func TestProbeModeReconcilesAgainstTheRuntimeListingOwnPod(t *testing.T) {
-	dir, err := os.MkdirTemp("", "cri")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	serve := func(name string, pods ...fakecri.Sandbox) (*fakecri.Runtime, string) {
-		rt := fakecri.New()
-		for _, p := range pods {
-			rt.Add(p)
-		}
-		path := filepath.Join(dir, name)
-		require.NoError(t, rt.Serve(path))
-		t.Cleanup(rt.Stop)
-		return rt, path
-	}
-	containerd, a := serve("containerd.sock", fakecri.Sandbox{Name: "buildkit-0", Namespace: "ci", IP: "172.17.0.2"})
-	crio, b := serve("crio.sock", testsupport.HostSandbox())
+	crio, _ := testsupport.StartFakeCRI(t) // lists aws-node's own sandbox
+	b := strings.TrimPrefix(crio.Endpoint(), "unix://")
+	containerd := fakecri.New()
+	containerd.Add(fakecri.Sandbox{Name: "buildkit-0", Namespace: "ci", IP: "172.17.0.2"})
+	a := filepath.Join(filepath.Dir(b), "containerd.sock")
+	require.NoError(t, containerd.Serve(a))
+	t.Cleanup(containerd.Stop)
 
 	n := startNodeOpts(t, t.TempDir(), devpool.Pool{ENIs: 1, PerENI: 3}, func(o *Options) {
 		o.RuntimeSockets = []string{a, b}

@@ -12,9 +12,10 @@
 //     what ipamd reads (no labels or annotations), since the reconciler
 //     lists every sandbox on every pass;
 //   - runtime.go and probe.go choose the socket lazily when none is
-//     configured (a runtime that starts after ipamd is picked up, and one
-//     that lists sandboxes wins over one that answers an empty list), and
-//     record whether the runtime was reachable.
+//     configured (a runtime that starts after ipamd is picked up; the one
+//     that lists ipamd's own pod wins, else one that lists sandboxes wins
+//     over one that answers an empty list), and record whether the runtime
+//     was reachable.
 //
 // It never creates, stops or removes anything, and every call carries a
 // timeout so a hung runtime cannot stall ipamd. It starts no goroutine of

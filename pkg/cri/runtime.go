@@ -23,6 +23,10 @@ type Config struct {
 	// Candidates are the socket paths probed, in order of preference, when
 	// Endpoint is empty. Nil means DefaultSocketCandidates.
 	Candidates []string
+	// OwnPod is the name of ipamd's own pod (MY_POD_NAME), "" when not
+	// known. Probing prefers the runtime that lists it: the kubelet's
+	// runtime always lists aws-node's sandbox, another runtime never does.
+	OwnPod string
 	// Timeout bounds each CRI call; zero means DefaultTimeout.
 	Timeout time.Duration
 	// Log receives the choice of endpoint and the runtime's version; nil
@@ -34,10 +38,12 @@ type Config struct {
 // configured it always uses that socket. Without one it chooses lazily: a
 // call made while no socket is chosen probes the candidates (see probe), so
 // a runtime that starts after ipamd is picked up, and while the chosen
-// runtime lists no sandboxes, ListSandboxes probes again so a runtime that
-// does list them can take over. It is safe for concurrent use.
+// runtime lists no sandboxes (or, with Config.OwnPod, does not list ipamd's
+// own pod), ListSandboxes probes again so a better runtime can take over.
+// It is safe for concurrent use.
 type Runtime struct {
 	candidates []string // nil when the endpoint is configured
+	ownPod     string   // Config.OwnPod
 	timeout    time.Duration
 	log        *slog.Logger
 
@@ -49,16 +55,19 @@ type Runtime struct {
 	conns       map[string]*Client // every socket dialed, by path
 	chosen      *Client
 	chosenEmpty bool // chosen's last list was empty: a better choice may exist
+	chosenOwn   bool // chosen's last list named ownPod: the choice is settled
 	reachable   bool
 	lastList    time.Time
 	closed      bool
+
+	warnedNoOwnPod bool // a probe found no runtime listing ownPod, and said so
 }
 
 // NewRuntime returns a Runtime for cfg. It fails only on an invalid
 // Config.Endpoint (wrapping ErrInvalidEndpoint); a runtime that is down or
 // absent shows up as errors on calls.
 func NewRuntime(cfg Config) (*Runtime, error) {
-	r := &Runtime{timeout: cfg.Timeout, log: cfg.Log, conns: make(map[string]*Client)}
+	r := &Runtime{ownPod: cfg.OwnPod, timeout: cfg.Timeout, log: cfg.Log, conns: make(map[string]*Client)}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -83,7 +92,8 @@ func NewRuntime(cfg Config) (*Runtime, error) {
 }
 
 // ListSandboxes lists every pod sandbox, READY and NOTREADY, on the chosen
-// runtime, probing first when none is chosen or the chosen one listed none.
+// runtime, probing first when none is chosen or the chosen one listed none
+// (or did not list ipamd's own pod, when that is known).
 func (r *Runtime) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
 	c, reprobe, err := r.current()
 	switch {
@@ -160,7 +170,8 @@ func (r *Runtime) current() (c *Client, reprobe bool, err error) {
 	if r.closed {
 		return nil, false, errClosed
 	}
-	return r.chosen, r.candidates != nil && r.chosenEmpty, nil
+	unsettled := r.chosenEmpty || (r.ownPod != "" && !r.chosenOwn)
+	return r.chosen, r.candidates != nil && unsettled, nil
 }
 
 // conn returns the client for path, dialing it (lazily, no I/O) the first
@@ -193,6 +204,7 @@ func (r *Runtime) noteList(c *Client, out []Sandbox, err error) {
 	r.lastList = time.Now()
 	if c == r.chosen {
 		r.chosenEmpty = len(out) == 0
+		r.chosenOwn = r.ownPod != "" && namesPod(out, r.ownPod)
 	}
 }
 

@@ -42,7 +42,7 @@ func Main(args []string, env func(string) (string, bool), stdout, stderr io.Writ
 	defer cancel()
 	// The runtime first: an allocation made after this list is young, so
 	// it reads as in flight rather than absent.
-	sandboxes, used, err := listSandboxes(ctx, o.runtimeEndpoint, d.RuntimeCandidates, o.timeout)
+	sandboxes, used, err := listSandboxes(ctx, o.runtimeEndpoint, d.RuntimeCandidates, o.ownPod, o.timeout)
 	if err != nil {
 		where := "at " + o.runtimeEndpoint
 		if o.runtimeEndpoint == "" {

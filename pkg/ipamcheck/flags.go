@@ -16,6 +16,10 @@ type options struct {
 	output, introspectionAddr, runtimeEndpoint string
 	timeout                                    time.Duration
 	all                                        bool
+	// ownPod is MY_POD_NAME, set in the aws-node container: probing
+	// without an endpoint prefers the runtime that lists that pod, as
+	// ipamd's does.
+	ownPod string
 }
 
 // parseFlags reads args; defaults come from ipamd's variables in env,
@@ -28,6 +32,7 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 		}
 		return def
 	}
+	o.ownPod = getenv("MY_POD_NAME", "")
 	fs := flag.NewFlagSet("ipam-check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.output, "o", "table", "output: table or json")

@@ -9,10 +9,11 @@ import (
 
 // listSandboxes lists every pod sandbox, in every state, the way ipamd's
 // reconciler does: on endpoint when set (CRI_RUNTIME_ENDPOINT's forms),
-// else on the first of candidates that lists sandboxes. It returns the
-// socket it used.
-func listSandboxes(ctx context.Context, endpoint string, candidates []string, timeout time.Duration) ([]cri.Sandbox, string, error) {
-	rt, err := cri.NewRuntime(cri.Config{Endpoint: endpoint, Candidates: candidates, Timeout: timeout})
+// else on the candidate that lists ownPod (aws-node's pod, MY_POD_NAME;
+// "" when not known), else on the first that lists sandboxes. It returns
+// the socket it used.
+func listSandboxes(ctx context.Context, endpoint string, candidates []string, ownPod string, timeout time.Duration) ([]cri.Sandbox, string, error) {
+	rt, err := cri.NewRuntime(cri.Config{Endpoint: endpoint, Candidates: candidates, OwnPod: ownPod, Timeout: timeout})
 	if err != nil {
 		return nil, "", err
 	}

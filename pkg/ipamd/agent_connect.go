@@ -120,6 +120,7 @@ func (a *Agent) k8sClientOptions() k8sapi.ClientOptions {
 // check against it from the start (podip.OpenCRI).
 func (a *Agent) runtimeSource() (podip.SandboxSource, bool) {
 	rc := a.opts.Config.Reconciler
+	rc.PodName = a.opts.Config.PodName // the probe prefers the runtime that lists ipamd's own pod
 	switch {
 	case rc.Mode == podip.Off:
 		return nil, false

@@ -105,7 +105,7 @@ func OpenCRI(rc Config, sockets []string, log *slog.Logger) (src *CRISandboxes, 
 	if sockets == nil {
 		sockets = cri.DefaultSocketCandidates
 	}
-	rt, err := cri.NewRuntime(cri.Config{Endpoint: rc.CRIEndpoint, Candidates: sockets, Timeout: rc.CRITimeout, Log: log})
+	rt, err := cri.NewRuntime(cri.Config{Endpoint: rc.CRIEndpoint, Candidates: sockets, OwnPod: rc.PodName, Timeout: rc.CRITimeout, Log: log})
 	if err != nil {
 		return nil, false, err
 	}

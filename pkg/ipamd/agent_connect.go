@@ -172,7 +172,7 @@ func (a *Agent) buildPool() {
 				hook(d, s)
 			}
 		}
-		deps.VerifyPending = a.recon.VerifyIfIdle
+		deps.VerifyPending = func(context.Context) { a.recon.VerifySoon() }
 	}
 	a.pool = pool.New(*a.poolCfg, deps)
 }

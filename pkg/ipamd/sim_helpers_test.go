@@ -120,12 +120,18 @@ func simOptionsVia(t tb, sim *ec2sim.Sim, ec2URL string, env map[string]string, 
 }
 
 // settle runs pool steps (and ENI syncs) until the decision asks for
-// nothing or the step budget runs out; it returns the steps taken.
+// nothing or the step budget runs out, checking the addresses that joined
+// against the runtime after each; it returns the steps taken.
 func (n *simNode) settle(t *testing.T, maxSteps int) int {
 	t.Helper()
 	p := n.agent.pool
 	for i := 1; i <= maxSteps; i++ {
 		d := p.Step(context.Background())
+		if n.agent.recon != nil && n.agent.store.PendingCount() > 0 {
+			// The step woke the reconciler for the addresses that joined;
+			// check them now, as its loop does when woken.
+			_, _ = n.agent.recon.VerifyNow(context.Background())
+		}
 		if d.Short == 0 && d.Over == 0 {
 			return i
 		}

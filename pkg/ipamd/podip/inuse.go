@@ -104,10 +104,13 @@ func usedBy(s Sandbox) Use {
 }
 
 // useEvidence is the list's word on every address: l's sandboxes by the
-// IPs they reported (learnt), and the one whose IPs are unknown. Requires
-// r.run.
+// IPs they reported (after learn), and the one whose IPs are unknown; the
+// last known users asked since add to it. Requires r.run.
 func (r *Reconciler) useEvidence(l *listing) *addrEvidence {
-	return &addrEvidence{users: r.view.usersOf(l), unknown: l.unknown}
+	if l.ev == nil { // once per listing: every path of a decision reads the same
+		l.ev = &addrEvidence{users: r.view.usersOf(l), unknown: l.unknown}
+	}
+	return l.ev
 }
 
 // askLastUsers adds the word of the last known users of the addresses in

@@ -23,6 +23,8 @@ type listing struct {
 	unknown          *Sandbox
 	// judged: corroborated was worked out (judgeList), once per listing.
 	judged, corroborated bool
+	// ev is the evidence on addresses gathered on this listing (useEvidence).
+	ev *addrEvidence
 }
 
 // has says whether the sandbox with this ID is listed.

@@ -94,15 +94,14 @@ const holdRepeats = 3
 func (r *Reconciler) reclaim(ctx context.Context, l *listing, allocs []datastore.Allocation, sc scope, evs *eventBatch) reclaimResult {
 	rd := &round{}
 	r.view.learn(ctx, l, allocs, rd)
-	ev := r.useEvidence(l)
 
 	r.mu.Lock()
-	res, rest, limit, capped, ok := r.prepareLocked(ctx, l, allocs, sc, ev, evs)
+	res, rest, limit, capped, ok := r.prepareLocked(ctx, l, allocs, sc, evs)
 	r.mu.Unlock()
 	if !ok {
 		return res
 	}
-	in := releaseInput{cands: rest, goneAt: r.view.goneAt, use: ev, report: r.cfg.Mode == Report,
+	in := releaseInput{cands: rest, goneAt: r.view.goneAt, use: r.useEvidence(l), report: r.cfg.Mode == Report,
 		limit: limit, restedOnly: sc.rested, cooldown: r.store.Cooldown(), now: r.now()}
 	r.askCandidates(ctx, l, &in, rd)
 
@@ -120,7 +119,7 @@ func (r *Reconciler) reclaim(ctx context.Context, l *listing, allocs []datastore
 // say), and applies the brakes. It returns the candidates that may be
 // freed, in the order they are decided, the limit, whether a cap applies
 // and whether the decision goes on. Requires r.run and r.mu.
-func (r *Reconciler) prepareLocked(ctx context.Context, l *listing, allocs []datastore.Allocation, sc scope, ev *addrEvidence, evs *eventBatch) (res reclaimResult, rest []*candidate, limit int, capped, ok bool) {
+func (r *Reconciler) prepareLocked(ctx context.Context, l *listing, allocs []datastore.Allocation, sc scope, evs *eventBatch) (res reclaimResult, rest []*candidate, limit int, capped, ok bool) {
 	now := r.now()
 	r.noteAbsences(l, allocs, now)
 	var in []*candidate
@@ -136,6 +135,7 @@ func (r *Reconciler) prepareLocked(ctx context.Context, l *listing, allocs []dat
 	slices.SortFunc(in, func(a, b *candidate) int {
 		return cmp.Or(a.alloc.AssignedAt.Compare(b.alloc.AssignedAt), cmp.Compare(a.alloc.Key.ContainerID, b.alloc.Key.ContainerID))
 	})
+	ev := r.useEvidence(l)
 	for _, c := range in {
 		if s, used := ev.users[c.alloc.IP]; used {
 			c.held = fmt.Sprintf("sandbox %s (pod %s/%s, ready %v) reports its address", s.ID, s.Namespace, s.Name, s.Ready)

@@ -56,6 +56,8 @@ type Reconciler struct {
 	now    func() time.Time
 
 	trigger *trigger.Trigger
+	// joined wakes Run to check addresses that joined the pool (VerifySoon).
+	joined chan struct{}
 
 	// run serialises the decisions (passes, joining addresses, the ADD's
 	// reclaim, CNI GC) and owns view: the runtime is called under run
@@ -117,7 +119,8 @@ func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *sl
 		events = noEvents{}
 	}
 	r := &Reconciler{m: metrics, cfg: cfg, store: store, events: events, log: log, now: time.Now,
-		trigger: trigger.NewWithOptions(trigger.Options{MinInterval: cfg.MinTriggerGap}), candidates: map[datastore.IPAMKey]*candidate{}}
+		trigger: trigger.NewWithOptions(trigger.Options{MinInterval: cfg.MinTriggerGap}), joined: make(chan struct{}, 1),
+		candidates: map[datastore.IPAMKey]*candidate{}}
 	r.view = newRuntimeView(src, cfg.PodName, log, metrics, func() time.Time { return r.now() })
 	r.verify.Reason = WaitNotStarted
 	r.budget = r.capPerInterval() // CNI GC may come before the first pass
@@ -149,7 +152,8 @@ func (r *Reconciler) OnFirstList(f func()) {
 func (r *Reconciler) Trigger(reason string) { r.trigger.Fire(reason) }
 
 // Run makes passes until ctx ends: shortly after start, then every
-// interval, and when triggered.
+// interval, and when triggered; and checks addresses that joined the pool
+// when woken (VerifySoon).
 func (r *Reconciler) Run(ctx context.Context) {
 	if r.cfg.Mode == Off {
 		r.log.Info("pod-IP reconciler is off (POD_IP_RECONCILE_MODE=off)")
@@ -163,6 +167,9 @@ func (r *Reconciler) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-r.joined:
+			_, _ = r.VerifyNow(ctx) // errors are logged and published
+			continue
 		case <-timer.C:
 		case <-r.trigger.C():
 		}

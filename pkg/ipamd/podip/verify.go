@@ -170,11 +170,14 @@ func (r *Reconciler) VerifyNow(ctx context.Context) (VerifyResult, error) {
 	return r.verifyNowLocked(ctx)
 }
 
-// VerifyIfIdle is VerifyNow unless a pass is running (which verifies pending
-// addresses itself): the pool manager never waits behind a slow runtime.
-func (r *Reconciler) VerifyIfIdle(ctx context.Context) {
-	if r.run.TryLock() {
-		_, _ = r.verifyNowLocked(ctx)
+// VerifySoon wakes Run to check the addresses that joined the pool (the
+// pool manager's signal after it added some). It never blocks and never
+// calls the runtime: the pool manager never waits behind a slow runtime,
+// and wake-ups that arrive while one is pending fold into it.
+func (r *Reconciler) VerifySoon() {
+	select {
+	case r.joined <- struct{}{}:
+	default:
 	}
 }
 

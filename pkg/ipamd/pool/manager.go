@@ -113,8 +113,9 @@ type Deps struct {
 	TeardownENI func(ctx context.Context, primaryIP netip.Addr)
 	// OnLeak is the leak signal (the pod-IP reconciler's trigger).
 	OnLeak LeakHook
-	// VerifyPending checks addresses that joined the pool against the
-	// runtime (the pod-IP reconciler); nil when addresses join free.
+	// VerifyPending has addresses that joined the pool checked against
+	// the runtime (it wakes the pod-IP reconciler, which checks them in
+	// its own goroutine); nil when addresses join free.
 	VerifyPending func(ctx context.Context)
 	Events        EventPoster
 	// Schedulable reports whether the node may get new ENIs and addresses
@@ -266,7 +267,7 @@ const wakeMinInterval = time.Second
 // blocks; wake-ups that arrive while one is pending fold into it.
 func (p *Manager) Wake() { p.wake.Fire("an ADD found no address") }
 
-// settlePending has addresses that joined the pool checked at once rather
+// settlePending has addresses that joined the pool checked now rather
 // than at the reconciler's next pass.
 func (p *Manager) settlePending(ctx context.Context) {
 	if p.VerifyPending != nil && p.Store.PendingCount() > 0 {

@@ -258,7 +258,7 @@ func (a *Agent) afterRestore(ctx context.Context) {
 // wireRPC sets what the gRPC handlers serve from.
 func (a *Agent) wireRPC() {
 	cfg := a.opts.Config
-	deps := rpcserver.Deps{Store: a.store, Stats: a.store, Explain: a.explainAddFailure}
+	deps := rpcserver.Deps{Store: a.store, Stats: a.store, Explain: a.addFailures().Explain}
 	if a.podWarnings != nil {
 		deps.Warn = a.podWarnings
 	}

@@ -163,7 +163,9 @@ func (st *startState) datastore(context.Context) error {
 func (st *startState) addresses(ctx context.Context) error {
 	a, cfg := st.a, st.a.opts.Config
 	if a.opts.DevPool != nil {
-		return a.fillDevPool()
+		a.log.Warn("DEVELOPMENT MODE: static synthetic pool, no EC2; never use this on a real node",
+			"enis", a.opts.DevPool.ENIs, "perENI", a.opts.DevPool.PerENI, "prefixDelegation", cfg.PrefixDelegation)
+		return a.opts.DevPool.Populate(a.store)
 	}
 	id := a.aws.InstanceIdentity()
 	a.vpcSet.Set(id.VPCCIDRs)

@@ -100,6 +100,13 @@ var rules = []rule{
 			"API server, and never reaches the agent or another job",
 	},
 	{
+		pkgs: []string{"./pkg/ipamd/restore/..."}, scope: direct,
+		forbid: concat(agentAndJobs, clients, cloudClusterRPC),
+		unless: []string{"./pkg/ipamd/podip"},
+		reason: "the restore decides a start from the checkpoint and the node's ENIs in the datastore, and acts only through the pod-IP " +
+			"reconciler (podip); it never calls EC2 or the API server and never reaches the agent or another job",
+	},
+	{
 		pkgs: []string{"./pkg/ipamd/rpcserver/..."}, scope: transitive,
 		forbid: concat(clients, []string{"github.com/aws/aws-sdk-go-v2/...", "k8s.io/client-go/..."}),
 		reason: "rpcserver holds no state of its own and reaches the node only through the funcs and interfaces in Options",

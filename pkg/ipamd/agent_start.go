@@ -122,7 +122,7 @@ func (st *startState) instance(ctx context.Context) error {
 		a.log.Warn("ADDITIONAL_ENI_TAGS: keys containing k8s.amazonaws.com are reserved; ignoring this one", "key", k)
 	}
 	if a.aws == nil {
-		opts := awsOptions(cfg, a.log)
+		opts := cfg.AWSOptions(a.log)
 		opts.AdditionalTags = tags
 		c, err := awsutils.New(ctx, opts)
 		if err != nil {
@@ -276,7 +276,7 @@ func (a *Agent) wireRPC() {
 	}
 	set := rpcserver.Settings{Version: version.RPCVersion,
 		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
-		ExternalSNAT: cfg.Network.ExternalSNAT, ExcludeSNATCIDRs: cfg.excludeSNATStrings(),
+		ExternalSNAT: cfg.Network.ExternalSNAT, ExcludeSNATCIDRs: cfg.ExcludeSNATStrings(),
 		VPCCIDRs: a.vpcSet.Strings, IPv6: cfg.EnableIPv6, VPCv6CIDRs: a.vpcSetV6.Strings}
 	if a.aws != nil {
 		id := a.aws.InstanceIdentity()

@@ -107,6 +107,13 @@ var rules = []rule{
 			"reconciler (podip); it never calls EC2 or the API server and never reaches the agent or another job",
 	},
 	{
+		pkgs: []string{"./pkg/ipamd/config/..."}, scope: direct,
+		forbid: concat(agentAndJobs, []string{"./pkg/ipamd/nodeinit/...", "./pkg/cri/...", "./pkg/k8sapi/...", "./pkg/delqueue/..."}, cloudClusterRPC),
+		unless: []string{"./pkg/ipamd/podip"},
+		reason: "config only reads the environment: it imports the settings types of the clients it configures and podip's own " +
+			"settings, never a job, the agent, or a client that reaches the runtime or the cluster",
+	},
+	{
 		pkgs: []string{"./pkg/ipamd/rpcserver/..."}, scope: transitive,
 		forbid: concat(clients, []string{"github.com/aws/aws-sdk-go-v2/...", "k8s.io/client-go/..."}),
 		reason: "rpcserver holds no state of its own and reaches the node only through the funcs and interfaces in Options",

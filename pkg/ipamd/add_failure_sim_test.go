@@ -31,7 +31,7 @@ func (n *simNode) fillPool(t *testing.T, prefix string) []datastore.Allocation {
 	}
 }
 
-// What the agent gathers names the cause on a node of the simulator: max
+// What the agent wires into the gRPC handlers names the cause on a node of the simulator: max
 // pods, then a released address cooling down.
 func TestAddFailureExplainedAtMaxPodsThenCooling(t *testing.T) {
 	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, map[string]string{"IP_COOLDOWN_PERIOD": "30", "WARM_ENI_TARGET": "0", "WARM_IP_TARGET": "9"},
@@ -41,13 +41,13 @@ func TestAddFailureExplainedAtMaxPodsThenCooling(t *testing.T) {
 	require.Len(t, pods, 9, "one ENI's 9 secondary addresses: max pods")
 	n.agent.pool.Step(context.Background())
 
-	c := n.agent.explainAddFailure()
+	c := n.agent.rpc.Explain()
 	assert.Equal(t, addfail.MaxPods, c.Reason, c.Line)
 	assert.Equal(t, "max_pods: the node is at max pods (max pods 9, 9 of 9 addresses assigned); an address frees when a pod on the node is deleted", c.Line)
 
 	_, err := n.agent.store.Release(pods[0].Key)
 	require.NoError(t, err)
-	c = n.agent.explainAddFailure()
+	c = n.agent.rpc.Explain()
 	assert.Equal(t, addfail.CoolingDown, c.Reason, c.Line)
 	assert.True(t, strings.HasPrefix(c.Line, "cooling_down: released addresses are cooling down (1 cooling, IP_COOLDOWN_PERIOD 30s, 8 of 9 addresses assigned); the first is free in "), c.Line)
 }
@@ -62,7 +62,7 @@ func TestAddFailureExplainedWhenTheSubnetIsFull(t *testing.T) {
 	n.fillPool(t, "pod")
 	n.agent.pool.Step(context.Background()) // growth asks EC2 and is refused
 
-	c := n.agent.explainAddFailure()
+	c := n.agent.rpc.Explain()
 	require.Equal(t, addfail.SubnetExhausted, c.Reason, c.Line)
 	// The free count is the last DescribeSubnets answer's (the listing
 	// before the subnet filled up), with its age.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/config"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/httpserve"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/introspect"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pprofserve"
@@ -34,7 +35,7 @@ func (a *Agent) jobs() []job {
 		jobs = append(jobs, httpserve.New(httpserve.Config{Name: "metrics", Addr: a.opts.MetricsAddress, Log: a.log}, mux))
 	}
 	if cfg.PprofAddress != "" {
-		a.log.Info("profiling endpoint on", "setting", envPprofAddress, "address", cfg.PprofAddress)
+		a.log.Info("profiling endpoint on", "setting", config.EnvPprofAddress, "address", cfg.PprofAddress)
 		jobs = append(jobs, pprofserve.New(cfg.PprofAddress, a.log))
 	}
 	// Only the ones built (a nil pointer held in a job is not a nil job).

@@ -122,7 +122,7 @@ func (st *startState) instance(ctx context.Context) error {
 		a.log.Warn("ADDITIONAL_ENI_TAGS: keys containing k8s.amazonaws.com are reserved; ignoring this one", "key", k)
 	}
 	if a.aws == nil {
-		opts := awsOptions(cfg, a.log)
+		opts := cfg.AWSOptions(a.log)
 		opts.AdditionalTags = tags
 		c, err := awsutils.New(ctx, opts)
 		if err != nil {
@@ -163,7 +163,9 @@ func (st *startState) datastore(context.Context) error {
 func (st *startState) addresses(ctx context.Context) error {
 	a, cfg := st.a, st.a.opts.Config
 	if a.opts.DevPool != nil {
-		return a.fillDevPool()
+		a.log.Warn("DEVELOPMENT MODE: static synthetic pool, no EC2; never use this on a real node",
+			"enis", a.opts.DevPool.ENIs, "perENI", a.opts.DevPool.PerENI, "prefixDelegation", cfg.PrefixDelegation)
+		return a.opts.DevPool.Populate(a.store)
 	}
 	id := a.aws.InstanceIdentity()
 	a.vpcSet.Set(id.VPCCIDRs)
@@ -258,7 +260,7 @@ func (a *Agent) afterRestore(ctx context.Context) {
 // wireRPC sets what the gRPC handlers serve from.
 func (a *Agent) wireRPC() {
 	cfg := a.opts.Config
-	deps := rpcserver.Deps{Store: a.store, Stats: a.store, Explain: a.explainAddFailure}
+	deps := rpcserver.Deps{Store: a.store, Stats: a.store, Explain: a.addFailures().Explain}
 	if a.podWarnings != nil {
 		deps.Warn = a.podWarnings
 	}
@@ -274,7 +276,7 @@ func (a *Agent) wireRPC() {
 	}
 	set := rpcserver.Settings{Version: version.RPCVersion,
 		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,
-		ExternalSNAT: cfg.Network.ExternalSNAT, ExcludeSNATCIDRs: cfg.excludeSNATStrings(),
+		ExternalSNAT: cfg.Network.ExternalSNAT, ExcludeSNATCIDRs: cfg.ExcludeSNATStrings(),
 		VPCCIDRs: a.vpcSet.Strings, IPv6: cfg.EnableIPv6, VPCv6CIDRs: a.vpcSetV6.Strings}
 	if a.aws != nil {
 		id := a.aws.InstanceIdentity()

@@ -26,7 +26,7 @@ import (
 // agent's own settings, as the agent builds it in production.
 func clientFromConfig(t *testing.T) func(*Options) {
 	return func(o *Options) {
-		c, err := awsutils.New(context.Background(), awsOptions(o.Config, nil))
+		c, err := awsutils.New(context.Background(), o.Config.AWSOptions(nil))
 		require.NoError(t, err)
 		o.AWS = c
 	}

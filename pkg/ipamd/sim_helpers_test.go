@@ -40,6 +40,11 @@ var fastTimings = Timings{
 	DisputeConfirmAfter: 20 * time.Millisecond,
 }
 
+// envOf is a lookup over m, as os.LookupEnv.
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
 // startSimNode starts the simulator and builds (but does not run) an agent
 // against it; env holds ipamd settings on top of ENABLE_IPv4 and a zero
 // cooldown.
@@ -103,7 +108,7 @@ func simOptionsVia(t tb, sim *ec2sim.Sim, ec2URL string, env map[string]string, 
 	require.NoError(t, err)
 	// The client ipamd would build from this configuration, with quick
 	// retries.
-	ao := awsOptions(cfg, nil)
+	ao := cfg.AWSOptions(nil)
 	ao.MaxAttempts, ao.MaxBackoff = 4, 20*time.Millisecond
 	client, err = awsutils.New(ctx, ao)
 	require.NoError(t, err)

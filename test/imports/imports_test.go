@@ -86,6 +86,34 @@ var rules = []rule{
 			"sizes the pool manager from what it returns; it never reaches the agent or another job",
 	},
 	{
+		pkgs: []string{"./pkg/ipamd/addfail"}, scope: direct,
+		allowed: []string{"errors", "fmt", "strings", "time"},
+		reason:  "addfail is a pure decision: it names and words the cause from the State its caller gathered, with no I/O and no logging",
+	},
+	{
+		// Direct: pool and podip link the clients they use.
+		pkgs: []string{"./pkg/ipamd/addfailsource/..."}, scope: direct,
+		forbid: concat(agentAndJobs, clients, cloudClusterRPC),
+		unless: []string{"./pkg/ipamd/pool", "./pkg/ipamd/podip"},
+		reason: "the ADD-failure gatherer reads the datastore, the pool manager's growth status and the reconciler's outlook through " +
+			"interfaces of its own (it imports pool and podip for their status types only); it never calls EC2, the runtime or the " +
+			"API server, and never reaches the agent or another job",
+	},
+	{
+		pkgs: []string{"./pkg/ipamd/restore/..."}, scope: direct,
+		forbid: concat(agentAndJobs, clients, cloudClusterRPC),
+		unless: []string{"./pkg/ipamd/podip"},
+		reason: "the restore decides a start from the checkpoint and the node's ENIs in the datastore, and acts only through the pod-IP " +
+			"reconciler (podip); it never calls EC2 or the API server and never reaches the agent or another job",
+	},
+	{
+		pkgs: []string{"./pkg/ipamd/config/..."}, scope: direct,
+		forbid: concat(agentAndJobs, []string{"./pkg/ipamd/nodeinit/...", "./pkg/cri/...", "./pkg/k8sapi/...", "./pkg/delqueue/..."}, cloudClusterRPC),
+		unless: []string{"./pkg/ipamd/podip"},
+		reason: "config only reads the environment: it imports the settings types of the clients it configures and podip's own " +
+			"settings, never a job, the agent, or a client that reaches the runtime or the cluster",
+	},
+	{
 		pkgs: []string{"./pkg/ipamd/rpcserver/..."}, scope: transitive,
 		forbid: concat(clients, []string{"github.com/aws/aws-sdk-go-v2/...", "k8s.io/client-go/..."}),
 		reason: "rpcserver holds no state of its own and reaches the node only through the funcs and interfaces in Options",

@@ -1,4 +1,4 @@
-package ipamd
+package config
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package ipamd
+package config
 
 import (
 	"fmt"
@@ -69,7 +69,7 @@ func TestLoadConfigParsing(t *testing.T) {
 		{"decimal connmark", map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "64"}, func(t *testing.T, c Config) { assert.Equal(t, uint32(64), c.Network.ConnmarkMark) }},
 		{"bad connmark", map[string]string{"AWS_VPC_K8S_CNI_CONNMARK": "0x1ffffffff"}, func(t *testing.T, c Config) { assert.Equal(t, uint32(0x80), c.Network.ConnmarkMark) }},
 		{"exclude SNAT list: valid IPv4 entries, normalised", map[string]string{"AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS": " 10.1.2.3/16, ,192.168.0.0/24,fd00::/8,bogus"}, func(t *testing.T, c Config) {
-			assert.Equal(t, []string{"10.1.0.0/16", "192.168.0.0/24"}, c.excludeSNATStrings())
+			assert.Equal(t, []string{"10.1.0.0/16", "192.168.0.0/24"}, c.ExcludeSNATStrings())
 		}},
 		{"MTU out of range falls back to 9001", map[string]string{"AWS_VPC_ENI_MTU": "9216"}, func(t *testing.T, c Config) { assert.Equal(t, 9001, c.Network.MTU) }},
 		{"randomize SNAT unknown is prng", map[string]string{"AWS_VPC_K8S_CNI_RANDOMIZESNAT": "fully"}, func(t *testing.T, c Config) { assert.Equal(t, "prng", c.Network.RandomizeSNAT) }},

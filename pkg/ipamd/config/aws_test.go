@@ -1,4 +1,4 @@
-package ipamd
+package config
 
 import (
 	"testing"
@@ -46,7 +46,7 @@ func TestLoadConfigAWSClientSettings(t *testing.T) {
 		assert.Equal(t, tc.untagged, c.ManageUntaggedENI, tc.env)
 		assert.Equal(t, tc.nonSchedENI, c.ManageENIsNonSchedulable, tc.env)
 
-		o := awsOptions(c, nil)
+		o := c.AWSOptions(nil)
 		assert.Equal(t, c.HTTPTimeout, o.HTTPTimeout)
 		assert.Equal(t, c.EC2Endpoint, o.EC2Endpoint)
 		assert.Equal(t, c.IMDSOnlyMode, o.IMDSOnly)
@@ -76,7 +76,7 @@ func TestLoadConfigEC2Budget(t *testing.T) {
 		c, err := LoadConfig(envOf(tc.env))
 		require.NoError(t, err, tc.env)
 		assert.Equal(t, tc.want, c.EC2Budget, tc.env)
-		assert.Equal(t, tc.want, awsOptions(c, nil).Budget, tc.env)
+		assert.Equal(t, tc.want, c.AWSOptions(nil).Budget, tc.env)
 	}
 }
 

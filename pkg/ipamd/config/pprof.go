@@ -1,4 +1,4 @@
-package ipamd
+package config
 
 import (
 	"fmt"
@@ -11,16 +11,16 @@ import (
 // net/http/pprof profiles. Unset or blank: nowhere (the default). A
 // loopback host:port or unix:<path>; any other address stops ipamd, since
 // the profiles show its memory.
-const envPprofAddress = "IPAMD_PPROF_ADDRESS"
+const EnvPprofAddress = "IPAMD_PPROF_ADDRESS"
 
 func loadPprofAddress(env envutil.Env) (string, error) {
-	v, ok := env.Value(envPprofAddress)
+	v, ok := env.Value(EnvPprofAddress)
 	if !ok {
 		return "", nil
 	}
 	addr, err := pprofserve.Address(v)
 	if err != nil {
-		return "", fmt.Errorf("%s=%q: %w", envPprofAddress, v, err)
+		return "", fmt.Errorf("%s=%q: %w", EnvPprofAddress, v, err)
 	}
 	return addr, nil
 }

@@ -12,8 +12,8 @@ import (
 
 // Exit codes.
 const (
-	ExitClean       = 0 // no leaked candidate
-	ExitLeaks       = 1 // leaked candidates found
+	ExitClean       = 0 // no leak ipamd confirmed
+	ExitLeaks       = 1 // leaks found that ipamd confirmed (the runtime said their sandboxes are gone)
 	ExitCannotCheck = 2 // ipamd or the runtime could not be read, or bad flags
 )
 
@@ -94,7 +94,7 @@ func Main(args []string, env func(string) (string, bool), stdout, stderr io.Writ
 	rep := Report{CheckedAt: now.UTC(), RuntimeEndpoint: used, Sandboxes: len(sandboxes),
 		Reconciler: ReconcilerInfo{Mode: string(st.Mode), GracePeriod: st.Grace, IPCooldown: st.IPCooldown,
 			LastPass: st.LastPass.Start, LastPassSkipped: st.LastPass.Skipped, RuntimeReachable: st.RuntimeReachable, PendingReason: st.PendingReason},
-		Addresses: res.Addresses, UnassignedByENI: res.UnassignedByENI, Summary: res.Summary, LeaksFound: res.Summary.LeakedCandidates > 0,
+		Addresses: res.Addresses, UnassignedByENI: res.UnassignedByENI, Summary: res.Summary, LeaksFound: res.Summary.ConfirmedLeaks > 0,
 		Subnets: orderSubnets(subnets, enis)}
 	if o.output == "json" {
 		err = writeJSON(stdout, rep)

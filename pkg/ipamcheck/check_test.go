@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -190,7 +191,7 @@ func TestCheckAgainstIpamd(t *testing.T) {
 	assert.Regexp(t, `default/job-1 +`+lostID[:13]+` +\d+s +leaked candidate \(first seen absent at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, \d+ pass(es)?, confirmed\)$`, row(t, table, lost))
 	assert.Regexp(t, `default/new-0 +`+startingID[:13]+` +\d+s +in flight \(younger than the 3s grace period\)$`, row(t, table, starting))
 	assert.Regexp(t, `(?m)^\(\d+ addresses\) +eni-\w+ +- +- +- +unassigned \(-all lists them\)$`, table)
-	assert.Regexp(t, `(?m)^\d+ addresses on \d ENIs?: 2 live, 1 in flight, 1 leaked candidate, 0 cooling down, \d+ unassigned; reconciler report mode, grace 3s; 3 sandboxes on `+regexp.QuoteMeta(strings.TrimPrefix(n.criEndpoint, "unix://"))+`(; ENI subnets? .+)?\n$`, table)
+	assert.Regexp(t, `(?m)^\d+ addresses on \d ENIs?: 2 live, 1 in flight, 1 leaked candidate \(1 confirmed\), 0 cooling down, \d+ unassigned; reconciler report mode, grace 3s; 3 sandboxes on `+regexp.QuoteMeta(strings.TrimPrefix(n.criEndpoint, "unix://"))+`(; ENI subnets? .+)?\n$`, table)
 
 	// The same through the environment ipamd reads, as JSON.
 	code, out, stderr := check(map[string]string{"INTROSPECTION_BIND_ADDRESS": n.introspect, "CRI_RUNTIME_ENDPOINT": n.criEndpoint}, "-o", "json")
@@ -213,7 +214,8 @@ func TestCheckAgainstIpamd(t *testing.T) {
 	assert.True(t, rep.LeaksFound)
 	assert.Equal(t, "report", rep.Reconciler.Mode)
 	assert.Equal(t, 1, rep.Summary.LeakedCandidates)
-	assert.Equal(t, rep.Summary.Addresses, rep.Summary.Live+rep.Summary.InFlight+rep.Summary.LeakedCandidates+rep.Summary.CoolingDown+rep.Summary.Unassigned)
+	assert.Equal(t, 1, rep.Summary.ConfirmedLeaks)
+	assert.Equal(t, rep.Summary.Addresses, rep.Summary.Live+rep.Summary.InFlight+rep.Summary.LeakedCandidates+rep.Summary.InUse+rep.Summary.CoolingDown+rep.Summary.Unassigned)
 	var keys map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &keys))
 	for _, k := range []string{"checkedAt", "runtimeEndpoint", "sandboxes", "reconciler", "addresses", "unassignedByENI", "summary", "leaksFound"} {
@@ -238,6 +240,66 @@ func TestCheckAgainstIpamd(t *testing.T) {
 	require.Equal(t, ipamcheck.ExitClean, code)
 	assert.NotContains(t, all, "(-all lists them)")
 	assert.Regexp(t, `(?m)^\d+\.\d+\.\d+\.\d+ +eni-\w+ +- +- +- +unassigned$`, all)
+}
+
+// TestCheckReportsIpamdsAnswer: past the grace period, whether an
+// address this check's list leaves out is leaked or in use is ipamd's
+// answer. A sandbox a partial list leaves out (it answers when asked by
+// its ID) and one the runtime cannot describe are leaked candidates that
+// are not confirmed, and an allocation of a gone sandbox whose address
+// another sandbox uses is in use; none of them is a leak (exit 0), and
+// each row says why ipamd keeps it.
+func TestCheckReportsIpamdsAnswer(t *testing.T) {
+	n := newNode(t)
+	n.start(t, podip.Report)
+	flags := []string{"-introspection-addr", n.introspect, "-runtime-endpoint", n.criEndpoint}
+
+	webID, partialID, mutedID, staleID, userID := sandboxID("web-0"), sandboxID("web-1"), sandboxID("web-2"), sandboxID("job-1"), sandboxID("web-3")
+	n.pod(t, webID, "web-0", false)
+	partial := n.pod(t, partialID, "web-1", false)
+	muted := n.pod(t, mutedID, "web-2", false)
+	stale := n.pod(t, staleID, "job-1", true) // its sandbox never listed and gone: the runtime says NotFound
+	allocated := time.Now()
+	n.rt.OmitFromList(partialID, true) // a partial list: the sandbox answers when asked by its ID
+	n.rt.OmitFromList(mutedID, true)
+	n.rt.FailStatusOf(mutedID, codes.Unavailable) // and one it cannot describe
+	// A running sandbox that uses the gone sandbox's address (as an
+	// outdated checkpoint leaves it).
+	n.rt.Add(fakecri.Sandbox{ID: userID, Name: "web-3", Namespace: "default", IP: stale, State: runtimeapi.PodSandboxState_SANDBOX_READY})
+	require.Eventually(t, func() bool {
+		st, _ := n.agent.ReconcilerStatus()
+		return st.LastPass.Start.After(allocated.Add(grace)) && len(st.Candidates) == 2
+	}, 10*grace, 20*time.Millisecond, "a pass past the grace period holds the stale allocation and the one it cannot describe")
+
+	code, table, stderr := check(nil, flags...)
+	t.Logf("ipamd's answer:\n%s", table)
+	require.Equal(t, ipamcheck.ExitClean, code, stderr)
+	assert.Regexp(t, `default/web-1 +`+partialID[:13]+` +\d+s +leaked candidate, not confirmed \(this check's list left its sandbox out; ipamd holds no candidate for it: .*\)$`, row(t, table, partial))
+	assert.Regexp(t, `default/web-2 +`+mutedID[:13]+` +\d+s +leaked candidate, not confirmed \(first seen absent at .*; held because the runtime has not said whether its sandbox exists\)$`, row(t, table, muted))
+	assert.Regexp(t, `default/job-1 +`+staleID[:13]+` +\d+s +in use by sandbox `+userID[:13]+`, not leaked: ipamd keeps the address for it \(held because sandbox `+userID+` \(pod default/web-3, ready true\) reports its address\)$`, row(t, table, stale))
+	assert.Regexp(t, `(?m)^\d+ addresses on \d ENIs?: 1 live, 0 in flight, 2 leaked candidates \(0 confirmed\), 1 in use by another sandbox, 0 cooling down, \d+ unassigned;`, table)
+
+	code, out, stderr := check(nil, append(flags, "-o", "json")...)
+	require.Equal(t, ipamcheck.ExitClean, code, stderr)
+	var rep ipamcheck.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	rows := map[string]ipamcheck.Row{}
+	for _, a := range rep.Addresses {
+		rows[a.ContainerID] = a
+	}
+	assert.Equal(t, ipamcheck.LeakedCandidate, rows[partialID].Verdict)
+	assert.False(t, rows[partialID].Confirmed)
+	assert.Empty(t, rows[partialID].HeldBecause, "ipamd holds no candidate for it")
+	assert.Equal(t, ipamcheck.LeakedCandidate, rows[mutedID].Verdict)
+	assert.False(t, rows[mutedID].Confirmed)
+	assert.Equal(t, "the runtime has not said whether its sandbox exists", rows[mutedID].HeldBecause)
+	assert.Equal(t, ipamcheck.InUse, rows[staleID].Verdict)
+	assert.Equal(t, userID, rows[staleID].UsedBy)
+	assert.NotEmpty(t, rows[staleID].HeldBecause)
+	assert.Equal(t, 0, rep.Summary.ConfirmedLeaks)
+	assert.Equal(t, 2, rep.Summary.LeakedCandidates)
+	assert.Equal(t, 1, rep.Summary.InUse)
+	assert.False(t, rep.LeaksFound)
 }
 
 // On a prefix-delegation node the free addresses of every /28 are one

@@ -18,7 +18,8 @@ type Verdict string
 const (
 	Live            Verdict = "live"            // its sandbox is listed
 	InFlight        Verdict = "inFlight"        // younger than the grace period: its ADD may be running
-	LeakedCandidate Verdict = "leakedCandidate" // older than the grace period, sandbox not listed
+	LeakedCandidate Verdict = "leakedCandidate" // older than the grace period, sandbox not listed; a leak once ipamd confirms it
+	InUse           Verdict = "inUse"           // sandbox not listed, but ipamd found another sandbox using the address: kept for it
 	CoolingDown     Verdict = "coolingDown"     // released, resting before reuse (IP_COOLDOWN_PERIOD)
 	Unassigned      Verdict = "unassigned"      // in the pool, free
 )
@@ -35,12 +36,19 @@ type Row struct {
 	// cools down, since it was released.
 	AgeSeconds int64     `json:"ageSeconds"`
 	AssignedAt time.Time `json:"assignedAt,omitzero"`
-	// A leaked candidate the reconciler has seen: when a list first left
-	// its sandbox out, on how many lists, and whether that is confirmed
-	// (the runtime, asked by the sandbox's ID, said it has none).
+	// A leaked candidate (or an address in use) the reconciler has seen:
+	// when a list first left its sandbox out, on how many lists, and
+	// whether that is confirmed (the runtime, asked by the sandbox's ID,
+	// said it has none). Only a confirmed one is a leak.
 	FirstSeenAbsent time.Time `json:"firstSeenAbsent,omitzero"`
 	PassesAbsent    int       `json:"passesAbsent,omitempty"`
 	Confirmed       bool      `json:"confirmed,omitempty"`
+	// HeldBecause is why the reconciler's last decision kept it (its
+	// candidate's Held): a sandbox uses the address, the address's use or
+	// the sandbox's fate is not known yet, or a brake. UsedBy is the
+	// sandbox that decision found using the address (verdict inUse).
+	HeldBecause string `json:"heldBecause,omitempty"`
+	UsedBy      string `json:"usedBy,omitempty"`
 	// ReleasedAt and FreeAt bound a cooldown.
 	ReleasedAt time.Time `json:"releasedAt,omitzero"`
 	FreeAt     time.Time `json:"freeAt,omitzero"`
@@ -62,8 +70,12 @@ type Summary struct {
 	Live             int `json:"live"`
 	InFlight         int `json:"inFlight"`
 	LeakedCandidates int `json:"leakedCandidates"`
-	CoolingDown      int `json:"coolingDown"`
-	Unassigned       int `json:"unassigned"`
+	// ConfirmedLeaks are the leaked candidates ipamd confirmed (exit
+	// code 1); InUse the addresses kept for another sandbox.
+	ConfirmedLeaks int `json:"confirmedLeaks"`
+	InUse          int `json:"inUse"`
+	CoolingDown    int `json:"coolingDown"`
+	Unassigned     int `json:"unassigned"`
 	// Pending addresses joined the pool and wait for the check against
 	// the runtime; they count as unassigned above.
 	Pending int `json:"pending"`
@@ -94,8 +106,12 @@ type Result struct {
 // Classify gives every address of the pool its verdict. It applies the
 // reconciler's rules in the reconciler's order: a listed sandbox owns its
 // address whatever its age; an unlisted one within the grace period may
-// be starting; past it the allocation is a leaked candidate, with the
-// reconciler's sighting when it has one for the same allocation.
+// be starting. Past it, whether the address is in use or leaked is
+// ipamd's answer, never this check's own: the reconciler's candidate for
+// the same allocation says whether another sandbox uses the address
+// (inUse), whether the runtime confirmed the sandbox gone (a leak), and
+// why it is kept. Without ipamd's candidate, or unconfirmed, a leaked
+// candidate is only that: this check's list may be partial.
 func Classify(in Input) Result {
 	listed := make(map[string]bool, len(in.Sandboxes))
 	for _, s := range in.Sandboxes {
@@ -133,6 +149,10 @@ func Classify(in Input) Result {
 			r.Verdict = LeakedCandidate
 			if c, ok := cands[candKey{a.ContainerID, a.IP}]; ok && c.AssignedAt.Equal(a.AssignedAt) {
 				r.FirstSeenAbsent, r.PassesAbsent, r.Confirmed = c.FirstSeenAbsent, c.PassesAbsent, c.Confirmed
+				r.HeldBecause, r.UsedBy = c.Held, c.UsedBy
+				if c.UsedBy != "" {
+					r.Verdict = InUse
+				}
 			}
 		}
 		res.Addresses = append(res.Addresses, r)
@@ -185,6 +205,11 @@ func Classify(in Input) Result {
 			res.Summary.InFlight++
 		case LeakedCandidate:
 			res.Summary.LeakedCandidates++
+			if r.Confirmed {
+				res.Summary.ConfirmedLeaks++
+			}
+		case InUse:
+			res.Summary.InUse++
 		case CoolingDown:
 			res.Summary.CoolingDown++
 		}
@@ -193,7 +218,7 @@ func Classify(in Input) Result {
 		res.Summary.Unassigned += f.Unassigned
 	}
 	s := &res.Summary
-	s.Addresses = s.Live + s.InFlight + s.LeakedCandidates + s.CoolingDown + s.Unassigned
+	s.Addresses = s.Live + s.InFlight + s.LeakedCandidates + s.InUse + s.CoolingDown + s.Unassigned
 	s.Pending = in.Reconciler.PendingAddresses
 	return res
 }

@@ -1,7 +1,9 @@
 package ipamcheck
 
 import (
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,4 +145,175 @@ func TestCompactAge(t *testing.T) {
 	} {
 		assert.Equal(t, want, compactAge(d))
 	}
+}
+
+// unlisted classifies one allocation (10.0.0.5, sandbox c1, assigned at
+// t0) that ipam-check's own list leaves out, 10 minutes on (past the
+// grace period), against ipamd's candidates cands, and renders its row.
+func unlisted(cands ...podip.CandidateStatus) (Row, Summary, string) {
+	alloc := podip.AllocationStatus{IP: "10.0.0.5", ENI: "eni-a", ContainerID: "c1", PodNamespace: "default", PodName: "web", AssignedAt: t0}
+	res := Classify(Input{Now: t0.Add(10 * time.Minute), Sandboxes: []cri.Sandbox{{ID: "aws-node"}}, Grace: grace,
+		ENIs:       datastore.ENIInfos{ENIs: map[string]datastore.ENIView{"eni-a": eniWith("eni-a", 0, "10.0.0.5/32", &datastore.AddressView{Address: "10.0.0.5", AssignedTime: t0})}},
+		Reconciler: podip.Status{Allocations: []podip.AllocationStatus{alloc}, Candidates: cands}})
+	if len(res.Addresses) != 1 {
+		panic("one allocation, one row")
+	}
+	return res.Addresses[0], res.Summary, verdictText(res.Addresses[0], grace.String())
+}
+
+// candidate is ipamd's candidate for unlisted's allocation.
+func candidate(confirmed bool, held, usedBy string) podip.CandidateStatus {
+	return podip.CandidateStatus{IP: "10.0.0.5", ContainerID: "c1", Pod: "default/web", AssignedAt: t0, FirstSeenAbsent: t0.Add(6 * time.Minute),
+		PassesAbsent: 3, Confirmed: confirmed, Held: held, UsedBy: usedBy}
+}
+
+// ipam-check calls an address leaked only on ipamd's evidence: a
+// leak (summary.confirmedLeaks, exit code 1) is an allocation ipamd's
+// candidate for that same allocation says the runtime confirmed gone, and
+// no sandbox uses its address. Anything less is a leaked candidate
+// that says "not confirmed" and why ipamd keeps it.
+func TestIpamCheckCallsAnAddressLeakedOnlyOnIpamdsEvidence(t *testing.T) {
+	earlier := candidate(true, "", "")
+	earlier.AssignedAt = t0.Add(-time.Hour)
+	otherIP := candidate(true, "", "")
+	otherIP.IP = "10.0.0.6"
+	for _, c := range []struct {
+		name      string
+		cands     []podip.CandidateStatus
+		confirmed bool
+		held      string
+		text      string
+	}{
+		{name: "ipamd holds no candidate for it: not confirmed",
+			text: "leaked candidate, not confirmed (this check's list left its sandbox out; ipamd holds no candidate for it: "},
+		{name: "ipamd's candidate of an earlier allocation of the same key is not evidence for this one", cands: []podip.CandidateStatus{earlier},
+			text: "leaked candidate, not confirmed (this check's list left its sandbox out"},
+		{name: "ipamd's candidate for another address of the sandbox is not evidence for this one", cands: []podip.CandidateStatus{otherIP},
+			text: "leaked candidate, not confirmed (this check's list left its sandbox out"},
+		{name: "ipamd has not decided on it yet: not confirmed", cands: []podip.CandidateStatus{candidate(false, "", "")},
+			text: "leaked candidate, not confirmed (first seen absent at 2026-12-01T03:06:00Z, 3 passes; ipamd has not decided on it yet)"},
+		{name: "the runtime has not said whether its sandbox exists: not confirmed, and why",
+			cands: []podip.CandidateStatus{candidate(false, "the runtime has not said whether its sandbox exists", "")},
+			held:  "the runtime has not said whether its sandbox exists",
+			text:  "leaked candidate, not confirmed (first seen absent at 2026-12-01T03:06:00Z, 3 passes; held because the runtime has not said whether its sandbox exists)"},
+		{name: "a brake holds it: not confirmed, with the brake's reason",
+			cands: []podip.CandidateStatus{candidate(false, "the per-interval release budget is spent", "")},
+			held:  "the per-interval release budget is spent",
+			text:  "leaked candidate, not confirmed (first seen absent at 2026-12-01T03:06:00Z, 3 passes; held because the per-interval release budget is spent)"},
+		{name: "the runtime said its sandbox is gone: a leak", cands: []podip.CandidateStatus{candidate(true, "", "")}, confirmed: true,
+			text: "leaked candidate (first seen absent at 2026-12-01T03:06:00Z, 3 passes, confirmed)"},
+		{name: "gone, and kept while its address's last user has not answered: a leak, and why it is still held",
+			cands:     []podip.CandidateStatus{candidate(true, "sandbox s9 used it when last listed and has not answered since", "")},
+			confirmed: true, held: "sandbox s9 used it when last listed and has not answered since",
+			text: "leaked candidate (first seen absent at 2026-12-01T03:06:00Z, 3 passes, confirmed; held because sandbox s9 used it when last listed and has not answered since)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, sum, text := unlisted(c.cands...)
+			assert.Equal(t, LeakedCandidate, r.Verdict)
+			assert.Equal(t, c.confirmed, r.Confirmed)
+			assert.Equal(t, c.held, r.HeldBecause)
+			assert.Empty(t, r.UsedBy)
+			assert.Equal(t, 1, sum.LeakedCandidates)
+			assert.Equal(t, boolCount(c.confirmed), sum.ConfirmedLeaks, "a leak only on ipamd's confirmation")
+			assert.True(t, strings.HasPrefix(text, c.text), "%q", text)
+		})
+	}
+}
+
+// An address another sandbox uses is never a leak: when ipamd's last
+// decision found a sandbox using the address of an allocation whose own
+// sandbox is not listed (it hands the address over, or keeps it for
+// that sandbox), the row is inUse, names that sandbox and says why.
+func TestAnAddressAnotherSandboxUsesIsNeverALeak(t *testing.T) {
+	const user = "9f11eb4e46c514454c7c520ce8cd6bca8198c19721d08f34d24a471e4d365a96"
+	for _, c := range []struct {
+		name string
+		cand podip.CandidateStatus
+		text string
+	}{
+		{name: "a listed READY sandbox reports it, before the runtime was asked for the gone one",
+			cand: candidate(false, "sandbox "+user+" (pod prod/web, ready true) reports its address", user),
+			text: "in use by sandbox 9f11eb4e46c51, not leaked: ipamd keeps the address for it (held because sandbox " + user + " (pod prod/web, ready true) reports its address)"},
+		{name: "its sandbox confirmed gone, and a sandbox the list left out reports it when asked by its ID",
+			cand: candidate(true, "a sandbox the list left out reports it when asked by its ID", user),
+			text: "in use by sandbox 9f11eb4e46c51, not leaked: ipamd keeps the address for it (held because a sandbox the list left out reports it when asked by its ID)"},
+		{name: "a NOTREADY sandbox still reports it",
+			cand: candidate(true, "sandbox "+user+" (pod prod/db, ready false) reports its address", user),
+			text: "in use by sandbox 9f11eb4e46c51, not leaked: ipamd keeps the address for it (held because sandbox " + user + " (pod prod/db, ready false) reports its address)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, sum, text := unlisted(c.cand)
+			assert.Equal(t, InUse, r.Verdict)
+			assert.Equal(t, user, r.UsedBy)
+			assert.Equal(t, c.cand.Held, r.HeldBecause)
+			assert.Equal(t, c.cand.Confirmed, r.Confirmed, "whether its own sandbox is confirmed gone is kept")
+			assert.Equal(t, Summary{Addresses: 1, ENIs: 1, InUse: 1}, sum, "counted in use, never as a leaked candidate")
+			assert.Equal(t, c.text, text)
+		})
+	}
+}
+
+// A partial list of ipam-check's is never a confirmed leak: sandboxes
+// this check's own list leaves out while ipamd's answer has them (its
+// list had them, they answered when asked by their IDs, the runtime has
+// not said, a sandbox uses the address) are no leak; the one ipamd
+// confirmed gone is the only one.
+func TestAPartialListOfIpamChecksIsNeverAConfirmedLeak(t *testing.T) {
+	now := t0.Add(time.Hour)
+	var allocs []podip.AllocationStatus
+	var views []*datastore.AddressView
+	for i, id := range []string{"listed-by-ipamd", "answered", "muted", "handed-over", "gone", "own"} {
+		ip := fmt.Sprintf("10.0.0.%d", 10+i)
+		allocs = append(allocs, podip.AllocationStatus{IP: ip, ENI: "eni-a", ContainerID: id, AssignedAt: t0})
+		views = append(views, &datastore.AddressView{Address: ip, AssignedTime: t0})
+	}
+	cand := func(ip, id string, confirmed bool, held, usedBy string) podip.CandidateStatus {
+		return podip.CandidateStatus{IP: ip, ContainerID: id, AssignedAt: t0, FirstSeenAbsent: t0.Add(6 * time.Minute), PassesAbsent: 50,
+			Confirmed: confirmed, Held: held, UsedBy: usedBy}
+	}
+	st := podip.Status{Allocations: allocs, Candidates: []podip.CandidateStatus{
+		// "listed-by-ipamd" and "answered": no candidate (ipamd's list had
+		// the sandbox; the sandbox answered by its ID, so ipamd forgot it).
+		cand("10.0.0.12", "muted", false, "the runtime has not said whether its sandbox exists", ""),
+		cand("10.0.0.13", "handed-over", true, "a listed sandbox reports it", "user"),
+		cand("10.0.0.14", "gone", true, "", ""),
+	}}
+	// ipam-check's own list has only "own" (and aws-node).
+	res := Classify(Input{Now: now, Sandboxes: []cri.Sandbox{{ID: "aws-node"}, {ID: "own"}}, Grace: grace, Reconciler: st,
+		ENIs: datastore.ENIInfos{ENIs: map[string]datastore.ENIView{"eni-a": eniWith("eni-a", 0, "10.0.0.0/24", views...)}}})
+
+	type got struct {
+		verdict   Verdict
+		confirmed bool
+	}
+	rows := map[string]got{}
+	texts := map[string]string{}
+	for _, r := range res.Addresses {
+		if r.ContainerID != "" {
+			rows[r.ContainerID] = got{r.Verdict, r.Confirmed}
+			texts[r.ContainerID] = verdictText(r, grace.String())
+		}
+	}
+	assert.Equal(t, map[string]got{
+		"listed-by-ipamd": {LeakedCandidate, false},
+		"answered":        {LeakedCandidate, false},
+		"muted":           {LeakedCandidate, false},
+		"handed-over":     {InUse, true},
+		"gone":            {LeakedCandidate, true},
+		"own":             {Live, false},
+	}, rows)
+	for _, id := range []string{"listed-by-ipamd", "answered", "muted"} {
+		assert.Contains(t, texts[id], "not confirmed", id)
+	}
+	assert.Contains(t, texts["muted"], "held because the runtime has not said whether its sandbox exists")
+	assert.Equal(t, 4, res.Summary.LeakedCandidates)
+	assert.Equal(t, 1, res.Summary.ConfirmedLeaks, "only the one ipamd confirmed")
+	assert.Equal(t, 1, res.Summary.InUse)
+}
+
+func boolCount(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -2,15 +2,19 @@
 // ipamd's introspection (/v1/enis, /v1/reconciler, and /v1/subnets for
 // the free addresses of the ENIs' subnets) and the container
 // runtime's pod sandboxes (CRI ListPodSandbox) and prints, per pod
-// address, whether it is live, in flight, a leaked candidate, cooling
-// down or unassigned, then a summary; -o json for scripts. The exit code
-// says whether leaked candidates were found (1), none were (0), or the
-// check could not be made (2).
+// address, whether it is live, in flight, a leaked candidate, in use by
+// another sandbox, cooling down or unassigned, then a summary; -o json
+// for scripts. The exit code says whether leaks ipamd confirmed were
+// found (1), none were (0), or the check could not be made (2).
 //
 // Its verdicts follow the pod-IP reconciler's rules (pkg/ipamd/podip): a
 // sandbox the runtime lists owns its address; an allocation within the
-// grace period may have its ADD in flight; the reconciler's own
-// candidates give when an absence was first seen.
+// grace period may have its ADD in flight. Past it, whether the address
+// is in use or leaked is ipamd's one answer, never this check's own (its
+// list may be partial): the reconciler's candidate for the allocation
+// says when the absence was first seen, whether the runtime confirmed
+// the sandbox gone, which sandbox uses the address, and why ipamd keeps
+// it. Only a confirmed leak is exit code 1.
 //
 // It never changes anything: it makes only HTTP GETs to the introspection
 // endpoint and CRI list calls. It never imports the agent (pkg/ipamd) or

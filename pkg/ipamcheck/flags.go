@@ -45,7 +45,7 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: aws-k8s-agent ipam-check [flags]")
 		fmt.Fprintln(stderr, "Compares ipamd's pod IP allocations with the runtime's pod sandboxes; changes nothing.")
-		fmt.Fprintln(stderr, "Exit code: 0 no leaked candidate, 1 leaked candidates found, 2 could not check.")
+		fmt.Fprintln(stderr, "Exit code: 0 no leak ipamd confirmed, 1 leaks ipamd confirmed (the runtime said their sandboxes are gone), 2 could not check.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

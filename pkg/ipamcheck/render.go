@@ -27,7 +27,8 @@ type Report struct {
 	// DescribeSubnets answer (/v1/subnets); absent when ipamd does not
 	// serve that path (an older build) or names no subnet.
 	Subnets []subnetfigures.SubnetFree `json:"subnets,omitempty"`
-	// LeaksFound is what exit code 1 says.
+	// LeaksFound is what exit code 1 says: ipamd confirmed a leak
+	// (summary.confirmedLeaks).
 	LeaksFound bool `json:"leaksFound"`
 }
 
@@ -102,14 +103,23 @@ func verdictText(a Row, grace string) string {
 		return "in flight (younger than the " + grace + " grace period)"
 	case LeakedCandidate:
 		if a.FirstSeenAbsent.IsZero() {
-			return "leaked candidate (sandbox absent; not yet seen by the reconciler)"
+			return "leaked candidate, not confirmed (this check's list left its sandbox out; ipamd holds no candidate for it: " +
+				"its own list or the runtime asked by the sandbox's ID has the sandbox, or it has not listed since)"
 		}
-		confirmed := "not yet confirmed"
-		if a.Confirmed {
-			confirmed = "confirmed"
+		seen := fmt.Sprintf("first seen absent at %s, %s", a.FirstSeenAbsent.UTC().Format(time.RFC3339), plural(a.PassesAbsent, "pass", "passes"))
+		switch {
+		case a.Confirmed:
+			return "leaked candidate (" + seen + ", confirmed" + heldText(a, "; ") + ")"
+		case a.HeldBecause == "":
+			return "leaked candidate, not confirmed (" + seen + "; ipamd has not decided on it yet)"
 		}
-		return fmt.Sprintf("leaked candidate (first seen absent at %s, %s, %s)",
-			a.FirstSeenAbsent.UTC().Format(time.RFC3339), plural(a.PassesAbsent, "pass", "passes"), confirmed)
+		return "leaked candidate, not confirmed (" + seen + heldText(a, "; ") + ")"
+	case InUse:
+		text := "in use by sandbox " + shortID(a.UsedBy) + ", not leaked: ipamd keeps the address for it"
+		if a.HeldBecause != "" {
+			text += " (" + heldText(a, "") + ")"
+		}
+		return text
 	case CoolingDown:
 		if a.FreeAt.IsZero() {
 			return "cooling down"
@@ -121,15 +131,25 @@ func verdictText(a Row, grace string) string {
 	return string(a.Verdict)
 }
 
+// heldText is why ipamd keeps an address, after sep ("" when it did not say).
+func heldText(a Row, sep string) string {
+	if a.HeldBecause == "" {
+		return ""
+	}
+	return sep + "held because " + a.HeldBecause
+}
+
 func summaryLine(r Report) string {
 	s := r.Summary
-	parts := []string{
-		plural(s.Live, "live", "live"),
-		plural(s.InFlight, "in flight", "in flight"),
-		plural(s.LeakedCandidates, "leaked candidate", "leaked candidates"),
-		plural(s.CoolingDown, "cooling down", "cooling down"),
-		plural(s.Unassigned, "unassigned", "unassigned"),
+	leaked := plural(s.LeakedCandidates, "leaked candidate", "leaked candidates")
+	if s.LeakedCandidates > 0 {
+		leaked += fmt.Sprintf(" (%d confirmed)", s.ConfirmedLeaks)
 	}
+	parts := []string{plural(s.Live, "live", "live"), plural(s.InFlight, "in flight", "in flight"), leaked}
+	if s.InUse > 0 {
+		parts = append(parts, fmt.Sprintf("%d in use by another sandbox", s.InUse))
+	}
+	parts = append(parts, plural(s.CoolingDown, "cooling down", "cooling down"), plural(s.Unassigned, "unassigned", "unassigned"))
 	if s.Pending > 0 {
 		parts[len(parts)-1] += fmt.Sprintf(" (%d waiting for the check against the runtime)", s.Pending)
 	}

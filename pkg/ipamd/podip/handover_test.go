@@ -40,6 +40,12 @@ func TestLeakWhoseAddressASandboxUsesIsHandedOver(t *testing.T) {
 	f.r.cfg.Mode = Report          // report mode hands nothing over: first the ADD
 	rep := f.pass(t)
 	require.Equal(t, 2, rep.Candidates)
+	usedBy := map[string]string{}
+	for _, c := range f.r.Status().Candidates {
+		usedBy[c.IP] = c.UsedBy
+	}
+	assert.Equal(t, map[string]string{stale.IP.String(): user.ID, waiting.IP.String(): notReady.ID}, usedBy,
+		"/v1/reconciler names the sandbox each kept address is kept for")
 	f.r.cfg.Mode = Enforce
 	f.clk.Advance(time.Minute) // past the cooldown
 	assert.False(t, f.r.ReclaimForAdd(context.Background()), "an exhausted ADD never gets an address a sandbox uses")

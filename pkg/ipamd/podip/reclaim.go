@@ -41,8 +41,9 @@ type candidate struct {
 	// noted: a hand-over that cannot happen yet was logged (once).
 	noted bool
 	// held says why the last decision did not free it ("" when it was
-	// not decided on).
-	held string
+	// not decided on), and usedBy names the sandbox that decision found
+	// using its address ("" when none).
+	held, usedBy string
 }
 
 // path is an entry point of the decision: its wording and metrics.
@@ -139,6 +140,7 @@ func (r *Reconciler) prepareLocked(ctx context.Context, l *listing, allocs []dat
 	for _, c := range in {
 		if s, used := ev.users[c.alloc.IP]; used {
 			c.held = fmt.Sprintf("sandbox %s (pod %s/%s, ready %v) reports its address", s.ID, s.Namespace, s.Name, s.Ready)
+			c.usedBy = s.ID
 			r.handOver(ctx, c, s, &res, evs)
 			continue
 		}
@@ -149,7 +151,7 @@ func (r *Reconciler) prepareLocked(ctx context.Context, l *listing, allocs []dat
 	}
 	hold := func(why string) {
 		for _, c := range rest {
-			c.held = why
+			c.held, c.usedBy = why, ""
 		}
 	}
 	if why := l.blocked(); why != "" {
@@ -197,7 +199,7 @@ func (r *Reconciler) applyReleaseLocked(ctx context.Context, plan releasePlan, s
 		if at, gone := r.view.goneAt(c.alloc.Key.ContainerID); gone && !c.gone {
 			c.gone, c.goneAt = true, at
 		}
-		c.held = st.why
+		c.held, c.usedBy = st.why, st.user.ID // user: set by actHandOver only
 		switch st.act {
 		case actForget:
 			delete(r.candidates, c.alloc.Key) // a partial list left it out

@@ -272,6 +272,9 @@ type CandidateStatus struct {
 	// address in use?" (a sandbox uses it, or its use is unknown), its
 	// sandbox not answering, or a brake ("" when not decided on yet).
 	Held string `json:",omitempty"`
+	// UsedBy is the sandbox that the last decision found using its
+	// address (it is handed over, or kept for it); "" when none.
+	UsedBy string `json:",omitempty"`
 }
 
 // Status reports the last pass and the candidates it left. It never waits
@@ -303,7 +306,7 @@ func (r *Reconciler) publishLocked() {
 			st.Leaked++
 		}
 		st.Candidates = append(st.Candidates, CandidateStatus{IP: c.alloc.IP.String(), ContainerID: c.alloc.Key.ContainerID,
-			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.lists, Confirmed: c.gone, ConfirmedAt: c.goneAt, Held: c.held})
+			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.lists, Confirmed: c.gone, ConfirmedAt: c.goneAt, Held: c.held, UsedBy: c.usedBy})
 	}
 	r.m.reconcileCandidates.Set(float64(len(r.candidates)))
 	r.m.reconcileLeaked.Set(float64(st.Leaked))

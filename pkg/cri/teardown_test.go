@@ -60,25 +60,3 @@ func TestRuntimeNameFromVersion(t *testing.T) {
 		})
 	}
 }
-
-// After a runtime restart the client asks the name again: a different
-// runtime now on the same socket is known by its own name.
-func TestRuntimeNameAfterRestart(t *testing.T) {
-	dir := sockDir(t)
-	rt, path := serve(t, dir, "rt.sock", "a")
-	c, err := Dial(path, time.Second, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	_, err = c.ListSandboxes(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, fakecri.DefaultRuntimeName, c.RuntimeName())
-
-	rt.Stop()
-	_, err = c.ListSandboxes(context.Background())
-	require.Error(t, err)
-	assert.Equal(t, fakecri.DefaultRuntimeName, c.RuntimeName(), "the name is kept while the runtime is away")
-	rt.SetRuntimeName("cri-o")
-	require.NoError(t, rt.Serve(path))
-	listWithin(t, c, reconnect.Backoff.MaxDelay*2)
-	assert.Equal(t, "cri-o", c.RuntimeName())
-}

@@ -41,11 +41,16 @@ type Sandbox struct {
 	CreatedAt                time.Time
 }
 
-// SandboxStatus is what PodSandboxStatus adds: the pod's IPs.
+// SandboxStatus is what PodSandboxStatus adds: the pod's IPs, as the
+// runtime reports them whatever the sandbox's state (see
+// KeepsIPsAfterTeardown for what they prove once it is not ready).
 type SandboxStatus struct {
 	Sandbox
 	IP            string
 	AdditionalIPs []string
+	// Runtime is the RuntimeName of the runtime that answered (see
+	// Client.RuntimeName), "" when it has not told its name yet.
+	Runtime string
 }
 
 // Client talks to the runtime on one socket path.
@@ -55,9 +60,11 @@ type Client struct {
 	path    string
 	timeout time.Duration
 	log     *slog.Logger
-	// greeted is set once the runtime's version is logged, and cleared when
-	// the runtime becomes unavailable so a reconnect is logged again.
+	// greeted is set once the runtime's version is asked for, and cleared
+	// when the runtime becomes unavailable so a reconnect asks again.
 	greeted atomic.Bool
+	// name is the RuntimeName of the last Version answer (nil: none yet).
+	name atomic.Pointer[string]
 	// lastListed is how many sandboxes the last list held.
 	lastListed atomic.Int64
 }
@@ -86,8 +93,19 @@ func (c *Client) Close() error { return c.conn.Close() }
 // Endpoint is the socket path.
 func (c *Client) Endpoint() string { return c.path }
 
-// handshake logs the runtime's name and version the first time it answers
-// after connecting.
+// RuntimeName is the runtime's name as its CRI Version answer gives it
+// ("containerd", "cri-o"), "" until it has answered one. The client asks
+// the first time the runtime answers a call after connecting, and again
+// after the runtime was unavailable (it keeps the name it had meanwhile).
+func (c *Client) RuntimeName() string {
+	if n := c.name.Load(); n != nil {
+		return *n
+	}
+	return ""
+}
+
+// handshake asks the runtime's name and version, and logs them, the first
+// time it answers after connecting.
 func (c *Client) handshake(ctx context.Context) {
 	if !c.greeted.CompareAndSwap(false, true) {
 		return
@@ -97,6 +115,8 @@ func (c *Client) handshake(ctx context.Context) {
 		c.log.Warn("CRI version handshake failed", "endpoint", c.path, "error", err)
 		return
 	}
+	name := v.RuntimeName
+	c.name.Store(&name)
 	c.log.Info("connected to container runtime", "endpoint", c.path, "runtime", v.RuntimeName,
 		"version", v.RuntimeVersion, "criVersion", v.RuntimeApiVersion)
 }
@@ -138,7 +158,8 @@ func (c *Client) SandboxStatus(ctx context.Context, id string) (SandboxStatus, e
 	if st == nil {
 		return SandboxStatus{}, fmt.Errorf("cri: PodSandboxStatus %s on %s: empty status", id, c.path)
 	}
-	out := SandboxStatus{Sandbox: fromSandbox(st.Id, st.Metadata, st.State, st.CreatedAt)}
+	c.handshake(ctx)
+	out := SandboxStatus{Sandbox: fromSandbox(st.Id, st.Metadata, st.State, st.CreatedAt), Runtime: c.RuntimeName()}
 	if n := st.Network; n != nil {
 		out.IP = n.Ip
 		for _, a := range n.AdditionalIps {

@@ -9,12 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
 
 // A runtime restart deletes and recreates the socket. While it is gone the
 // client's calls fail (driving gRPC's reconnect backoff up); once it is back
 // a call succeeds within the short reconnect backoff, not gRPC's default of
-// up to two minutes.
+// up to two minutes, and the runtime's name is asked again.
 func TestClientReconnectsAfterRuntimeRestart(t *testing.T) {
 	dir := sockDir(t)
 	rt, path := serve(t, dir, "rt.sock", "a")
@@ -25,6 +27,7 @@ func TestClientReconnectsAfterRuntimeRestart(t *testing.T) {
 	out, err := c.ListSandboxes(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a"}, names(out))
+	assert.Equal(t, fakecri.DefaultRuntimeName, c.RuntimeName())
 
 	rt.Stop()
 	down := time.Now()
@@ -36,9 +39,13 @@ func TestClientReconnectsAfterRuntimeRestart(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	assert.Equal(t, fakecri.DefaultRuntimeName, c.RuntimeName(), "the name is kept while the runtime is away")
+
+	rt.SetRuntimeName("cri-o") // what now serves the socket is asked again
 	require.NoError(t, rt.Serve(path))
 	out, took := listWithin(t, c, reconnect.Backoff.MaxDelay*2)
 	assert.Equal(t, []string{"a"}, names(out))
+	assert.Equal(t, "cri-o", c.RuntimeName())
 	t.Logf("listed again %v after the socket came back", took)
 }
 

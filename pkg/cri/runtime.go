@@ -134,6 +134,18 @@ func (r *Runtime) Endpoint() string {
 	return r.chosen.path
 }
 
+// RuntimeName is the chosen runtime's name as its CRI Version answer gives
+// it (Client.RuntimeName), "" while none is chosen or it has not told.
+func (r *Runtime) RuntimeName() string {
+	r.mu.Lock()
+	c := r.chosen
+	r.mu.Unlock()
+	if c == nil {
+		return ""
+	}
+	return c.RuntimeName()
+}
+
 // Reachable reports whether the last call reached the runtime (it answered,
 // even with an error of its own such as NotFound).
 func (r *Runtime) Reachable() bool {

@@ -22,9 +22,11 @@ runtimes=("$@")
 # The issue 26 matrix: 30 pods, a lost DEL reclaimed, the DEL queue
 # replayed, the seed's prefix-delegation node at max pods 62, the full
 # m5.large, a runtime restart with the chart's directory mount, churn with
-# ipamd SIGKILLs; the agent finding the runtime by its endpoint probe; and
-# the runtime's own facts.
-tests='^(TestThirtyPods|TestLostDELReclaimedByReconciler|TestLostDELReplayedFromQueue|TestSeedPDNodeRecovers|TestFullM5LargeRecovers|TestContainerdRestartSocketDir|TestChurnWithIPAMDKills|TestAgentCRIClientReachesRuntime|TestAgentProbesTheRuntimeEndpoint|TestRuntimeSandboxLifecycle)$'
+# ipamd SIGKILLs; the agent finding the runtime by its endpoint probe; the
+# runtime's own facts, what a stopped sandbox's IP says among them; and a
+# stopped sandbox's released address leaked again, joining the pool again,
+# and in an IPv6 node's /80 across a restart.
+tests='^(TestThirtyPods|TestLostDELReclaimedByReconciler|TestLostDELReplayedFromQueue|TestSeedPDNodeRecovers|TestFullM5LargeRecovers|TestContainerdRestartSocketDir|TestChurnWithIPAMDKills|TestAgentCRIClientReachesRuntime|TestAgentProbesTheRuntimeEndpoint|TestRuntimeSandboxLifecycle|TestStoppedSandboxIPs|TestStoppedSandboxAddressReused|TestIPv6RestartWithStoppedSandbox)$'
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "e2e-matrix: not root: the runtime matrix needs root and is not run"

@@ -101,8 +101,10 @@ func (c *CRI) ListPodSandbox(ctx context.Context) ([]*runtimeapi.PodSandbox, err
 type SandboxInfo struct {
 	State runtimeapi.PodSandboxState
 	IP    netip.Addr // invalid when the sandbox has none (host network)
-	Netns string     // path of its network namespace
-	PID   int
+	// AdditionalIPs are network.additionalIps (dual stack), as text.
+	AdditionalIPs []string
+	Netns         string // path of its network namespace
+	PID           int
 }
 
 // PodSandboxStatus reads a sandbox's state, IP and network namespace path
@@ -118,6 +120,9 @@ func (c *CRI) PodSandboxStatus(ctx context.Context, id string) (SandboxInfo, err
 		return SandboxInfo{}, errors.New("PodSandboxStatus: no status")
 	}
 	si := SandboxInfo{State: st.State}
+	for _, a := range st.GetNetwork().GetAdditionalIps() {
+		si.AdditionalIPs = append(si.AdditionalIPs, a.GetIp())
+	}
 	if ipText := st.GetNetwork().GetIp(); ipText != "" {
 		if si.IP, err = netip.ParseAddr(ipText); err != nil {
 			return si, fmt.Errorf("sandbox %s: bad IP %q", id, ipText)

@@ -526,16 +526,31 @@ func (p *IPAMD) DropQueue() (int, error) {
 	return n, nil
 }
 
-// LogLines returns the agent's JSON log lines whose msg contains substr,
-// with their time.
+// LogLines returns the times of the agent's JSON log lines whose msg
+// contains substr.
 func (p *IPAMD) LogLines(substr string) ([]time.Time, error) {
-	f, err := os.Open(p.LogFile)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var out []time.Time
-	s := bufio.NewScanner(f)
+	err := p.scanLog(substr, func(at time.Time, _ string) { out = append(out, at) })
+	return out, err
+}
+
+// LogText returns the agent's JSON log lines whose msg contains substr, as
+// written (for a failure message that shows the agent's reasons).
+func (p *IPAMD) LogText(substr string) ([]string, error) {
+	var out []string
+	err := p.scanLog(substr, func(_ time.Time, line string) { out = append(out, line) })
+	return out, err
+}
+
+// scanLog calls f with the time and text of each of the agent's JSON log
+// lines whose msg contains substr, in order.
+func (p *IPAMD) scanLog(substr string, f func(at time.Time, line string)) error {
+	file, err := os.Open(p.LogFile)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	s := bufio.NewScanner(file)
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
 		var l struct {
@@ -547,9 +562,9 @@ func (p *IPAMD) LogLines(substr string) ([]time.Time, error) {
 		}
 		ts, err := time.Parse("2006-01-02T15:04:05.000Z0700", l.TS)
 		if err != nil {
-			return nil, fmt.Errorf("log line time %q: %w", l.TS, err)
+			return fmt.Errorf("log line time %q: %w", l.TS, err)
 		}
-		out = append(out, ts)
+		f(ts, s.Text())
 	}
-	return out, s.Err()
+	return s.Err()
 }

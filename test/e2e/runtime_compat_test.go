@@ -58,6 +58,20 @@ func delCalls(t testing.TB, n *Node) map[string][]string {
 	return out
 }
 
+// listedState is the state ListPodSandbox gives sandbox id, and whether
+// it lists it at all.
+func listedState(ctx context.Context, t testing.TB, n *Node, id string) (runtimeapi.PodSandboxState, bool) {
+	t.Helper()
+	items, err := n.CRI.ListPodSandbox(ctx)
+	require.NoError(t, err)
+	for _, it := range items {
+		if it.Id == id {
+			return it.State, true
+		}
+	}
+	return 0, false
+}
+
 // TestRuntimeSandboxLifecycle records, per runtime, what the agent's
 // reconciler and the plugin see over a pod's life: the listed state of a
 // stopped sandbox, its status once its network namespace is gone, whether
@@ -73,16 +87,7 @@ func TestRuntimeSandboxLifecycle(t *testing.T) {
 	var err error
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	state := func() (runtimeapi.PodSandboxState, bool) {
-		items, err := n.CRI.ListPodSandbox(ctx)
-		require.NoError(t, err)
-		for _, it := range items {
-			if it.Id == p.ID {
-				return it.State, true
-			}
-		}
-		return 0, false
-	}
+	state := func() (runtimeapi.PodSandboxState, bool) { return listedState(ctx, t, n, p.ID) }
 	st, listed := state()
 	require.True(t, listed)
 	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_READY, st)

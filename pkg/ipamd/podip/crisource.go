@@ -44,7 +44,12 @@ func (s *CRISandboxes) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
 	return out, nil
 }
 
-// SandboxStatus describes one sandbox with the IPs the runtime reports.
+// SandboxStatus describes one sandbox with the IPs it may be using: those
+// the runtime reports, except for a sandbox that is not ready on a runtime
+// that keeps reporting them after StopPodSandbox released them
+// (cri.KeepsIPsAfterTeardown: CRI-O), which then has none. On containerd
+// and runtimes not known there a NOTREADY sandbox's IPs count as
+// reported: containerd stops reporting them once its network is torn down.
 func (s *CRISandboxes) SandboxStatus(ctx context.Context, id string) (SandboxStatus, error) {
 	if id == "" {
 		// CRI-O answers NotFound for an empty ID: that is no word about
@@ -56,6 +61,9 @@ func (s *CRISandboxes) SandboxStatus(ctx context.Context, id string) (SandboxSta
 		return SandboxStatus{}, classify(err, true)
 	}
 	out := SandboxStatus{Sandbox: Sandbox{ID: st.ID, Name: st.Name, Namespace: st.Namespace, Ready: st.Ready}}
+	if !st.Ready && cri.KeepsIPsAfterTeardown(st.Runtime) {
+		return out, nil
+	}
 	for _, v := range append([]string{st.IP}, st.AdditionalIPs...) {
 		if ip, err := netip.ParseAddr(v); err == nil {
 			out.IPs = append(out.IPs, ip)

@@ -23,7 +23,10 @@
 // StopPodSandbox, RemovePodSandbox), and inject faults with FailNext,
 // SetError, SetDelay, SetEmpty, FailStatusOf and OmitFromList (a partial
 // list whose sandboxes still answer PodSandboxStatus). Calls reports how
-// often each RPC method was invoked. Every method of Runtime is safe for
+// often each RPC method was invoked. Version answers RuntimeName "fakecri"
+// unless SetRuntimeName presents the fake as another runtime ("cri-o");
+// the name changes nothing else, and a stopped sandbox keeps reporting
+// its IP whatever the name (set IP to "" to model containerd's teardown). Every method of Runtime is safe for
 // concurrent use.
 //
 // It never imports pkg/ipamd/...: the reconciler reaches it only through a

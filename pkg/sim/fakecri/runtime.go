@@ -64,6 +64,8 @@ type Runtime struct {
 	omitted map[string]bool
 
 	faults faults
+	// name is what Version reports as RuntimeName (SetRuntimeName).
+	name string
 
 	srvMu    sync.Mutex
 	srv      *grpc.Server
@@ -77,7 +79,27 @@ func New() *Runtime {
 		sandboxes: make(map[string]*Sandbox),
 		encoded:   make(map[string][]byte),
 		faults:    faults{calls: make(map[string]int)},
+		name:      DefaultRuntimeName,
 	}
+}
+
+// DefaultRuntimeName is the RuntimeName Version reports unless
+// SetRuntimeName changes it.
+const DefaultRuntimeName = "fakecri"
+
+// SetRuntimeName sets the RuntimeName Version reports, so a test can
+// present the fake as a given runtime ("containerd", "cri-o"). It changes
+// nothing else the fake does.
+func (r *Runtime) SetRuntimeName(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.name = name
+}
+
+func (r *Runtime) runtimeName() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.name
 }
 
 // newID returns a random 64-hex-digit ID, the shape containerd uses.

@@ -75,7 +75,7 @@ func (r *Runtime) Stop() {
 func (s *server) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
 	return &runtimeapi.VersionResponse{
 		Version:           "0.1.0",
-		RuntimeName:       "fakecri",
+		RuntimeName:       s.r.runtimeName(),
 		RuntimeVersion:    "0.0.0",
 		RuntimeApiVersion: "v1",
 	}, nil

@@ -22,12 +22,17 @@ var (
 )
 
 func TestVersion(t *testing.T) {
-	_, c := start(t)
+	r, c := start(t)
 	v, err := c.Version(context.Background(), &runtimeapi.VersionRequest{})
 	require.NoError(t, err)
 	assert.Equal(t, "fakecri", v.GetRuntimeName())
 	assert.Equal(t, "v1", v.GetRuntimeApiVersion())
 	assert.Equal(t, "0.0.0", v.GetRuntimeVersion())
+
+	r.SetRuntimeName("cri-o")
+	v, err = c.Version(context.Background(), &runtimeapi.VersionRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, "cri-o", v.GetRuntimeName(), "the fake presents itself as the runtime it is told")
 }
 
 func TestEndpoint(t *testing.T) {

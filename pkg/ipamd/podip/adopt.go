@@ -2,25 +2,22 @@ package podip
 
 import (
 	"context"
+	"net/netip"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
 // readopt is the reverse check: a free address of the pool that a READY
-// listed sandbox holding no allocation uses (the one answer, inuse.go) is
-// re-adopted (assigned back to it), so it can never be handed to another
-// pod. An address that joins the pool later is matched by verification,
-// since it joins pending. Requires r.run; the adoptions are made under
-// r.mu.
+// listed sandbox holding no allocation uses (the one answer, inuse.go:
+// the sandbox reports it) is re-adopted (assigned back to it), so it can
+// never be handed to another pod. An address that joins the pool later is
+// matched by verification, since it joins pending. Requires r.run; the
+// adoptions are made under r.mu.
 func (r *Reconciler) readopt(ctx context.Context, l *listing, allocs []datastore.Allocation, rep *PassReport, evs *eventBatch) {
 	r.view.learn(ctx, l, allocs, &round{})
-	ev := r.useEvidence(l)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for ip, s := range ev.users {
-		if _, isHeld := l.held[s.ID]; isHeld || !s.Ready {
-			continue
-		}
+	r.view.readyUsers(l, func(ip netip.Addr, s Sandbox) {
 		inPool, free := r.store.Holds(ip)
 		switch {
 		case !inPool || !free:
@@ -34,5 +31,5 @@ func (r *Reconciler) readopt(ctx context.Context, l *listing, allocs []datastore
 				rep.Readopted++
 			}
 		}
-	}
+	})
 }

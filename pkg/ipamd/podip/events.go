@@ -32,7 +32,7 @@ func (b *eventBatch) normalForPod(m datastore.IPAMMetadata, reason, action, note
 	*b = append(*b, queuedEvent{reason: reason, action: action, note: note, podNS: m.K8SPodNamespace, podName: m.K8SPodName})
 }
 
-// post sends the events in order. Call it without holding r.mu.
+// post sends the events in order. Call it without holding r.run or r.mu.
 func (b *eventBatch) post(ctx context.Context, to EventPoster) {
 	for _, e := range *b {
 		pp, byPod := to.(podEventPoster)

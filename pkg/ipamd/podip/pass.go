@@ -70,11 +70,13 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 	if !ok {
 		return rep
 	}
-	r.mu.Lock()
-	r.judgeList(l, r.store.Allocations(), pathPass)
-	r.mu.Unlock()
-	rep.Pending = r.verifyPending(ctx, l, evs)
 	allocs := r.store.Allocations()
+	r.mu.Lock()
+	r.judgeList(l, allocs, pathPass)
+	r.mu.Unlock()
+	if rep.Pending = r.verifyPending(ctx, l, evs); rep.Pending.Adopted > 0 {
+		allocs = r.store.Allocations() // the adoptions are allocations now
+	}
 	rep.Sandboxes, rep.Allocations = len(l.sandboxes), len(allocs)
 	if len(l.sandboxes) == 0 && len(allocs) > 0 {
 		// A real node always lists at least aws-node's own sandbox.

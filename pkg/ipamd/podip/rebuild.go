@@ -124,7 +124,8 @@ func StartWithoutRuntime(mode Mode, checkpoint string, lost, corrupt bool, cause
 }
 
 // clearMarkerLocked removes the marker once nothing waits, the runtime
-// has answered and the ENIs left out at start have joined. Requires r.mu.
+// has answered and the ENIs left out at start have joined. Requires r.run
+// and r.mu.
 func (r *Reconciler) clearMarkerLocked(waiting int) {
 	if waiting > 0 || r.markerPath == "" || r.view.lastList.IsZero() {
 		return // the marker goes only after the runtime has answered

@@ -278,6 +278,20 @@ func (v *runtimeView) usersOf(l *listing) map[netip.Addr]Sandbox {
 	return users
 }
 
+// readyUsers calls f for each address a READY listed sandbox holding no
+// allocation reports (after learn): the users the reverse check reads,
+// without building usersOf's map on a pass that has no other use for it.
+func (v *runtimeView) readyUsers(l *listing, f func(netip.Addr, Sandbox)) {
+	for _, s := range l.sandboxes {
+		if _, isHeld := l.held[s.ID]; isHeld || !s.Ready || !v.known(s) {
+			continue
+		}
+		for _, ip := range v.ips[s.ID].ips {
+			f(ip, s)
+		}
+	}
+}
+
 // lastUsers are the IDs of the last known users of addresses in p (a
 // single address is a /32 or /128).
 func (v *runtimeView) lastUsers(p netip.Prefix) []string {

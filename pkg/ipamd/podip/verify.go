@@ -12,17 +12,17 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
-// Verification of addresses that join the pool. Every address that joins
-// (at start, from EC2, from the ENI sync) is pending in the datastore
-// until it has been compared with the IPs of every sandbox the runtime
-// lists now: an address a sandbox uses is adopted by that sandbox (READY)
-// or kept pending (NOTREADY, or report mode); the others become free. Any
-// doubt keeps them pending: a runtime error, sandbox statuses not all
-// known, or an empty list that cannot be trusted.
+// Verification of addresses that join the pool (docs/pod-ip-reconciler.md,
+// "Addresses that join the pool are checked first"). Every address that
+// joins (at start, from EC2, from the ENI sync) is pending in the
+// datastore until the one answer (inuse.go) settles it on a list trusted
+// as this node's runtime's: adopted by the READY sandbox that uses it,
+// kept pending while a sandbox that is not ready reports it or its use is
+// unknown, free otherwise (planVerify).
 
-// maxStatusCallsPerLearn bounds PodSandboxStatus calls per verification or
-// pass; what is left is asked on the next one (the answers are cached for
-// the sandbox's life, since a sandbox keeps its IP).
+// maxStatusCallsPerLearn bounds PodSandboxStatus calls per decision (a
+// round); what is left is asked on the next one (a READY sandbox's answer
+// stands for its life, since a sandbox keeps its IP).
 const maxStatusCallsPerLearn = 256
 
 // statusRetryAfter is how long a sandbox whose status call failed is left

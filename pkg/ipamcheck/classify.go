@@ -37,12 +37,14 @@ type Row struct {
 	AgeSeconds int64     `json:"ageSeconds"`
 	AssignedAt time.Time `json:"assignedAt,omitzero"`
 	// A leaked candidate (or an address in use) the reconciler has seen:
-	// when a list first left its sandbox out, on how many lists, and
-	// whether that is confirmed (the runtime, asked by the sandbox's ID,
-	// said it has none). Only a confirmed one is a leak.
+	// when a list first left its sandbox out, on how many lists, whether
+	// that is confirmed (the runtime, asked by the sandbox's ID, said it
+	// has none), and ipamd's last answer on its address (AddressUse:
+	// unused, used or unknown). A leak is confirmed and unused.
 	FirstSeenAbsent time.Time `json:"firstSeenAbsent,omitzero"`
 	PassesAbsent    int       `json:"passesAbsent,omitempty"`
 	Confirmed       bool      `json:"confirmed,omitempty"`
+	AddressUse      string    `json:"addressUse,omitempty"`
 	// HeldBecause is why the reconciler's last decision kept it (its
 	// candidate's Held): a sandbox uses the address, the address's use or
 	// the sandbox's fate is not known yet, or a brake. UsedBy is the
@@ -54,6 +56,12 @@ type Row struct {
 	FreeAt     time.Time `json:"freeAt,omitzero"`
 
 	device int // the ENI's device number, for ordering
+}
+
+// Leak says whether ipamd's evidence makes the row a leak: its sandbox
+// confirmed gone and no sandbox using its address (ipamd's one answer).
+func (r Row) Leak() bool {
+	return r.Verdict == LeakedCandidate && r.Confirmed && r.AddressUse == "unused"
 }
 
 // ENIUnassigned counts one ENI's free addresses.
@@ -149,7 +157,7 @@ func Classify(in Input) Result {
 			r.Verdict = LeakedCandidate
 			if c, ok := cands[candKey{a.ContainerID, a.IP}]; ok && c.AssignedAt.Equal(a.AssignedAt) {
 				r.FirstSeenAbsent, r.PassesAbsent, r.Confirmed = c.FirstSeenAbsent, c.PassesAbsent, c.Confirmed
-				r.HeldBecause, r.UsedBy = c.Held, c.UsedBy
+				r.HeldBecause, r.UsedBy, r.AddressUse = c.Held, c.UsedBy, c.AddressUse
 				if c.UsedBy != "" {
 					r.Verdict = InUse
 				}
@@ -205,7 +213,7 @@ func Classify(in Input) Result {
 			res.Summary.InFlight++
 		case LeakedCandidate:
 			res.Summary.LeakedCandidates++
-			if r.Confirmed {
+			if r.Leak() {
 				res.Summary.ConfirmedLeaks++
 			}
 		case InUse:

@@ -162,9 +162,20 @@ func unlisted(cands ...podip.CandidateStatus) (Row, Summary, string) {
 }
 
 // candidate is ipamd's candidate for unlisted's allocation.
+// With usedBy set its address is used; confirmed and kept for a reason
+// (held) its use is unknown; confirmed and not kept, unused.
 func candidate(confirmed bool, held, usedBy string) podip.CandidateStatus {
-	return podip.CandidateStatus{IP: "10.0.0.5", ContainerID: "c1", Pod: "default/web", AssignedAt: t0, FirstSeenAbsent: t0.Add(6 * time.Minute),
+	c := podip.CandidateStatus{IP: "10.0.0.5", ContainerID: "c1", Pod: "default/web", AssignedAt: t0, FirstSeenAbsent: t0.Add(6 * time.Minute),
 		PassesAbsent: 3, Confirmed: confirmed, Held: held, UsedBy: usedBy}
+	switch {
+	case usedBy != "":
+		c.AddressUse = "used"
+	case confirmed && held != "":
+		c.AddressUse = "unknown"
+	case confirmed:
+		c.AddressUse = "unused"
+	}
+	return c
 }
 
 // ipam-check calls an address leaked only on ipamd's evidence: a
@@ -202,10 +213,10 @@ func TestIpamCheckCallsAnAddressLeakedOnlyOnIpamdsEvidence(t *testing.T) {
 			text:  "leaked candidate, not confirmed (first seen absent at 2026-12-01T03:06:00Z, 3 passes; held because the per-interval release budget is spent)"},
 		{name: "the runtime said its sandbox is gone: a leak", cands: []podip.CandidateStatus{candidate(true, "", "")}, confirmed: true,
 			text: "leaked candidate (first seen absent at 2026-12-01T03:06:00Z, 3 passes, confirmed)"},
-		{name: "gone, and kept while its address's last user has not answered: a leak, and why it is still held",
+		{name: "gone, but its address's last user has not answered: not a leak yet, and why it is held",
 			cands:     []podip.CandidateStatus{candidate(true, "sandbox s9 used it when last listed and has not answered since", "")},
 			confirmed: true, held: "sandbox s9 used it when last listed and has not answered since",
-			text: "leaked candidate (first seen absent at 2026-12-01T03:06:00Z, 3 passes, confirmed; held because sandbox s9 used it when last listed and has not answered since)"},
+			text: "leaked candidate, not confirmed (first seen absent at 2026-12-01T03:06:00Z, 3 passes, its sandbox gone, whether a sandbox uses its address not known; held because sandbox s9 used it when last listed and has not answered since)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, sum, text := unlisted(c.cands...)
@@ -214,7 +225,7 @@ func TestIpamCheckCallsAnAddressLeakedOnlyOnIpamdsEvidence(t *testing.T) {
 			assert.Equal(t, c.held, r.HeldBecause)
 			assert.Empty(t, r.UsedBy)
 			assert.Equal(t, 1, sum.LeakedCandidates)
-			assert.Equal(t, boolCount(c.confirmed), sum.ConfirmedLeaks, "a leak only on ipamd's confirmation")
+			assert.Equal(t, boolCount(c.confirmed && c.held == ""), sum.ConfirmedLeaks, "a leak only on ipamd's confirmation, its address unused")
 			assert.True(t, strings.HasPrefix(text, c.text), "%q", text)
 		})
 	}
@@ -268,8 +279,9 @@ func TestAPartialListOfIpamChecksIsNeverAConfirmedLeak(t *testing.T) {
 		views = append(views, &datastore.AddressView{Address: ip, AssignedTime: t0})
 	}
 	cand := func(ip, id string, confirmed bool, held, usedBy string) podip.CandidateStatus {
-		return podip.CandidateStatus{IP: ip, ContainerID: id, AssignedAt: t0, FirstSeenAbsent: t0.Add(6 * time.Minute), PassesAbsent: 50,
-			Confirmed: confirmed, Held: held, UsedBy: usedBy}
+		c := candidate(confirmed, held, usedBy)
+		c.IP, c.ContainerID, c.PassesAbsent = ip, id, 50
+		return c
 	}
 	st := podip.Status{Allocations: allocs, Candidates: []podip.CandidateStatus{
 		// "listed-by-ipamd" and "answered": no candidate (ipamd's list had

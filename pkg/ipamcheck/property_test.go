@@ -212,7 +212,8 @@ func (w *propWorld) checksList(intN func(int) int) []cri.Sandbox {
 }
 
 func rowText(r ipamcheck.Row) string {
-	return fmt.Sprintf("%s of %s: %s confirmed=%v usedBy=%s held=%q", r.Address, r.PodName, r.Verdict, r.Confirmed, strings.TrimLeft(r.UsedBy, "0"), r.HeldBecause)
+	return fmt.Sprintf("%s of %s: %s confirmed=%v addressUse=%s usedBy=%s held=%q", r.Address, r.PodName, r.Verdict, r.Confirmed, r.AddressUse,
+		strings.TrimLeft(r.UsedBy, "0"), r.HeldBecause)
 }
 
 // disagreement is the first row of res that the world or ipamd's status
@@ -227,7 +228,7 @@ func (w *propWorld) disagreement(res ipamcheck.Result, st podip.Status) string {
 	for _, row := range res.Addresses {
 		switch row.Verdict {
 		case ipamcheck.LeakedCandidate:
-			if !row.Confirmed {
+			if !row.Leak() {
 				continue
 			}
 			for _, p := range w.pods {

@@ -108,8 +108,10 @@ func verdictText(a Row, grace string) string {
 		}
 		seen := fmt.Sprintf("first seen absent at %s, %s", a.FirstSeenAbsent.UTC().Format(time.RFC3339), plural(a.PassesAbsent, "pass", "passes"))
 		switch {
-		case a.Confirmed:
+		case a.Leak():
 			return "leaked candidate (" + seen + ", confirmed" + heldText(a, "; ") + ")"
+		case a.Confirmed:
+			return "leaked candidate, not confirmed (" + seen + ", its sandbox gone, whether a sandbox uses its address not known" + heldText(a, "; ") + ")"
 		case a.HeldBecause == "":
 			return "leaked candidate, not confirmed (" + seen + "; ipamd has not decided on it yet)"
 		}

@@ -134,12 +134,20 @@ func (r *Reconciler) askLastUsers(ctx context.Context, e *addrEvidence, l *listi
 			continue // listed: its IPs are the list's word
 		}
 		st, ans := r.view.ask(ctx, id, rd)
-		switch ans {
-		case answerAlive:
+		last := r.view.unlisted[id]
+		switch {
+		case ans == answerAlive:
 			for _, ip := range st.IPs {
 				e.lastAlive = setAddr(e.lastAlive, ip, st.Sandbox)
 			}
-		case answerUnknown:
+			if last.anyIP { // learnt at last: a last known user of these
+				r.view.unlisted[id] = sandboxAddrs{ips: st.IPs, name: st.Name, namespace: st.Namespace, ready: st.Ready}
+			}
+		case ans == answerUnknown && last.anyIP:
+			if e.unknown == nil { // it could be using any address
+				e.unknown = &Sandbox{ID: id, Name: last.name, Namespace: last.namespace, Ready: last.ready}
+			}
+		case ans == answerUnknown:
 			for _, ip := range used[id] {
 				e.lastUnknown = setAddr(e.lastUnknown, ip, id)
 			}

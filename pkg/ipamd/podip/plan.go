@@ -36,6 +36,10 @@ type releaseStep struct {
 	c    *candidate
 	act  releaseAct
 	user Sandbox // actHandOver
+	// use is the answer on the address (judged: its sandbox is gone, so
+	// the answer was asked for).
+	use    Use
+	judged bool
 	// rested: gone for at least the cooldown, so free at once (actFree).
 	rested bool
 	why    string
@@ -105,8 +109,9 @@ func planRelease(in releaseInput) releasePlan {
 // planGone is the plan for a candidate whose sandbox the runtime said is
 // gone.
 func planGone(in releaseInput, c *candidate) releaseStep {
-	step := releaseStep{c: c}
-	switch use, s, why := in.use.useOf(c.alloc.IP); use {
+	use, s, why := in.use.useOf(c.alloc.IP)
+	step := releaseStep{c: c, use: use, judged: true}
+	switch use {
 	case UsedReady, UsedNotReady:
 		step.act, step.user, step.why = actHandOver, s, why
 		return step

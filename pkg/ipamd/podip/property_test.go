@@ -166,6 +166,12 @@ func (w *propWorld) step(t *testing.T, rng *rand.Rand, foreignRun *int, withRead
 					p.ready = withReadyUsers && !p.ready
 				case 2:
 					p.omitted = p.seen && !p.omitted // a partial list leaves the user out
+				case 3:
+					// Its status call fails. Only where enforce and report
+					// mode are not compared: in this world a user reports
+					// the leak's address only while its universe holds it,
+					// so a failing user blocks report mode alone.
+					p.failing = withReadyUsers && !p.failing
 				}
 			}
 			continue

@@ -44,7 +44,26 @@ type candidate struct {
 	// not decided on), and usedBy names the sandbox that decision found
 	// using its address ("" when none).
 	held, usedBy string
+	// use is the last answer on its address (judged: one was given).
+	use    Use
+	judged bool
 }
+
+// addressUse is use in CandidateStatus's words.
+func (c *candidate) addressUse() string {
+	switch {
+	case !c.judged:
+		return ""
+	case c.use == Unused:
+		return "unused"
+	case c.use == UseUnknown:
+		return "unknown"
+	}
+	return "used"
+}
+
+// judge records the answer on c's address and the sandbox that uses it.
+func (c *candidate) judge(u Use, by string) { c.use, c.judged, c.usedBy = u, true, by }
 
 // path is an entry point of the decision: its wording and metrics.
 type path int
@@ -140,7 +159,7 @@ func (r *Reconciler) prepareLocked(ctx context.Context, l *listing, allocs []dat
 	for _, c := range in {
 		if s, used := ev.users[c.alloc.IP]; used {
 			c.held = fmt.Sprintf("sandbox %s (pod %s/%s, ready %v) reports its address", s.ID, s.Namespace, s.Name, s.Ready)
-			c.usedBy = s.ID
+			c.judge(usedBy(s), s.ID)
 			r.handOver(ctx, c, s, &res, evs)
 			continue
 		}
@@ -149,19 +168,25 @@ func (r *Reconciler) prepareLocked(ctx context.Context, l *listing, allocs []dat
 	if len(rest) == 0 {
 		return res, nil, 0, false, false
 	}
-	hold := func(why string) {
+	// hold keeps rest for why; doubt (a sandbox of unknown IPs, a list
+	// that may be another runtime's) makes the use of their addresses
+	// unknown: an earlier answer is not this decision's.
+	hold := func(why string, doubt bool) {
 		for _, c := range rest {
-			c.held, c.usedBy = why, ""
+			c.held = why
+			if doubt {
+				c.judge(UseUnknown, "")
+			}
 		}
 	}
 	if why := l.blocked(); why != "" {
 		res.Held, res.detail = SkipStatusUnknown, why
-		hold(why)
+		hold(why, true)
 		return res, nil, 0, false, false
 	}
 	limit, capped, ok = r.brakesLocked(l, allocs, sc, len(rest), now, &res, evs)
 	if !ok {
-		hold(cmp.Or(res.detail, "the per-interval release budget is spent"))
+		hold(cmp.Or(res.detail, "the per-interval release budget is spent"), res.Held == SkipMassHeld)
 	}
 	// Asked first: candidates whose status call never failed, so one that
 	// keeps timing out never keeps the others unasked.
@@ -199,7 +224,12 @@ func (r *Reconciler) applyReleaseLocked(ctx context.Context, plan releasePlan, s
 		if at, gone := r.view.goneAt(c.alloc.Key.ContainerID); gone && !c.gone {
 			c.gone, c.goneAt = true, at
 		}
-		c.held, c.usedBy = st.why, st.user.ID // user: set by actHandOver only
+		c.held = st.why
+		if st.judged {
+			c.judge(st.use, st.user.ID) // user: set by actHandOver only
+		} else {
+			c.judged, c.usedBy = false, "" // not this decision's answer
+		}
 		switch st.act {
 		case actForget:
 			delete(r.candidates, c.alloc.Key) // a partial list left it out

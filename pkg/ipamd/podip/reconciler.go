@@ -275,6 +275,12 @@ type CandidateStatus struct {
 	// UsedBy is the sandbox that the last decision found using its
 	// address (it is handed over, or kept for it); "" when none.
 	UsedBy string `json:",omitempty"`
+	// AddressUse is the last answer on its address (docs/pod-ip-reconciler.md,
+	// "Is this address in use? One answer"): "unused", "used" or
+	// "unknown" ("" until its sandbox is gone and the answer was asked for,
+	// or a sandbox was found using it). A leak is certain only when its
+	// sandbox is confirmed gone and its address unused.
+	AddressUse string `json:",omitempty"`
 }
 
 // Status reports the last pass and the candidates it left. It never waits
@@ -306,7 +312,7 @@ func (r *Reconciler) publishLocked() {
 			st.Leaked++
 		}
 		st.Candidates = append(st.Candidates, CandidateStatus{IP: c.alloc.IP.String(), ContainerID: c.alloc.Key.ContainerID,
-			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.lists, Confirmed: c.gone, ConfirmedAt: c.goneAt, Held: c.held, UsedBy: c.usedBy})
+			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.lists, Confirmed: c.gone, ConfirmedAt: c.goneAt, Held: c.held, UsedBy: c.usedBy, AddressUse: c.addressUse()})
 	}
 	r.m.reconcileCandidates.Set(float64(len(r.candidates)))
 	r.m.reconcileLeaked.Set(float64(st.Leaked))

@@ -42,6 +42,9 @@ type runtimeView struct {
 	// gone: sandboxes the runtime said it has no more (sandbox IDs are
 	// never reused), first at the time given.
 	gone map[string]time.Time
+	// unknownListed: sandboxes the last list showed, holding no
+	// allocation, whose IPs are not known (see forgetUnlisted).
+	unknownListed map[string]sandboxAddrs
 	// unlisted: the last known users of addresses, sandboxes that a list
 	// showed with IPs and a later list left out; asked by their IDs before
 	// one of those addresses is handed out or freed.
@@ -66,6 +69,8 @@ type sandboxAddrs struct {
 	name, namespace string
 	ready           bool
 	seq             uint64 // the list it was learnt on
+	// anyIP: its IPs were never learnt (a last known user of any address).
+	anyIP bool
 }
 
 // round bounds the status calls of one decision: at most
@@ -221,20 +226,25 @@ func (v *runtimeView) learn(ctx context.Context, l *listing, allocs []datastore.
 		}
 	}
 	l.complete = true
+	unknown := map[string]sandboxAddrs{}
 	for i, s := range l.sandboxes {
 		if v.known(s) {
 			continue
 		}
 		l.complete = false
-		if _, isHeld := held[s.ID]; !isHeld && l.unknown == nil {
-			l.unknown = &l.sandboxes[i]
+		if _, isHeld := held[s.ID]; !isHeld {
+			unknown[s.ID] = sandboxAddrs{name: s.Name, namespace: s.Namespace, ready: s.Ready, anyIP: true}
+			if l.unknown == nil {
+				l.unknown = &l.sandboxes[i]
+			}
 		}
 	}
 	// With distinct IDs listed, a cache no larger than what the list
 	// found in it holds nothing unlisted: the usual pass, spared a walk.
-	if len(v.ips) > cached || len(l.ids) != len(l.sandboxes) || len(v.unlisted) > 0 {
+	if len(v.ips) > cached || len(l.ids) != len(l.sandboxes) || len(v.unlisted)+len(v.unknownListed) > 0 {
 		v.forgetUnlisted(l)
 	}
+	v.unknownListed = unknown
 }
 
 // forgetUnlisted drops the IPs of sandboxes no longer listed. One that
@@ -253,9 +263,21 @@ func (v *runtimeView) forgetUnlisted(l *listing) {
 		}
 		v.unlisted[id] = sa
 	}
+	// A sandbox a list showed whose IPs were never learnt, left out now,
+	// could be using any address: a last known user of every address
+	// until it answers by its ID.
+	for id, sa := range v.unknownListed {
+		if _, answered := v.ips[id]; !answered && !l.has(id) && len(v.unlisted) < maxUnlisted {
+			v.unlisted[id] = sa
+		}
+	}
 	for id := range v.unlisted {
-		if l.has(id) {
-			delete(v.unlisted, id) // listed again: learnt afresh
+		// Listed again and answered afresh: its IPs are the list's word
+		// now. One listed again that has not answered stays a last known
+		// user, or a partial list that leaves it out once more would hide
+		// it (it is an unknown listed sandbox meanwhile).
+		if _, answered := v.ips[id]; answered && l.has(id) {
+			delete(v.unlisted, id)
 		}
 	}
 }
@@ -297,7 +319,7 @@ func (v *runtimeView) readyUsers(l *listing, f func(netip.Addr, Sandbox)) {
 func (v *runtimeView) lastUsers(p netip.Prefix) []string {
 	var ids []string
 	for id, sa := range v.unlisted {
-		if slices.ContainsFunc(sa.ips, p.Contains) {
+		if sa.anyIP || slices.ContainsFunc(sa.ips, p.Contains) {
 			ids = append(ids, id)
 		}
 	}

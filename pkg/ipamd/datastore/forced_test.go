@@ -136,19 +136,7 @@ func TestForcedRestoreSkipsAKeyThatMovedOn(t *testing.T) {
 // EC2 answer may have left it out) is dropped but remembered: when the
 // address joins, on any ENI, its key holds it again.
 func TestRestoreRemembersEntriesNotInPool(t *testing.T) {
-	cp := &MemoryCheckpointer{}
-	first := New(Config{Checkpointer: cp})
-	addSecondaryENI(t, first, "eni-a", 0, "10.0.0.10", 2)
-	a, err := first.Assign(key("a"), meta("a"))
-	require.NoError(t, err)
-	require.NoError(t, first.Close())
-
-	d := New(Config{Checkpointer: cp})
-	t.Cleanup(func() { _ = d.Close() })
-	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
-	rep, err := d.Restore()
-	require.NoError(t, err)
-	require.Len(t, rep.NotInPool, 1)
+	d, cp, a := restoredWithoutItsAddress(t, key("a"))
 	assert.Equal(t, 1, d.RemovedByForce())
 	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-b", DeviceNumber: 1, RouteTableID: 2}))
 	require.NoError(t, d.AddCIDR("eni-b", a.CIDR))
@@ -169,21 +157,8 @@ func TestRestoreRemembersEntriesNotInPool(t *testing.T) {
 func TestReleaseOfUnknownKeyForgetsItsMemoryUnderEitherForm(t *testing.T) {
 	for _, held := range []IPAMKey{key("c"), migratedKey(key("c"))} {
 		t.Run(held.NetworkName, func(t *testing.T) {
-			cp := &MemoryCheckpointer{}
-			first := New(Config{Checkpointer: cp})
-			addSecondaryENI(t, first, "eni-a", 0, "10.0.0.10", 1)
-			a, err := first.Adopt(netip.MustParseAddr("10.0.0.10"), held, meta("c"))
-			require.NoError(t, err)
-			require.NoError(t, first.Close())
-
-			d := New(Config{Checkpointer: cp})
-			t.Cleanup(func() { _ = d.Close() })
-			require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
-			rep, err := d.Restore()
-			require.NoError(t, err)
-			require.Len(t, rep.NotInPool, 1)
-
-			_, err = d.Release(key("c"))
+			d, _, a := restoredWithoutItsAddress(t, held)
+			_, err := d.Release(key("c"))
 			assert.ErrorIs(t, err, ErrUnknownPod)
 			assert.Zero(t, d.RemovedByForce(), "the DEL ended the memory")
 			require.NoError(t, d.AddCIDR("eni-a", a.CIDR))
@@ -193,4 +168,25 @@ func TestReleaseOfUnknownKeyForgetsItsMemoryUnderEitherForm(t *testing.T) {
 			assert.True(t, inPool && free)
 		})
 	}
+}
+
+// restoredWithoutItsAddress is a store restored from a checkpoint in which
+// held holds 10.0.0.10 on eni-a, with eni-a but none of its addresses yet
+// (one EC2 answer left them out): the entry was dropped and remembered.
+func restoredWithoutItsAddress(t *testing.T, held IPAMKey) (*DataStore, *MemoryCheckpointer, Allocation) {
+	t.Helper()
+	cp := &MemoryCheckpointer{}
+	first := New(Config{Checkpointer: cp})
+	addSecondaryENI(t, first, "eni-a", 0, "10.0.0.10", 2)
+	a, err := first.Adopt(netip.MustParseAddr("10.0.0.10"), held, meta(held.ContainerID))
+	require.NoError(t, err)
+	require.NoError(t, first.Close())
+
+	d := New(Config{Checkpointer: cp})
+	t.Cleanup(func() { _ = d.Close() })
+	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
+	rep, err := d.Restore()
+	require.NoError(t, err)
+	require.Len(t, rep.NotInPool, 1)
+	return d, cp, a
 }

@@ -56,6 +56,42 @@ func TestDelQueueReplayedAtStart(t *testing.T) {
 	assert.Len(t, bad, 1, "an unreadable file is left for the operator")
 }
 
+// Issue 36, case 3, across a restart on the same checkpoint and queue
+// (reconciler off). The pod "gone" was deleted while ipamd was down; at
+// start the pool leaves its address out, so the restore drops its entry
+// and remembers it. The replayed DEL ends that memory: when the address
+// joins again it is free, not given back to the deleted pod.
+func TestDelQueueReplayEndsTheMemoryOfAnEntryTheRestoreDropped(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, devpool.Pool{ENIs: 1, PerENI: 5})
+	conn := n.dial(t)
+	c := rpc.NewCNIBackendClient(conn)
+	var gone datastore.Allocation
+	for _, id := range []string{"a", "b", "c"} {
+		r, err := c.AddNetwork(context.Background(), addReq(id))
+		require.NoError(t, err)
+		require.True(t, r.Success)
+		alloc, ok := n.agent.Store().Find(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: id, IfName: "eth0"})
+		require.True(t, ok)
+		if alloc.IP.Compare(gone.IP) > 0 {
+			gone = alloc
+		}
+	}
+	conn.Close()
+	n.stop(t)
+	require.NoError(t, delqueue.Write(filepath.Join(dir, "delq"), delqueue.Entry{ContainerID: gone.Key.ContainerID, IfName: "eth0", NetworkName: "aws-cni"}))
+
+	// The restarted pool stops below the deleted pod's address.
+	n2 := startNode(t, dir, devpool.Pool{ENIs: 1, PerENI: int(gone.IP.As4()[3]) - 1})
+	store := n2.agent.Store()
+	assert.Zero(t, store.RemovedByForce(), "the replayed DEL ended the memory of %s", gone.IP)
+	require.NoError(t, store.AddCIDR(gone.ENIID, gone.CIDR))
+	_, held := store.Find(gone.Key)
+	assert.False(t, held, "the deleted pod got %s back", gone.IP)
+	inPool, free := store.Holds(gone.IP)
+	assert.True(t, inPool && free)
+}
+
 func TestGarbageCollectAndPoolStatus(t *testing.T) {
 	rt, client := testsupport.StartFakeCRI(t)
 	rc := podip.Config{Mode: podip.Enforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 300 * time.Millisecond, MaxReleasePerPass: 10}

@@ -14,8 +14,10 @@
 //
 // Files are written atomically (temp file, fsync, rename) so a reader never
 // sees a partial entry; unreadable files are reported and left for the
-// operator. Replaying an entry is idempotent: a DEL for an unknown key is a
-// no-op success.
+// operator. Replaying an entry is idempotent: a DEL for a key that holds
+// nothing frees nothing and succeeds. queuedAt tells one write from the
+// next for the same interface; ipamd compares it with no clock of its own
+// (the wall clock may have stepped since).
 //
 // The queue never loses a DEL nobody replayed: Remove deletes only the
 // entry that was read (a newer one the plugin wrote for the same interface

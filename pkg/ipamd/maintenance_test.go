@@ -25,7 +25,7 @@ func TestDelQueueReplayedAtStart(t *testing.T) {
 	n := startNode(t, dir, devpool.Pool{ENIs: 1, PerENI: 5})
 	conn := n.dial(t)
 	c := rpc.NewCNIBackendClient(conn)
-	for _, id := range []string{"lost", "kept", "newer"} {
+	for _, id := range []string{"lost", "kept", "stepped"} {
 		r, err := c.AddNetwork(context.Background(), addReq(id))
 		require.NoError(t, err)
 		require.True(t, r.Success)
@@ -36,23 +36,60 @@ func TestDelQueueReplayedAtStart(t *testing.T) {
 	q := filepath.Join(dir, "delq")
 	// ipamd was down when "lost" was deleted: the plugin queued its DEL.
 	require.NoError(t, delqueue.Write(q, delqueue.Entry{ContainerID: "lost", IfName: "eth0", NetworkName: "aws-cni", PodName: "pod-lost"}))
-	// A DEL queued before the current allocation of "newer" must not free it.
-	require.NoError(t, delqueue.Write(q, delqueue.Entry{ContainerID: "newer", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: time.Now().Add(-time.Hour)}))
+	// The wall clock stepped back an hour between the ADD of "stepped" and
+	// its DEL: its only DEL, queued "before" its allocation, still frees it.
+	require.NoError(t, delqueue.Write(q, delqueue.Entry{ContainerID: "stepped", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: time.Now().Add(-time.Hour)}))
 	// A DEL for a pod ipamd never saw is simply dropped.
 	require.NoError(t, delqueue.Write(q, delqueue.Entry{ContainerID: "ghost", IfName: "eth0", NetworkName: "aws-cni"}))
 	require.NoError(t, os.WriteFile(filepath.Join(q, "junk_eth0.json"), []byte("{"), 0o600))
 
 	n2 := startNode(t, dir, devpool.Pool{ENIs: 1, PerENI: 5})
 	store := n2.agent.Store()
-	_, ok := store.Find(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "lost", IfName: "eth0"})
-	assert.False(t, ok, "a queued DEL is replayed before serving")
-	for _, id := range []string{"kept", "newer"} {
+	for _, id := range []string{"lost", "stepped"} {
 		_, ok := store.Find(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: id, IfName: "eth0"})
-		assert.True(t, ok, id)
+		assert.False(t, ok, "%s: a queued DEL is replayed before serving", id)
 	}
+	_, ok := store.Find(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "kept", IfName: "eth0"})
+	assert.True(t, ok, "kept")
 	entries, bad := delqueue.List(q)
 	assert.Empty(t, entries, "replayed and moot entries are removed")
 	assert.Len(t, bad, 1, "an unreadable file is left for the operator")
+}
+
+// Issue 36, case 3, across a restart on the same checkpoint and queue
+// (reconciler off). The pod "gone" was deleted while ipamd was down; at
+// start the pool leaves its address out, so the restore drops its entry
+// and remembers it. The replayed DEL ends that memory: when the address
+// joins again it is free, not given back to the deleted pod.
+func TestDelQueueReplayEndsTheMemoryOfAnEntryTheRestoreDropped(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir, devpool.Pool{ENIs: 1, PerENI: 5})
+	conn := n.dial(t)
+	c := rpc.NewCNIBackendClient(conn)
+	var gone datastore.Allocation
+	for _, id := range []string{"a", "b", "c"} {
+		r, err := c.AddNetwork(context.Background(), addReq(id))
+		require.NoError(t, err)
+		require.True(t, r.Success)
+		alloc, ok := n.agent.Store().Find(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: id, IfName: "eth0"})
+		require.True(t, ok)
+		if alloc.IP.Compare(gone.IP) > 0 {
+			gone = alloc
+		}
+	}
+	conn.Close()
+	n.stop(t)
+	require.NoError(t, delqueue.Write(filepath.Join(dir, "delq"), delqueue.Entry{ContainerID: gone.Key.ContainerID, IfName: "eth0", NetworkName: "aws-cni"}))
+
+	// The restarted pool stops below the deleted pod's address.
+	n2 := startNode(t, dir, devpool.Pool{ENIs: 1, PerENI: int(gone.IP.As4()[3]) - 1})
+	store := n2.agent.Store()
+	assert.Zero(t, store.RemovedByForce(), "the replayed DEL ended the memory of %s", gone.IP)
+	require.NoError(t, store.AddCIDR(gone.ENIID, gone.CIDR))
+	_, held := store.Find(gone.Key)
+	assert.False(t, held, "the deleted pod got %s back", gone.IP)
+	inPool, free := store.Holds(gone.IP)
+	assert.True(t, inPool && free)
 }
 
 func TestGarbageCollectAndPoolStatus(t *testing.T) {

@@ -89,7 +89,11 @@ func (d *DataStore) pickLocked() *addr {
 }
 
 // Release frees key's address (it then rests for the cooldown) and returns
-// what was released. An unknown key is ErrUnknownPod and changes nothing.
+// what was released: a DEL for key. A key holding nothing, under either
+// form (its own, or the one very old versions wrote when they migrated
+// pods from the CRI), is ErrUnknownPod; either way the DEL ends the memory
+// of an allocation of key the datastore had to let go of (forced.go), so
+// that address never comes back to the deleted pod.
 // It returns once the release is durable; if the checkpoint cannot be
 // written the address is given back to key and the error returned.
 func (d *DataStore) Release(key IPAMKey) (Allocation, error) {
@@ -148,7 +152,12 @@ func (d *DataStore) beginReleaseLocked(key IPAMKey, assignedAt *time.Time, coold
 		return Allocation{}, change{}, ErrClosed
 	}
 	if d.forcedKeys != nil {
-		d.forgetForcedKeyLocked(key) // its pod is gone: no address may come back to it
+		// Its pod is gone: no address may come back to it, whether or not
+		// the key holds one now, under either form a DEL matches.
+		d.forgetForcedKeyLocked(key)
+		if assignedAt == nil {
+			d.forgetForcedKeyLocked(migratedKey(key))
+		}
 	}
 	a, ok := d.byKey[key]
 	if !ok && assignedAt == nil {

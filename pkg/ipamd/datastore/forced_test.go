@@ -1,6 +1,7 @@
 package datastore
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -135,19 +136,7 @@ func TestForcedRestoreSkipsAKeyThatMovedOn(t *testing.T) {
 // EC2 answer may have left it out) is dropped but remembered: when the
 // address joins, on any ENI, its key holds it again.
 func TestRestoreRemembersEntriesNotInPool(t *testing.T) {
-	cp := &MemoryCheckpointer{}
-	first := New(Config{Checkpointer: cp})
-	addSecondaryENI(t, first, "eni-a", 0, "10.0.0.10", 2)
-	a, err := first.Assign(key("a"), meta("a"))
-	require.NoError(t, err)
-	require.NoError(t, first.Close())
-
-	d := New(Config{Checkpointer: cp})
-	t.Cleanup(func() { _ = d.Close() })
-	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
-	rep, err := d.Restore()
-	require.NoError(t, err)
-	require.Len(t, rep.NotInPool, 1)
+	d, cp, a := restoredWithoutItsAddress(t, key("a"))
 	assert.Equal(t, 1, d.RemovedByForce())
 	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-b", DeviceNumber: 1, RouteTableID: 2}))
 	require.NoError(t, d.AddCIDR("eni-b", a.CIDR))
@@ -159,4 +148,45 @@ func TestRestoreRemembersEntriesNotInPool(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	assert.Equal(t, a.IP, entries[0].IP)
+}
+
+// A DEL for a key whose allocation the restore dropped (on one answer)
+// ends the memory under either form of the key, the one the DEL names and
+// the one very old versions wrote when they migrated pods from the CRI:
+// the pod is gone, so the address does not go back to it when it joins.
+func TestReleaseOfUnknownKeyForgetsItsMemoryUnderEitherForm(t *testing.T) {
+	for _, held := range []IPAMKey{key("c"), migratedKey(key("c"))} {
+		t.Run(held.NetworkName, func(t *testing.T) {
+			d, _, a := restoredWithoutItsAddress(t, held)
+			_, err := d.Release(key("c"))
+			assert.ErrorIs(t, err, ErrUnknownPod)
+			assert.Zero(t, d.RemovedByForce(), "the DEL ended the memory")
+			require.NoError(t, d.AddCIDR("eni-a", a.CIDR))
+			_, ok := d.Find(held)
+			assert.False(t, ok, "a deleted pod's key got %s back", a.IP)
+			inPool, free := d.Holds(a.IP)
+			assert.True(t, inPool && free)
+		})
+	}
+}
+
+// restoredWithoutItsAddress is a store restored from a checkpoint in which
+// held holds 10.0.0.10 on eni-a, with eni-a but none of its addresses yet
+// (one EC2 answer left them out): the entry was dropped and remembered.
+func restoredWithoutItsAddress(t *testing.T, held IPAMKey) (*DataStore, *MemoryCheckpointer, Allocation) {
+	t.Helper()
+	cp := &MemoryCheckpointer{}
+	first := New(Config{Checkpointer: cp})
+	addSecondaryENI(t, first, "eni-a", 0, "10.0.0.10", 2)
+	a, err := first.Adopt(netip.MustParseAddr("10.0.0.10"), held, meta(held.ContainerID))
+	require.NoError(t, err)
+	require.NoError(t, first.Close())
+
+	d := New(Config{Checkpointer: cp})
+	t.Cleanup(func() { _ = d.Close() })
+	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true, RouteTableID: 254}))
+	rep, err := d.Restore()
+	require.NoError(t, err)
+	require.Len(t, rep.NotInPool, 1)
+	return d, cp, a
 }

@@ -1,6 +1,9 @@
 package datastore
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // RestoreReport says what a restore did with each checkpoint entry.
 type RestoreReport struct {
@@ -17,7 +20,8 @@ type RestoreReport struct {
 }
 
 // Restore reads the checkpoint and re-assigns each entry's address to its
-// key, keeping the original assignment time. An IPv6 entry goes to the
+// key, keeping the original assignment time (one after the restore counts
+// as the restore: restoredAssignedAt). An IPv6 entry goes to the
 // IPv6 prefix that contains its address. Call it after the node's ENIs
 // and CIDRs are in the store and before serving any ADD. The checkpoint is
 // then rewritten to match what was kept. Checkpoint errors (missing file is
@@ -49,7 +53,9 @@ func (d *DataStore) restoreLocked(entries []CheckpointEntry) (RestoreReport, *ba
 	if d.closed {
 		return rep, nil, ErrClosed
 	}
+	now := d.now()
 	for _, e := range entries {
+		e.AssignedAt = restoredAssignedAt(e.AssignedAt, now)
 		a, ok := d.byIP[e.IP]
 		c := d.v6ContainingLocked(e.IP)
 		if !ok && c == nil {
@@ -70,4 +76,16 @@ func (d *DataStore) restoreLocked(entries []CheckpointEntry) (RestoreReport, *ba
 		rep.Restored++
 	}
 	return rep, d.commit.joinLocked(), nil
+}
+
+// restoredAssignedAt is an assignment time read from the checkpoint, as
+// this process keeps it. A time after the restore (the file was written
+// while the wall clock was ahead) counts as the restore: the allocation
+// gets one grace period from now, not one that lasts until the clock
+// catches up. An earlier time is kept as written.
+func restoredAssignedAt(at, now time.Time) time.Time {
+	if at.After(now) {
+		return now
+	}
+	return at
 }

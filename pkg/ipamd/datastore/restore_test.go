@@ -345,3 +345,49 @@ func TestRestoreReportsAFailedRewrite(t *testing.T) {
 	require.ErrorContains(t, err, "restore: rewrite checkpoint: disk full")
 	assert.Equal(t, 1, rep.Restored)
 }
+
+// Issue 36, case 4. A checkpoint written while the wall clock was ahead
+// holds assignment times in the future. Restored, such an allocation
+// counts as assigned at the restore, so its grace period runs from then
+// rather than until the clock catches up; a past time keeps its age. The
+// same holds for an entry the restore let go of and gave back later.
+func TestRestoreCountsAFutureAssignmentTimeAsTheRestore(t *testing.T) {
+	cp := &MemoryCheckpointer{}
+	ahead := clocktest.New()
+	ahead.Advance(time.Hour)
+	first := New(Config{Now: ahead.Now, Checkpointer: cp})
+	addSecondaryENI(t, first, "eni-a", 0, "10.0.0.10", 2)
+	addSecondaryENI(t, first, "eni-b", 1, "10.0.1.10", 1)
+	dropped, err := first.Adopt(netip.MustParseAddr("10.0.1.10"), key("dropped"), meta("dropped"))
+	require.NoError(t, err)
+	future, err := first.Assign(key("future"), meta("future"))
+	require.NoError(t, err)
+	ahead.Set(clocktest.Start.Add(-time.Minute))
+	past, err := first.Assign(key("past"), meta("past"))
+	require.NoError(t, err)
+	require.NoError(t, first.Close())
+
+	clk := clocktest.New() // the clock stepped back an hour
+	d := New(Config{Now: clk.Now, Checkpointer: cp})
+	t.Cleanup(func() { _ = d.Close() })
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 2)
+	require.NoError(t, d.AddENI(ENIInfo{ID: "eni-b", DeviceNumber: 1, RouteTableID: 2}))
+	rep, err := d.Restore()
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Restored)
+	require.Len(t, rep.NotInPool, 1)
+	restoredAt := clk.Now()
+
+	got, ok := d.Find(key("future"))
+	require.True(t, ok)
+	assert.True(t, got.AssignedAt.Equal(restoredAt), "assigned at %s, restored at %s (written at %s)", got.AssignedAt, restoredAt, future.AssignedAt)
+	got, ok = d.Find(key("past"))
+	require.True(t, ok)
+	assert.True(t, got.AssignedAt.Equal(past.AssignedAt), "a past assignment keeps its time")
+
+	clk.Advance(time.Minute)
+	require.NoError(t, d.AddCIDR("eni-b", dropped.CIDR))
+	got, ok = d.Find(key("dropped"))
+	require.True(t, ok)
+	assert.True(t, got.AssignedAt.Equal(restoredAt), "given back: assigned at %s, restored at %s", got.AssignedAt, restoredAt)
+}

@@ -12,10 +12,10 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 )
 
-// ReplayStore is the part of the datastore DEL replay uses.
+// ReplayStore is the part of the datastore DEL replay uses: a DEL for
+// a key (datastore.Release).
 type ReplayStore interface {
-	Find(datastore.IPAMKey) (datastore.Allocation, bool)
-	ReleaseIfUnchanged(datastore.IPAMKey, time.Time) (datastore.Allocation, error)
+	Release(datastore.IPAMKey) (datastore.Allocation, error)
 }
 
 // DelQueue replays the DELs the CNI plugin queued on the host while ipamd
@@ -35,13 +35,12 @@ type DelQueue struct {
 	limited   *loglimit.Logger
 }
 
-// Replay releases the addresses of DELs the plugin queued while
-// ipamd was unreachable. An entry is only applied to an allocation made
-// before it was queued, so a newer assignment under the same key is never
-// released; entries that are done (or moot) are removed, others kept for
-// the next replay. Removal takes away only the entry replayed: a newer DEL
-// the plugin queued for the same key meanwhile waits for the next replay.
-// awscni_ipamd_del_queue_depth is set to the entries left behind.
+// Replay releases the addresses of DELs the plugin queued while ipamd was
+// unreachable. A DEL queued for a key is for the allocation that key holds
+// (see replayDelEntry); entries that are done (or moot) are removed, others
+// kept for the next replay. Removal takes away only the entry replayed: a
+// newer DEL the plugin queued for the same key meanwhile waits for the next
+// replay. awscni_ipamd_del_queue_depth is set to the entries left behind.
 func (a *DelQueue) Replay() {
 	dir := a.Dir
 	entries, bad := delqueue.List(dir)
@@ -69,24 +68,32 @@ func (a *DelQueue) badEntryLog() *loglimit.Logger {
 // removes exactly that entry from the queue. It reports whether the entry's
 // file is gone: false when the DEL is kept for a retry, a newer DEL for the
 // same interface took its place, or the file could not be removed.
+//
+// The DEL is applied as the plugin would have sent it (datastore.Release):
+// it frees what the key holds, under its own form or the one very old
+// versions wrote when they migrated pods from the CRI, and ends the
+// datastore's memory of an allocation of the key it had to let go of, so
+// that address never comes back to the deleted pod. Nothing is compared
+// with QueuedAt, the plugin's wall clock: a sandbox ID names one sandbox
+// and is never reused, so the allocation a key holds is the one its queued
+// DEL is for. It could be a newer one only if the key had been released
+// and assigned again after the DEL was queued, that is if the runtime had
+// ADDed the same sandbox again after its DEL, which CRI runtimes never do
+// (a stopped sandbox is never started again: a new one gets a new ID).
+// A wall-clock test caught no real case and dropped the only DEL after the
+// clock stepped back between a pod's ADD and its DEL (issue 36).
 func (a *DelQueue) replayDelEntry(dir string, e delqueue.Entry) (gone bool) {
 	result := "unknown"
-	if alloc, ok := a.findQueuedDel(e); ok {
-		if !alloc.AssignedAt.Before(e.QueuedAt) {
-			result = "stale"
-		} else {
-			_, err := a.Store.ReleaseIfUnchanged(alloc.Key, alloc.AssignedAt)
-			switch {
-			case err == nil:
-				result = "released"
-				a.Log.Info("replayed queued DEL", "ip", alloc.IP.String(), "pod", podRef(alloc.Metadata),
-					"containerID", e.ContainerID, "queuedFor", time.Since(e.QueuedAt).Round(time.Second).String())
-			case errors.Is(err, datastore.ErrUnknownPod), errors.Is(err, datastore.ErrAllocationChanged):
-			default:
-				a.Log.Error("could not replay queued DEL; will retry", "containerID", e.ContainerID, "error", err)
-				return false
-			}
-		}
+	key := datastore.IPAMKey{NetworkName: e.NetworkName, ContainerID: e.ContainerID, IfName: e.IfName}
+	switch alloc, err := a.Store.Release(key); {
+	case err == nil:
+		result = "released"
+		a.Log.Info("replayed queued DEL", "ip", alloc.IP.String(), "pod", podRef(alloc.Metadata),
+			"containerID", e.ContainerID, "queuedAt", e.QueuedAt)
+	case errors.Is(err, datastore.ErrUnknownPod):
+	default:
+		a.Log.Error("could not replay queued DEL; will retry", "containerID", e.ContainerID, "error", err)
+		return false
 	}
 	a.Metrics.delQueueReplayed.WithLabelValues(result).Inc()
 	switch err := delqueue.Remove(dir, e); {
@@ -98,24 +105,6 @@ func (a *DelQueue) replayDelEntry(dir string, e delqueue.Entry) (gone bool) {
 		a.Log.Warn("could not remove replayed DEL queue entry", "containerID", e.ContainerID, "error", err)
 	}
 	return false
-}
-
-// findQueuedDel returns the allocation a queued DEL is for: under its own
-// key or, like the datastore's Release, under the key very old ipamd
-// versions wrote when they migrated allocations from the CRI. The returned
-// allocation's Key is the one it is held under, for the conditional release.
-func (a *DelQueue) findQueuedDel(e delqueue.Entry) (datastore.Allocation, bool) {
-	key := datastore.IPAMKey{NetworkName: e.NetworkName, ContainerID: e.ContainerID, IfName: e.IfName}
-	if alloc, ok := a.Store.Find(key); ok {
-		return alloc, true
-	}
-	return a.Store.Find(legacyMigratedKey(e.ContainerID))
-}
-
-// legacyMigratedKey mirrors the datastore's key for allocations migrated
-// from the CRI by very old ipamd versions (kept as is in the checkpoint).
-func legacyMigratedKey(containerID string) datastore.IPAMKey {
-	return datastore.IPAMKey{NetworkName: "_migrated-from-cri", ContainerID: containerID, IfName: "unknown"}
 }
 
 // Run replays the queue every Every until ctx ends.

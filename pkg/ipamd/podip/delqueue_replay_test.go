@@ -70,37 +70,40 @@ func TestDelQueueReplayKeepsANewerDELForTheSameKey(t *testing.T) {
 
 func TestDelQueueReplayMatchesMigratedKeys(t *testing.T) {
 	a, dir := replayAgent(t)
-	// An allocation restored from a very old checkpoint, under the key those
+	// Allocations restored from a very old checkpoint, under the key those
 	// versions wrote when they migrated pods from the CRI.
-	scratch := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "scratch", IfName: "eth0"}
-	free, err := storeOf(a).Assign(scratch, datastore.IPAMMetadata{})
-	require.NoError(t, err)
-	_, err = storeOf(a).Release(scratch)
-	require.NoError(t, err)
-	migrated, err := storeOf(a).Adopt(free.IP, legacyMigratedKey("old"), datastore.IPAMMetadata{})
-	require.NoError(t, err)
-	// Another migrated one, assigned after its (older) queued DEL: kept.
-	scratch.ContainerID = "scratch2"
-	free2, err := storeOf(a).Assign(scratch, datastore.IPAMMetadata{})
-	require.NoError(t, err)
-	_, err = storeOf(a).Release(scratch)
-	require.NoError(t, err)
-	_, err = storeOf(a).Adopt(free2.IP, legacyMigratedKey("reused"), datastore.IPAMMetadata{})
-	require.NoError(t, err)
+	var migrated []datastore.Allocation
+	for _, id := range []string{"old", "stepped"} {
+		scratch := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "scratch-" + id, IfName: "eth0"}
+		free, err := storeOf(a).Assign(scratch, datastore.IPAMMetadata{})
+		require.NoError(t, err)
+		_, err = storeOf(a).Release(scratch)
+		require.NoError(t, err)
+		m, err := storeOf(a).Adopt(free.IP, legacyMigratedKey(id), datastore.IPAMMetadata{})
+		require.NoError(t, err)
+		migrated = append(migrated, m)
+	}
 
-	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "old", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: migrated.AssignedAt.Add(time.Second)}))
-	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "reused", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: migrated.AssignedAt.Add(-time.Hour)}))
+	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "old", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: migrated[0].AssignedAt.Add(time.Second)}))
+	// Queued "before" the allocation: the clock stepped back in between.
+	require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "stepped", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: migrated[1].AssignedAt.Add(-time.Hour)}))
 	a.Replay()
 
-	_, held := storeOf(a).Find(legacyMigratedKey("old"))
-	assert.False(t, held, "a queued DEL releases the allocation held under the migrated key")
-	inPool, isFree := storeOf(a).Holds(migrated.IP)
-	assert.True(t, inPool && isFree, "its address is free again")
-	_, held = storeOf(a).Find(legacyMigratedKey("reused"))
-	assert.True(t, held, "a DEL queued before the allocation does not free it")
+	for i, id := range []string{"old", "stepped"} {
+		_, held := storeOf(a).Find(legacyMigratedKey(id))
+		assert.False(t, held, "a queued DEL releases the allocation held under the migrated key %q", id)
+		inPool, isFree := storeOf(a).Holds(migrated[i].IP)
+		assert.True(t, inPool && isFree, "its address is free again")
+	}
 	left, bad := delqueue.List(dir)
 	assert.Empty(t, left, "both entries are done")
 	assert.Empty(t, bad)
+}
+
+// legacyMigratedKey is the datastore's key for allocations migrated from
+// the CRI by very old ipamd versions (kept as is in the checkpoint).
+func legacyMigratedKey(containerID string) datastore.IPAMKey {
+	return datastore.IPAMKey{NetworkName: "_migrated-from-cri", ContainerID: containerID, IfName: "unknown"}
 }
 
 func storeOf(q *DelQueue) *datastore.DataStore { return q.Store.(*datastore.DataStore) }
@@ -168,4 +171,72 @@ func TestDelQueueDepthIsWhatAReplayLeaves(t *testing.T) {
 	require.NoError(t, os.Remove(junk))
 	a.Replay()
 	assert.Equal(t, 0.0, testutil.ToFloat64(a.Metrics.delQueueDepth))
+}
+
+// replayAgentVerifying is replayAgent with new addresses checked against
+// the runtime (verify: reconciler in report or enforce mode) or not
+// (reconciler off).
+func replayAgentVerifying(t *testing.T, verify bool) (*DelQueue, string) {
+	t.Helper()
+	a, dir := replayAgent(t)
+	storeOf(a).SetVerifyNewAddresses(verify)
+	return a, dir
+}
+
+// Issue 36, case 3. The datastore let go of an allocation (one EC2 answer
+// left its address out) and remembers it; the pod's DEL, queued while
+// ipamd was down, finds no allocation. The replay ends the memory all the
+// same: when the address joins again it does not go back to the deleted
+// pod's key (reconciler off), nor is that key its last known holder
+// (report, enforce).
+func TestDelQueueReplayEndsTheMemoryOfADroppedAllocation(t *testing.T) {
+	for _, mode := range []struct {
+		name   string
+		verify bool
+	}{{"off", false}, {"report or enforce", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			a, dir := replayAgentVerifying(t, mode.verify)
+			key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "gone", IfName: "eth0"}
+			alloc, err := storeOf(a).Assign(key, datastore.IPAMMetadata{K8SPodName: "gone"})
+			require.NoError(t, err)
+			_, err = storeOf(a).RemoveCIDR(alloc.ENIID, alloc.CIDR, true)
+			require.NoError(t, err)
+			require.Equal(t, 1, storeOf(a).RemovedByForce())
+			require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "gone", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: alloc.AssignedAt.Add(time.Second)}))
+
+			a.Replay()
+			assert.Zero(t, storeOf(a).RemovedByForce(), "the replayed DEL ended the memory")
+			left, _ := delqueue.List(dir)
+			assert.Empty(t, left)
+			require.NoError(t, storeOf(a).AddCIDR(alloc.ENIID, alloc.CIDR))
+			_, held := storeOf(a).Find(key)
+			assert.False(t, held, "the deleted pod's key got %s back", alloc.IP)
+			if !mode.verify {
+				inPool, free := storeOf(a).Holds(alloc.IP)
+				assert.True(t, inPool && free, "its address is free")
+			}
+		})
+	}
+}
+
+// Issue 36, case 4. The wall clock stepped back between the pod's ADD and
+// its DEL, so the entry's QueuedAt is before the allocation's AssignedAt.
+// A queued DEL for a key is for the allocation the key holds (sandbox IDs
+// are never reused): the only DEL is applied, not dropped as stale. The
+// replay is the same in every reconciler mode.
+func TestDelQueueReplayAppliesTheOnlyDELAfterTheClockSteppedBack(t *testing.T) {
+	for _, verify := range []bool{false, true} {
+		a, dir := replayAgentVerifying(t, verify)
+		key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "c1", IfName: "eth0"}
+		alloc, err := storeOf(a).Assign(key, datastore.IPAMMetadata{})
+		require.NoError(t, err)
+		require.NoError(t, delqueue.Write(dir, delqueue.Entry{ContainerID: "c1", IfName: "eth0", NetworkName: "aws-cni", QueuedAt: alloc.AssignedAt.Add(-time.Hour)}))
+
+		a.Replay()
+		_, held := storeOf(a).Find(key)
+		assert.False(t, held, "verify %v: the only DEL was dropped; %s stays allocated", verify, alloc.IP)
+		assert.Equal(t, 1.0, testutil.ToFloat64(a.Metrics.delQueueReplayed.WithLabelValues("released")))
+		left, _ := delqueue.List(dir)
+		assert.Empty(t, left)
+	}
 }

@@ -36,6 +36,11 @@ func (r *Reconciler) Introspect() Status {
 // WithinGrace says whether an allocation made at assignedAt is still in
 // its grace period at now: its CNI ADD may be in flight, so no pass may
 // treat it as absent. The reconciler and ipam-check both decide by it.
+// An assignedAt after now counts as now (just assigned). The datastore
+// makes sure that lasts no longer than one grace period: an allocation it
+// made carries time.Now's monotonic reading (Sub ignores wall-clock
+// steps), and one restored from a checkpoint written while the clock was
+// ahead counts as assigned at the restore.
 func WithinGrace(assignedAt, now time.Time, grace time.Duration) bool {
 	return now.Sub(assignedAt) <= grace
 }

@@ -77,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		delQueueReplayed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "awscni_ipamd_del_queue_replayed_total",
-			Help: "Queued CNI DELs replayed by ipamd, by result (released, unknown, stale)",
+			Help: "Queued CNI DELs replayed by ipamd, by result (released; unknown: the key held nothing)",
 		}, []string{"result"}),
 		delQueueBad: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "awscni_ipamd_del_queue_bad_entries_total",

@@ -27,6 +27,18 @@ func restartOnFile(t *testing.T, path string, clk *clocktest.Clock, n int, verif
 	return d, rep
 }
 
+// releasedOnFile opens a store on path as restartOnFile does, gives one
+// address to a pod and takes it back: it cools.
+func releasedOnFile(t *testing.T, path string, clk *clocktest.Clock, n int) Allocation {
+	t.Helper()
+	d, _ := restartOnFile(t, path, clk, n, false)
+	a, err := d.Assign(key("old"), meta("old"))
+	require.NoError(t, err)
+	_, err = d.Release(key("old"))
+	require.NoError(t, err)
+	return a
+}
+
 // unassignedTime is ip's UnassignedTime as /v1/enis shows it.
 func unassignedTime(t *testing.T, d *DataStore, ip netip.Addr) time.Time {
 	t.Helper()
@@ -46,12 +58,7 @@ func unassignedTime(t *testing.T, d *DataStore, ip netip.Addr) time.Time {
 func TestCoolingSurvivesRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ipam.json")
 	clk := clocktest.New()
-	d1, _ := restartOnFile(t, path, clk, 2, false)
-	a, err := d1.Assign(key("old"), meta("old"))
-	require.NoError(t, err)
-	clk.Advance(time.Minute)
-	_, err = d1.Release(key("old"))
-	require.NoError(t, err)
+	a := releasedOnFile(t, path, clk, 2)
 	releasedAt := clk.Now()
 	clk.Advance(13 * time.Millisecond)
 	// SIGKILL: no Close, the files are what the release left.
@@ -98,11 +105,7 @@ func TestCoolingRestoreClampsToWallClock(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ipam.json")
 			clk := clocktest.New()
-			d1, _ := restartOnFile(t, path, clk, 1, false)
-			a, err := d1.Assign(key("old"), meta("old"))
-			require.NoError(t, err)
-			_, err = d1.Release(key("old"))
-			require.NoError(t, err)
+			a := releasedOnFile(t, path, clk, 1)
 			clk.Set(clk.Now().Add(tc.step))
 			d2, _ := restartOnFile(t, path, clk, 1, false)
 			if tc.rests == 0 {
@@ -114,7 +117,7 @@ func TestCoolingRestoreClampsToWallClock(t *testing.T) {
 			assert.Equal(t, 1, d2.Stats().CooldownIPs)
 			assert.Equal(t, clk.Now().Add(tc.rests).UnixNano(), d2.NextCooldownEnd().UnixNano())
 			clk.Advance(tc.rests - time.Millisecond)
-			_, err = d2.Assign(key("new"), meta("new"))
+			_, err := d2.Assign(key("new"), meta("new"))
 			require.ErrorIs(t, err, ErrNoAvailableIP, "still resting")
 			clk.Advance(2 * time.Millisecond)
 			b, err := d2.Assign(key("new"), meta("new"))
@@ -129,11 +132,7 @@ func TestCoolingRestoreClampsToWallClock(t *testing.T) {
 func TestCoolingRestoredUnderVerification(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ipam.json")
 	clk := clocktest.New()
-	d1, _ := restartOnFile(t, path, clk, 1, false)
-	a, err := d1.Assign(key("old"), meta("old"))
-	require.NoError(t, err)
-	_, err = d1.Release(key("old"))
-	require.NoError(t, err)
+	a := releasedOnFile(t, path, clk, 1)
 	clk.Advance(5 * time.Second)
 	d2, _ := restartOnFile(t, path, clk, 1, true)
 	assert.Equal(t, 1, d2.Stats().PendingIPs)

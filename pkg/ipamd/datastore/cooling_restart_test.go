@@ -201,3 +201,60 @@ func TestCoolingSidecarKeepsCheckpointUpstreams(t *testing.T) {
 	assert.Zero(t, rep.Cooling)
 	assert.Zero(t, d2.Stats().CooldownIPs)
 }
+
+// In IPv6 mode a released address is reused before any unused one: after
+// a restart the restored cooldown keeps it back, and the next pods get
+// unused addresses until it has rested.
+func TestCoolingSurvivesRestartIPv6(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ipam.json")
+	clk := clocktest.New()
+	open := func() *DataStore {
+		cp, err := NewFileCheckpointer(path)
+		require.NoError(t, err)
+		return newV6Store(t, Config{Now: clk.Now, Cooldown: 30 * time.Second, Checkpointer: cp})
+	}
+	d1 := open()
+	pods := assignN(t, d1, "p", 2)
+	_, err := d1.Release(pods[0].Key)
+	require.NoError(t, err)
+	clk.Advance(time.Second)
+
+	d2 := open()
+	rep, err := d2.Restore()
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Restored)
+	assert.Equal(t, 1, rep.Cooling)
+	assert.Equal(t, 1, d2.Stats().CooldownIPs)
+	b, err := d2.Assign(key("new"), meta("new"))
+	require.NoError(t, err)
+	assert.NotEqual(t, pods[0].IP, b.IP, "still resting")
+	assert.NotEqual(t, pods[1].IP, b.IP)
+	clk.Advance(30 * time.Second)
+	c, err := d2.Assign(key("next"), meta("next"))
+	require.NoError(t, err)
+	assert.Equal(t, pods[0].IP, c.IP, "rested, it is reused first")
+}
+
+// A sidecar that cannot be written fails the release like a checkpoint
+// that cannot be: the address goes back to its pod, and ipam.json still
+// names it.
+func TestCoolingSidecarWriteFailureFailsTheRelease(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ipam.json")
+	// A non-empty directory where the sidecar goes: no rename replaces it.
+	require.NoError(t, os.MkdirAll(filepath.Join(path+CoolingSuffix, "x"), 0o755))
+	clk := clocktest.New()
+	d, _ := restartOnFile(t, path, clk, 1, false)
+	a, err := d.Assign(key("p"), meta("p"))
+	require.NoError(t, err)
+	_, err = d.Release(key("p"))
+	require.Error(t, err)
+	got, ok := d.Find(key("p"))
+	require.True(t, ok, "the release is undone")
+	assert.Equal(t, a.IP, got.IP)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc, err := upstreamStrictDecode(raw)
+	require.NoError(t, err)
+	require.Len(t, doc.Allocations, 1, "the checkpoint still holds the allocation")
+}

@@ -58,6 +58,12 @@ type committer struct {
 	flushing *batch            // guarded by d.mu
 	scratch  []CheckpointEntry // guarded by writing
 	lastErr  error             // guarded by d.mu
+	// cooling is cp when it also keeps the cooling addresses (nil
+	// otherwise); coolScratch is the cooling snapshot to write before the
+	// checkpoint, and writeCool says whether this write has one.
+	cooling     CoolingCheckpointer
+	coolScratch []CoolingEntry // guarded by writing
+	writeCool   bool           // guarded by writing
 }
 
 func newCommitter(d *DataStore, cp Checkpointer) *committer {
@@ -68,6 +74,7 @@ func newCommitter(d *DataStore, cp Checkpointer) *committer {
 		quit:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
+	c.cooling, _ = cp.(CoolingCheckpointer)
 	go c.loop()
 	return c
 }
@@ -210,14 +217,27 @@ func (c *committer) writeLocked(want *batch) (prepare bool) {
 		return false
 	}
 
-	err := c.cp.Write(c.scratch)
-	if err != nil {
-		d.log.Error("checkpoint write failed", "error", err)
+	// The cooling addresses go first: a crash between the two writes
+	// leaves the released address allocated in the checkpoint, which wins
+	// over its cooling record at restore, and the release unacknowledged.
+	var err error
+	if c.writeCool {
+		if err = c.cooling.WriteCooling(c.coolScratch); err != nil {
+			d.log.Error("cooling sidecar write failed", "error", err)
+		}
+	}
+	if err == nil {
+		if err = c.cp.Write(c.scratch); err != nil {
+			d.log.Error("checkpoint write failed", "error", err)
+		}
 	}
 
 	d.mu.Lock()
 	c.flushing = nil
 	c.lastErr = err
+	if err != nil && c.writeCool {
+		d.coolDirty = true // the next write tries again
+	}
 	d.mu.Unlock()
 	b.err = err
 	close(b.done)
@@ -247,6 +267,11 @@ func (c *committer) takeLocked(want *batch) *batch {
 	c.pending = nil
 	c.flushing = b
 	c.scratch = c.d.snapshotLocked(c.scratch[:0])
+	c.writeCool = c.cooling != nil && c.d.coolDirty
+	if c.writeCool {
+		c.d.coolDirty = false
+		c.coolScratch = c.d.coolingSnapshotLocked(c.coolScratch[:0])
+	}
 	return b
 }
 

@@ -61,6 +61,11 @@ type DataStore struct {
 	// forced and forcedKeys remember what forced removals took (forced.go).
 	forced     map[netip.Addr]forcedAlloc
 	forcedKeys map[IPAMKey]netip.Addr
+	// coolDirty: a release started a cooldown since the cooling sidecar
+	// was last written (cooling_checkpoint.go). resumeCool are pending
+	// addresses with a restored cooldown to resume once verified.
+	coolDirty  bool
+	resumeCool map[*addr]struct{}
 
 	commit *committer // nil when there is no checkpointer
 	closed bool
@@ -207,6 +212,7 @@ func (d *DataStore) releaseLocked(a *addr, now time.Time, cooldown bool) {
 		a.state = stateCooling
 		a.coolElem = d.cooling.PushBack(a)
 		d.count[a.cidr.kind].cooling++
+		d.coolDirty = true
 		return
 	}
 	a.state = stateFree

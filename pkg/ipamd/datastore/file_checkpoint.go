@@ -64,6 +64,9 @@ type FileCheckpointer struct {
 	noExchange bool
 	// beforeRename is a test hook run once the temp file is complete.
 	beforeRename func()
+	// cooling writes the cooling sidecar (cooling_checkpoint.go); created
+	// on first use.
+	cooling *FileCheckpointer
 }
 
 // ckptFile is an open checkpoint or temp file, the name it had when last
@@ -92,6 +95,9 @@ func (f *FileCheckpointer) SetDurability(d Durability) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.durability = d
+	if f.cooling != nil {
+		f.cooling.SetDurability(d)
+	}
 }
 
 // Write replaces the checkpoint with entries. Only one Write runs at a time
@@ -100,6 +106,11 @@ func (f *FileCheckpointer) Write(entries []CheckpointEntry) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.buf = EncodeCheckpoint(f.buf[:0], entries)
+	return f.writeBufLocked()
+}
+
+// writeBufLocked replaces the file with f.buf. Requires f.mu.
+func (f *FileCheckpointer) writeBufLocked() error {
 	tmp, err := f.takeSpare()
 	if err != nil {
 		return err
@@ -259,6 +270,9 @@ func (f *FileCheckpointer) Close() error {
 			}
 		}
 		err = errors.Join(err, cerr)
+	}
+	if f.cooling != nil {
+		err = errors.Join(err, f.cooling.Close())
 	}
 	return err
 }

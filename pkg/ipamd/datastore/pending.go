@@ -58,6 +58,7 @@ func (d *DataStore) holdPendingLocked(c *cidr) {
 // settlePendingLocked ends a's pending state, leaving it free. Requires
 // d.mu.
 func (d *DataStore) settlePendingLocked(a *addr) {
+	d.dropResumeLocked(a)
 	a.state = stateFree
 	a.joinSeq, a.joinedAt = 0, time.Time{}
 	d.count[a.cidr.kind].pending--
@@ -112,7 +113,7 @@ func (d *DataStore) Verify(ps []Pending) int {
 		if !ok || a.state != statePending || a.joinSeq != p.Seq {
 			continue
 		}
-		d.settlePendingLocked(a)
+		d.settleVerifiedLocked(a)
 		d.forgetForcedAddrLocked(a.ip)
 		n++
 	}
@@ -150,7 +151,7 @@ func (d *DataStore) SetVerifyNewAddresses(on bool) {
 	}
 	for _, a := range d.byIP {
 		if a.state == statePending {
-			d.settlePendingLocked(a)
+			d.settleVerifiedLocked(a)
 		}
 	}
 	for _, c := range d.v6 {

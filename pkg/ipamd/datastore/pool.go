@@ -74,6 +74,9 @@ type addr struct {
 	// when it joins the pool unverified).
 	joinSeq  uint64
 	joinedAt time.Time
+	// coolFrom is the release time of a cooldown restored while the
+	// address is pending: it rests from then once verified.
+	coolFrom time.Time
 	// encoded is the checkpoint JSON of the current assignment (nil when
 	// free or when there is no checkpointer); a fresh slice per assignment
 	// because a checkpoint write may still be reading the previous one.

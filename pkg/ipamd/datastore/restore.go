@@ -17,6 +17,9 @@ type RestoreReport struct {
 	// Conflicts are entries whose address or key was already taken by an
 	// earlier entry; dropped, the first entry wins.
 	Conflicts []CheckpointEntry
+	// Cooling is how many addresses rest again after the restart, from the
+	// cooling sidecar written with their release (cooling_checkpoint.go).
+	Cooling int
 }
 
 // Restore reads the checkpoint and re-assigns each entry's address to its
@@ -34,8 +37,20 @@ func (d *DataStore) Restore() (RestoreReport, error) {
 	if err != nil {
 		return RestoreReport{}, fmt.Errorf("restore: %w", err)
 	}
+	var cooling []CoolingEntry
+	if cc := d.commit.cooling; cc != nil {
+		// Losing the cooldowns is upstream's behaviour, not a reason to
+		// refuse to start.
+		if cooling, err = cc.ReadCooling(); err != nil {
+			d.log.Warn("cooling addresses not restored", "error", err)
+			cooling = nil
+		}
+	}
 	d.mu.Lock()
 	rep, b, err := d.restoreLocked(entries)
+	if err == nil {
+		rep.Cooling = d.restoreCoolingLocked(cooling)
+	}
 	d.mu.Unlock()
 	if err != nil {
 		return rep, err

@@ -79,7 +79,7 @@ func Run(ctx context.Context, c Config, store Store) error {
 		c.Log.Error("checkpoint entry dropped: address or key already restored", "key", e.Key.String(), "ip", e.IP.String())
 	}
 	c.Log.Info("checkpoint restored", "restored", rep.Restored, "notInPool", len(rep.NotInPool),
-		"conflicts", len(rep.Conflicts), "took", time.Since(start).String())
+		"conflicts", len(rep.Conflicts), "cooling", rep.Cooling, "took", time.Since(start).String())
 	return apply(ctx, plan, c, err, leftOutJoined(c.Node.LeftOut, store))
 }
 

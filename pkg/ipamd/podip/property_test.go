@@ -307,7 +307,7 @@ func TestEveryPathDecidesAlike(t *testing.T) {
 		}
 		p.r.mu.Lock()
 		for k, c := range p.r.candidates {
-			if c.gone && rep.Capped {
+			if _, gone := p.r.view.goneAt(c.alloc.Key.ContainerID); gone && rep.Capped {
 				wouldP[k] = true
 			}
 		}

@@ -15,7 +15,7 @@ import (
 // The one release decision (docs/pod-ip-reconciler.md, "One release
 // decision", states its rules). Every path that frees a leaked allocation
 // (a pass, the reclaim for an ADD that found the pool exhausted, CNI GC)
-// calls reclaimLocked with a listing it just took and its scope; the
+// calls reclaim with a listing it just took and its scope; the
 // paths differ only in what triggers them and how many they may free.
 // Whether the address is in use is the one answer of inuse.go; what the
 // runtime said of the allocation's sandbox asked by its ID comes from
@@ -31,11 +31,8 @@ type candidate struct {
 	firstSeen time.Time // first list (of any path) that left its sandbox out
 	lastSeen  time.Time
 	lists     int // lists that left it out since firstSeen
-	// gone: asked by its ID after a list left it out, the runtime said it
-	// has no such sandbox (first at goneAt). Sandbox IDs are never reused,
-	// so it stays true.
-	gone   bool
-	goneAt time.Time
+	// Whether the runtime said its sandbox is gone, and since when, is the
+	// view's (runtimeView.goneAt): sandbox IDs are never reused.
 	// counted: report mode counted and announced it (once).
 	counted bool
 	// noted: a hand-over that cannot happen yet was logged (once).
@@ -205,9 +202,11 @@ func (r *Reconciler) prepareLocked(ctx context.Context, l *listing, allocs []dat
 func (r *Reconciler) askCandidates(ctx context.Context, l *listing, in *releaseInput, rd *round) {
 	in.asked = make(map[*candidate]answer, len(in.cands))
 	for i, c := range in.cands {
-		if in.limit > 0 && i > 0 && planRelease(releaseInput{cands: in.cands[:i], asked: in.asked, goneAt: in.goneAt, use: in.use,
-			report: in.report, limit: in.limit, restedOnly: in.restedOnly, cooldown: in.cooldown, now: in.now}).capped {
-			return
+		if in.limit > 0 && i > 0 {
+			asked := *in
+			if asked.cands = in.cands[:i]; planRelease(asked).capped {
+				return // what is asked already fills the limit
+			}
 		}
 		_, ans := r.view.ask(ctx, c.alloc.Key.ContainerID, rd)
 		in.asked[c] = ans
@@ -221,9 +220,6 @@ func (r *Reconciler) askCandidates(ctx context.Context, l *listing, in *releaseI
 func (r *Reconciler) applyReleaseLocked(ctx context.Context, plan releasePlan, sc scope, capped bool, res *reclaimResult, evs *eventBatch) {
 	for _, st := range plan.steps {
 		c := st.c
-		if at, gone := r.view.goneAt(c.alloc.Key.ContainerID); gone && !c.gone {
-			c.gone, c.goneAt = true, at
-		}
 		c.held = st.why
 		if st.judged {
 			c.judge(st.use, st.user.ID) // user: set by actHandOver only

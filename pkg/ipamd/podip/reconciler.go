@@ -308,11 +308,13 @@ func (r *Reconciler) publishLocked() {
 		st.PendingReason = r.verify.Reason
 	}
 	for _, c := range r.candidates {
-		if c.gone {
+		goneAt, gone := r.view.goneAt(c.alloc.Key.ContainerID)
+		if gone {
 			st.Leaked++
 		}
 		st.Candidates = append(st.Candidates, CandidateStatus{IP: c.alloc.IP.String(), ContainerID: c.alloc.Key.ContainerID,
-			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.lists, Confirmed: c.gone, ConfirmedAt: c.goneAt, Held: c.held, UsedBy: c.usedBy, AddressUse: c.addressUse()})
+			Pod: podRef(c.alloc.Metadata), AssignedAt: c.alloc.AssignedAt, FirstSeenAbsent: c.firstSeen, PassesAbsent: c.lists,
+			Confirmed: gone, ConfirmedAt: goneAt, Held: c.held, UsedBy: c.usedBy, AddressUse: c.addressUse()})
 	}
 	r.m.reconcileCandidates.Set(float64(len(r.candidates)))
 	r.m.reconcileLeaked.Set(float64(st.Leaked))

@@ -79,6 +79,9 @@ type sandboxAddrs struct {
 type round struct {
 	calls int
 	ended bool
+	// alive: the sandboxes that answered in this round, asked once each
+	// (a failure is remembered by the view itself).
+	alive map[string]SandboxStatus
 }
 
 // answer is what the runtime said of a sandbox asked by its ID.
@@ -132,6 +135,9 @@ func (v *runtimeView) ask(ctx context.Context, id string, rd *round) (SandboxSta
 	if _, gone := v.gone[id]; gone {
 		return SandboxStatus{}, answerGone
 	}
+	if st, ok := rd.alive[id]; ok {
+		return st, answerAlive
+	}
 	now := v.now()
 	if at, failed := v.failed[id]; rd.ended || rd.calls >= maxStatusCallsPerLearn || failed && now.Sub(at) < statusRetryAfter {
 		return SandboxStatus{}, answerUnknown
@@ -141,6 +147,10 @@ func (v *runtimeView) ask(ctx context.Context, id string, rd *round) (SandboxSta
 	switch {
 	case err == nil:
 		delete(v.failed, id)
+		if rd.alive == nil {
+			rd.alive = map[string]SandboxStatus{}
+		}
+		rd.alive[id] = st
 		return st, answerAlive
 	case errors.Is(err, ErrSandboxNotFound):
 		v.gone[id] = now

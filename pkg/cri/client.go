@@ -112,6 +112,9 @@ func (c *Client) handshake(ctx context.Context) {
 	}
 	v, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{Version: "v1"})
 	if err != nil {
+		// Asked again at the next answer: the runtime's name decides what
+		// a stopped sandbox's IPs prove (KeepsIPsAfterTeardown).
+		c.greeted.Store(false)
 		c.log.Warn("CRI version handshake failed", "endpoint", c.path, "error", err)
 		return
 	}

@@ -57,9 +57,10 @@ func (d *DataStore) rememberOneLocked(ip netip.Addr, key IPAMKey, meta IPAMMetad
 
 // restoreForcedLocked gives the remembered addresses of c, which has just
 // joined the pool, back to their keys and returns how many and the batch
-// that records them (nil when none). With verification on it only forgets
-// them: the runtime decides. An address whose key holds another one by
-// now, or that is no longer free, is left as it is. Requires d.mu.
+// that records them (nil when none). With verification on it keeps them as
+// evidence for the runtime check (lastHoldersLocked), which decides. An
+// address whose key holds another one by now, or that is no longer free,
+// is left as it is. Requires d.mu.
 func (d *DataStore) restoreForcedLocked(c *cidr) (restored int, b *batch) {
 	for ip, fa := range d.forced {
 		if !c.prefix.Contains(ip) {
@@ -90,15 +91,19 @@ func (d *DataStore) restoreForcedLocked(c *cidr) (restored int, b *batch) {
 // lastHoldersLocked are the remembered keys of the addresses in p.
 // Requires d.mu.
 func (d *DataStore) lastHoldersLocked(p netip.Prefix) []Holder {
+	if len(d.forced) == 0 {
+		return nil
+	}
+	now := d.now()
 	var out []Holder
 	if p.IsSingleIP() {
-		if fa, ok := d.forced[p.Addr()]; ok {
+		if fa, ok := d.forced[p.Addr()]; ok && now.Sub(fa.at) <= ForcedMemory {
 			out = append(out, Holder{IP: p.Addr(), Key: fa.key})
 		}
 		return out
 	}
 	for ip, fa := range d.forced {
-		if p.Contains(ip) {
+		if p.Contains(ip) && now.Sub(fa.at) <= ForcedMemory {
 			out = append(out, Holder{IP: ip, Key: fa.key})
 		}
 	}

@@ -102,8 +102,10 @@ func (d *DataStore) Verify(ps []Pending) int {
 		if p.Prefix.IsValid() {
 			if c := d.v6PrefixLocked(p.Prefix); c != nil && c.v6.pending && c.v6.joinSeq == p.Seq {
 				d.setV6PendingLocked(c, false)
-				for _, h := range d.lastHoldersLocked(c.prefix) {
-					d.forgetForcedAddrLocked(h.IP)
+				for ip := range d.forced {
+					if c.prefix.Contains(ip) {
+						d.forgetForcedAddrLocked(ip) // settled
+					}
 				}
 				n++
 			}

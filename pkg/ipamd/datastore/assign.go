@@ -134,6 +134,9 @@ func (d *DataStore) release(key IPAMKey, assignedAt *time.Time, cooldown bool) (
 	alloc, ch, err := d.beginReleaseLocked(key, assignedAt, cooldown)
 	d.mu.Unlock()
 	if err != nil {
+		if werr := ch.b.wait(); werr != nil {
+			return Allocation{}, fmt.Errorf("release %s: persist checkpoint: %w", key, werr)
+		}
 		return Allocation{}, err
 	}
 	if err := ch.b.wait(); err != nil {
@@ -151,12 +154,13 @@ func (d *DataStore) beginReleaseLocked(key IPAMKey, assignedAt *time.Time, coold
 	if d.closed {
 		return Allocation{}, change{}, ErrClosed
 	}
+	unplaced := false
 	if d.forcedKeys != nil {
 		// Its pod is gone: no address may come back to it, whether or not
 		// the key holds one now, under either form a DEL matches.
-		d.forgetForcedKeyLocked(key)
+		unplaced = d.forgetForcedKeyLocked(key)
 		if assignedAt == nil {
-			d.forgetForcedKeyLocked(migratedKey(key))
+			unplaced = d.forgetForcedKeyLocked(migratedKey(key)) || unplaced
 		}
 	}
 	a, ok := d.byKey[key]
@@ -164,6 +168,11 @@ func (d *DataStore) beginReleaseLocked(key IPAMKey, assignedAt *time.Time, coold
 		a, ok = d.byKey[migratedKey(key)]
 	}
 	if !ok {
+		if unplaced {
+			// Its checkpoint entry goes: the DEL returns once it is gone
+			// from disk, or a restart would remember the pod again.
+			return Allocation{}, change{b: d.commit.joinLocked()}, ErrUnknownPod
+		}
 		return Allocation{}, change{}, ErrUnknownPod
 	}
 	if assignedAt != nil && !a.assignedAt.Equal(*assignedAt) {
@@ -224,7 +233,9 @@ func (d *DataStore) Adopt(ip netip.Addr, key IPAMKey, meta IPAMMetadata) (Alloca
 		return Allocation{}, fmt.Errorf("adopt %s for %s: persist checkpoint: %w", ip, key, err)
 	}
 	d.mu.Lock()
-	d.forgetForcedAddrLocked(ip) // settled: its user holds it
+	if d.forgetForcedAddrLocked(ip) { // settled: its user holds it
+		d.commit.scheduleLocked()
+	}
 	d.mu.Unlock()
 	return alloc, nil
 }

@@ -331,10 +331,11 @@ func (c *committer) stop() error {
 	return err
 }
 
-// snapshotLocked appends every assigned address to dst. Requires d.mu.
+// snapshotLocked appends every assigned address and every unplaced entry
+// to dst. Requires d.mu.
 func (d *DataStore) snapshotLocked(dst []CheckpointEntry) []CheckpointEntry {
 	for _, a := range d.byKey {
 		dst = append(dst, CheckpointEntry{Key: a.key, IP: a.ip, AssignedAt: a.assignedAt, Metadata: a.meta, Encoded: a.encoded})
 	}
-	return dst
+	return d.appendUnplacedLocked(dst)
 }

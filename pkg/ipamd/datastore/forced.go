@@ -10,7 +10,9 @@ import (
 //   - a forced removal: the ENI sync removes a CIDR or an ENI by force only
 //     when EC2 has twice said it is gone while pods held its addresses;
 //   - a restore: a checkpoint entry whose address is on none of the ENIs
-//     EC2 showed at start (one answer, which may have left it out).
+//     EC2 showed at start (one answer, which may have left it out). Such
+//     an entry stays in the checkpoint until evidence ends it
+//     (unplaced.go), so no restart forgets it.
 //
 // If the address joins the pool again, its pod is most likely still running
 // with it. Where new addresses are checked against the runtime
@@ -23,7 +25,8 @@ import (
 // to EC2: AddCIDR gives it back to its key, on whichever ENI it joins, with
 // its original assignment time (the allocation goes on; a reconciler that
 // starts later checks it like any other). A release of the key (its DEL)
-// forgets it. The memory is in-process only and lasts ForcedMemory.
+// forgets it. The memory of a confirmed removal is in-process only and
+// lasts ForcedMemory; a restore's entry lasts until evidence ends it.
 
 // ForcedMemory is how long such allocations are remembered.
 const ForcedMemory = time.Hour
@@ -33,34 +36,46 @@ type forcedAlloc struct {
 	key        IPAMKey
 	meta       IPAMMetadata
 	assignedAt time.Time
+	// unplaced: a restored entry that one answer left out; it stays in the
+	// checkpoint and never expires (unplaced.go). missingSince is when the
+	// answer that left it out was read.
+	unplaced     bool
+	missingSince time.Time
+}
+
+// live reports whether the memory still stands at now.
+func (fa forcedAlloc) live(now time.Time) bool {
+	return fa.unplaced || now.Sub(fa.at) <= ForcedMemory
 }
 
 // rememberForcedLocked records allocations let go of. Requires d.mu.
 func (d *DataStore) rememberForcedLocked(released []Allocation) {
 	for _, a := range released {
-		d.rememberOneLocked(a.IP, a.Key, a.Metadata, a.AssignedAt)
+		d.rememberOneLocked(forcedAlloc{key: a.Key, meta: a.Metadata, assignedAt: a.AssignedAt}, a.IP)
 	}
 }
 
-func (d *DataStore) rememberOneLocked(ip netip.Addr, key IPAMKey, meta IPAMMetadata, assignedAt time.Time) {
+// rememberOneLocked records fa for ip, as let go of now. Requires d.mu.
+func (d *DataStore) rememberOneLocked(fa forcedAlloc, ip netip.Addr) {
 	if d.forced == nil {
 		d.forced, d.forcedKeys = map[netip.Addr]forcedAlloc{}, map[IPAMKey]netip.Addr{}
 	}
 	d.expireForcedLocked()
-	d.forgetForcedKeyLocked(key)
+	d.forgetForcedKeyLocked(fa.key)
 	if old, ok := d.forced[ip]; ok {
 		delete(d.forcedKeys, old.key)
 	}
-	d.forced[ip] = forcedAlloc{at: d.now(), key: key, meta: meta, assignedAt: assignedAt}
-	d.forcedKeys[key] = ip
+	fa.at = d.now()
+	d.forced[ip] = fa
+	d.forcedKeys[fa.key] = ip
 }
 
 // restoreForcedLocked gives the remembered addresses of c, which has just
 // joined the pool, back to their keys and returns how many and the batch
-// that records them (nil when none). With verification on it keeps them as
-// evidence for the runtime check (lastHoldersLocked), which decides. An
-// address whose key holds another one by now, or that is no longer free,
-// is left as it is. Requires d.mu.
+// that records them (nil when nothing changed on disk). With verification
+// on it keeps them as evidence for the runtime check (lastHoldersLocked),
+// which decides. An address whose key holds another one by now, or that is
+// no longer free, is left as it is. Requires d.mu.
 func (d *DataStore) restoreForcedLocked(c *cidr) (restored int, b *batch) {
 	for ip, fa := range d.forced {
 		if !c.prefix.Contains(ip) {
@@ -71,7 +86,10 @@ func (d *DataStore) restoreForcedLocked(c *cidr) (restored int, b *batch) {
 		}
 		delete(d.forced, ip)
 		delete(d.forcedKeys, fa.key)
-		if d.now().Sub(fa.at) > ForcedMemory {
+		if fa.unplaced {
+			b = d.commit.joinLocked() // it leaves the checkpoint, or is written as an allocation
+		}
+		if !fa.live(d.now()) {
 			continue
 		}
 		alloc, ad, err := d.beginAdoptAtLocked(ip, fa.key, fa.meta, fa.assignedAt)
@@ -97,52 +115,58 @@ func (d *DataStore) lastHoldersLocked(p netip.Prefix) []Holder {
 	now := d.now()
 	var out []Holder
 	if p.IsSingleIP() {
-		if fa, ok := d.forced[p.Addr()]; ok && now.Sub(fa.at) <= ForcedMemory {
+		if fa, ok := d.forced[p.Addr()]; ok && fa.live(now) {
 			out = append(out, Holder{IP: p.Addr(), Key: fa.key})
 		}
 		return out
 	}
 	for ip, fa := range d.forced {
-		if p.Contains(ip) && now.Sub(fa.at) <= ForcedMemory {
+		if p.Contains(ip) && fa.live(now) {
 			out = append(out, Holder{IP: ip, Key: fa.key})
 		}
 	}
 	return out
 }
 
-// forgetForcedAddrLocked drops ip from the memory: it was settled.
+// forgetForcedAddrLocked drops ip from the memory: it was settled. It
+// reports whether the checkpoint changes (an unplaced entry leaves it).
 // Requires d.mu.
-func (d *DataStore) forgetForcedAddrLocked(ip netip.Addr) {
+func (d *DataStore) forgetForcedAddrLocked(ip netip.Addr) (unplaced bool) {
 	if fa, ok := d.forced[ip]; ok {
 		delete(d.forced, ip)
 		delete(d.forcedKeys, fa.key)
+		return fa.unplaced
 	}
+	return false
 }
 
-// forgetForcedKeyLocked drops key from the memory (its pod was deleted)
-// and reports whether it was there. Requires d.mu.
-func (d *DataStore) forgetForcedKeyLocked(key IPAMKey) bool {
+// forgetForcedKeyLocked drops key from the memory (its pod was deleted).
+// It reports whether the checkpoint changes (an unplaced entry leaves it).
+// Requires d.mu.
+func (d *DataStore) forgetForcedKeyLocked(key IPAMKey) (unplaced bool) {
 	ip, ok := d.forcedKeys[key]
 	if !ok {
 		return false
 	}
 	delete(d.forcedKeys, key)
+	unplaced = d.forced[ip].unplaced
 	delete(d.forced, ip)
-	return true
+	return unplaced
 }
 
-// expireForcedLocked drops what is older than ForcedMemory. Requires d.mu.
+// expireForcedLocked drops what is older than ForcedMemory (never an
+// unplaced entry). Requires d.mu.
 func (d *DataStore) expireForcedLocked() {
 	for ip, fa := range d.forced {
-		if d.now().Sub(fa.at) > ForcedMemory {
+		if !fa.live(d.now()) {
 			delete(d.forced, ip)
 			delete(d.forcedKeys, fa.key)
 		}
 	}
 }
 
-// RemovedByForce counts the allocations remembered (within ForcedMemory)
-// that would be given back if their address returned.
+// RemovedByForce counts the allocations remembered (within ForcedMemory,
+// or unplaced) that would be given back if their address returned.
 func (d *DataStore) RemovedByForce() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -92,8 +92,9 @@ func (d *DataStore) PendingAddresses() []Pending {
 
 // Verify makes the listed pending addresses free (assignable), skipping any
 // that is no longer in the same pending period. It returns how many it
-// freed. Nothing is persisted: pending and free addresses are both absent
-// from the checkpoint.
+// freed. Pending and free addresses are both absent from the checkpoint;
+// an unplaced entry of a verified address leaves it (written in the
+// background: a lost write keeps it one more start, the safe side).
 func (d *DataStore) Verify(ps []Pending) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -103,8 +104,8 @@ func (d *DataStore) Verify(ps []Pending) int {
 			if c := d.v6PrefixLocked(p.Prefix); c != nil && c.v6.pending && c.v6.joinSeq == p.Seq {
 				d.setV6PendingLocked(c, false)
 				for ip := range d.forced {
-					if c.prefix.Contains(ip) {
-						d.forgetForcedAddrLocked(ip) // settled
+					if c.prefix.Contains(ip) && d.forgetForcedAddrLocked(ip) { // settled
+						d.commit.scheduleLocked()
 					}
 				}
 				n++
@@ -116,7 +117,9 @@ func (d *DataStore) Verify(ps []Pending) int {
 			continue
 		}
 		d.settleVerifiedLocked(a)
-		d.forgetForcedAddrLocked(a.ip)
+		if d.forgetForcedAddrLocked(a.ip) {
+			d.commit.scheduleLocked() // its unplaced entry leaves the checkpoint
+		}
 		n++
 	}
 	return n

@@ -10,9 +10,10 @@ type RestoreReport struct {
 	Restored int
 	// NotInPool are entries whose address is on none of the store's ENIs
 	// (the address was returned to EC2 while ipamd was down, or one EC2
-	// answer left it out); dropped, but remembered: without verification,
-	// if the address joins the pool within ForcedMemory, it goes back to
-	// the entry's key (forced.go).
+	// answer left it out). They stay in the checkpoint, unplaced, until
+	// evidence ends them (unplaced.go); if the address joins the pool
+	// meanwhile it goes back to the entry's key, or, with verification,
+	// the key is the address's last known holder (forced.go).
 	NotInPool []CheckpointEntry
 	// Conflicts are entries whose address or key was already taken by an
 	// earlier entry; dropped, the first entry wins.
@@ -26,8 +27,10 @@ type RestoreReport struct {
 // key, keeping the original assignment time (one after the restore counts
 // as the restore: restoredAssignedAt). An IPv6 entry goes to the
 // IPv6 prefix that contains its address. Call it after the node's ENIs
-// and CIDRs are in the store and before serving any ADD. The checkpoint is
-// then rewritten to match what was kept. Checkpoint errors (missing file is
+// and CIDRs are in the store and before serving any ADD; the answer they
+// came from counts as the first read that left out an unplaced entry. The
+// checkpoint is then rewritten to match what was kept, unplaced entries
+// included. Checkpoint errors (missing file is
 // not one) are returned as is: see FileCheckpointer.Read.
 func (d *DataStore) Restore() (RestoreReport, error) {
 	if d.commit == nil {
@@ -75,7 +78,8 @@ func (d *DataStore) restoreLocked(entries []CheckpointEntry) (RestoreReport, *ba
 		c := d.v6ContainingLocked(e.IP)
 		if !ok && c == nil {
 			rep.NotInPool = append(rep.NotInPool, e)
-			d.rememberOneLocked(e.IP, e.Key, e.Metadata, e.AssignedAt)
+			d.rememberOneLocked(forcedAlloc{key: e.Key, meta: e.Metadata, assignedAt: e.AssignedAt,
+				unplaced: true, missingSince: now}, e.IP)
 			continue
 		}
 		if _, taken := d.byKey[e.Key]; taken || ok && a.state == stateAssigned {

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"net/netip"
+	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
@@ -43,6 +44,8 @@ type Store interface {
 	ExcludedFreeCIDRs() []datastore.FreeCIDR
 	PendingCount() int
 	Stats() datastore.Stats
+	UnplacedReadDue(now time.Time, after time.Duration) bool
+	ConfirmUnplaced(readAt time.Time, after time.Duration) ([]datastore.CheckpointEntry, error)
 }
 
 var _ Store = (*datastore.DataStore)(nil)

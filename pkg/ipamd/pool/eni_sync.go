@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
@@ -76,9 +77,10 @@ func (p *Manager) syncENIs(ctx context.Context) bool {
 		p.Log.Warn("ENI sync: IMDS unavailable", "error", err)
 		return false
 	}
-	if p.imdsAgrees(attached) && !p.forcedCheckDue() {
+	if p.imdsAgrees(attached) && !p.forcedCheckDue() && !p.unplacedReadDue() {
 		return false
 	}
+	readAt := p.now()
 	truth, err := p.AWS.InstanceENIs(ctx)
 	if err != nil {
 		p.Errors.WithLabelValues("reconcileFailedGetENIs").Inc()
@@ -87,7 +89,32 @@ func (p *Manager) syncENIs(ctx context.Context) bool {
 	}
 	p.verifiedEC2()
 	p.applyTruth(ctx, truth)
+	p.confirmUnplaced(readAt)
 	return true
+}
+
+// unplacedReadDue: a checkpoint entry the start's answer left out waits
+// for a second EC2 read (datastore/unplaced.go). Never with IMDS as the
+// ENIs' source: its answers are no evidence.
+func (p *Manager) unplacedReadDue() bool {
+	return !p.cfg.ENIViewFromIMDS && p.Store.UnplacedReadDue(p.now(), p.cfg.DisputeConfirmAfter)
+}
+
+// confirmUnplaced takes EC2's answer read at readAt, already applied, as
+// the second read for the checkpoint entries the start's answer left out:
+// those it leaves out too, the dispute period later, leave the checkpoint.
+func (p *Manager) confirmUnplaced(readAt time.Time) {
+	if p.cfg.ENIViewFromIMDS {
+		return
+	}
+	gone, err := p.Store.ConfirmUnplaced(readAt, p.cfg.DisputeConfirmAfter)
+	for _, e := range gone {
+		p.Log.Warn("ENI sync: a second EC2 read also leaves out a checkpointed pod's address; it leaves the checkpoint",
+			"ip", e.IP.String(), "key", e.Key.String())
+	}
+	if err != nil {
+		p.Log.Error("ENI sync: checkpoint entries confirmed gone could not be written", "count", len(gone), "error", err)
+	}
 }
 
 // imdsAgrees reports whether IMDS shows exactly the datastore's ENIs and

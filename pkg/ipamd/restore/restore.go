@@ -73,7 +73,9 @@ func Run(ctx context.Context, c Config, store Store) error {
 		return fmt.Errorf("restore checkpoint: %w", err)
 	}
 	for _, e := range rep.NotInPool {
-		c.Log.Warn("checkpoint entry dropped: address is on none of the node's ENIs", "key", e.Key.String(), "ip", e.IP.String())
+		c.Log.Warn("checkpoint entry kept unassigned: its address is on none of the ENIs read at start; "+
+			"it stays in the checkpoint until its DEL, its address joins, or a second EC2 read also leaves it out",
+			"key", e.Key.String(), "ip", e.IP.String())
 	}
 	for _, e := range rep.Conflicts {
 		c.Log.Error("checkpoint entry dropped: address or key already restored", "key", e.Key.String(), "ip", e.IP.String())

@@ -378,7 +378,7 @@ func TestIPv6RestoreUpstreamCheckpoint(t *testing.T) {
 	web, ok := d.Find(key("a41b7e2c9d3f8a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b"))
 	require.True(t, ok)
 	assert.Equal(t, v6("2"), web.IP)
-	assert.Equal(t, time.Unix(0, 1718040000500000002), web.AssignedAt)
+	assert.Equal(t, int64(1718040000500000002), web.AssignedAt.UnixNano())
 	assert.Equal(t, IPAMMetadata{K8SPodNamespace: "default", K8SPodName: "web-0", InterfacesCount: 1}, web.Metadata)
 	assert.Equal(t, 2, d.Stats().AssignedIPs)
 

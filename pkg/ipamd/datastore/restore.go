@@ -101,10 +101,13 @@ func (d *DataStore) restoreLocked(entries []CheckpointEntry) (RestoreReport, *ba
 // this process keeps it. A time after the restore (the file was written
 // while the wall clock was ahead) counts as the restore: the allocation
 // gets one grace period from now, not one that lasts until the clock
-// catches up. An earlier time is kept as written.
+// catches up. An earlier time keeps its wall time (what the checkpoint
+// says) and is anchored on now: from the restore on, the allocation's age
+// is measured on this process's monotonic clock, so a later step of the
+// wall clock neither ages it nor makes it young again.
 func restoredAssignedAt(at, now time.Time) time.Time {
 	if at.After(now) {
 		return now
 	}
-	return at
+	return now.Add(-now.Sub(at))
 }

@@ -398,3 +398,22 @@ func TestRestoreCountsAFutureAssignmentTimeAsTheRestore(t *testing.T) {
 	require.True(t, ok)
 	assert.True(t, got.AssignedAt.Equal(restoredAt), "given back: assigned at %s, restored at %s", got.AssignedAt, restoredAt)
 }
+
+// A restored allocation's age is measured on the process's monotonic clock
+// from the restore on: its assignment time keeps the checkpoint's wall
+// time and carries a monotonic reading, so a wall-clock step after the
+// restore moves no grace period (time.Time compares and subtracts on the
+// monotonic readings when both times have one).
+func TestARestoredAllocationAgesOnTheMonotonicClock(t *testing.T) {
+	written := time.Now().Add(-time.Minute).Round(0) // as read from a file: wall time only
+	d := New(Config{Checkpointer: seeded(t, []CheckpointEntry{{Key: key("c1"), IP: netip.MustParseAddr("10.0.0.10"), AssignedAt: written}})})
+	t.Cleanup(func() { _ = d.Close() })
+	addSecondaryENI(t, d, "eni-a", 0, "10.0.0.10", 1)
+	_, err := d.Restore()
+	require.NoError(t, err)
+	got, ok := d.Find(key("c1"))
+	require.True(t, ok)
+	assert.Equal(t, written.UnixNano(), got.AssignedAt.UnixNano(), "the checkpoint's wall time is kept")
+	assert.Contains(t, got.AssignedAt.String(), " m=", "anchored on the monotonic clock")
+	assert.InDelta(t, time.Minute.Seconds(), time.Since(got.AssignedAt).Seconds(), 5, "its age is what the checkpoint says")
+}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strconv"
@@ -26,7 +27,9 @@ import (
 // every acknowledged assignment is there and every acknowledged release is
 // not. Only the one call in flight at the kill may have gone either way.
 // Each round's child restores from what the last one left, so a kill may
-// also land in the restore (which rewrites the checkpoint).
+// also land in the restore (which rewrites the checkpoint). The file starts
+// with an entry whose address no ENI of the child has: it must be in the
+// file after every kill.
 
 const crashEnvRound = "DATASTORE_TEST_CRASH_ROUND"
 
@@ -180,8 +183,12 @@ func TestSIGKILLNeverLosesAnAcknowledgedAllocation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	_, path := newTestFileCheckpointer(t)
-	held := map[string]string{} // acknowledged and not released: container ID -> IP
+	seed, path := newTestFileCheckpointer(t)
+	// A pod whose address is on none of the child's ENIs (one answer left
+	// it out): no restart, however it is killed, may drop its entry.
+	unplaced := CheckpointEntry{Key: key("unplaced-pod"), IP: netip.MustParseAddr("10.99.0.1"), AssignedAt: time.Unix(1_700_000_000, 0), Metadata: meta("unplaced-pod")}
+	require.NoError(t, seed.Write([]CheckpointEntry{unplaced}))
+	held := map[string]string{unplaced.Key.ContainerID: unplaced.IP.String()} // acknowledged and not released: container ID -> IP
 	total, ready := 0, 0
 	for round := range 20 {
 		out := killChildAtRandom(t, path, round)

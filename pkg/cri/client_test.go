@@ -64,3 +64,29 @@ func TestRequestsAreSentAsPlainGRPC(t *testing.T) {
 	_, err = c.ListSandboxes(context.Background())
 	require.NoError(t, err)
 }
+
+// A failed Version handshake leaves the runtime's name unknown and is asked
+// again at the runtime's next answer: the name decides what a stopped
+// sandbox's IPs prove, so one failure must not leave it unknown for good.
+func TestAFailedHandshakeIsAskedAgain(t *testing.T) {
+	dir := sockDir(t)
+	rt, path := serve(t, dir, "rt.sock", "a")
+	rt.SetRuntimeName("cri-o")
+	rt.FailVersion(1, codes.Internal)
+	c, err := Dial(path, time.Second, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	list, err := c.ListSandboxes(context.Background())
+	require.NoError(t, err, "the list answers although the handshake failed")
+	require.Len(t, list, 1)
+	assert.Empty(t, c.RuntimeName(), "not known yet")
+
+	_, err = c.SandboxStatus(context.Background(), list[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, "cri-o", c.RuntimeName(), "asked again at the next answer")
+	assert.Equal(t, 2, rt.Calls()["Version"])
+	_, err = c.ListSandboxes(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 2, rt.Calls()["Version"], "asked no more once known")
+}

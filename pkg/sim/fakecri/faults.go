@@ -27,6 +27,17 @@ type faults struct {
 	// plainOnly refuses requests not sent as exactly application/grpc
 	// (RequirePlainContentType).
 	plainOnly bool
+	// versionFails fails the next Version calls (FailVersion).
+	versionFails int
+	versionCode  codes.Code
+}
+
+// FailVersion makes the next n Version calls fail with code; the other
+// methods answer as usual.
+func (r *Runtime) FailVersion(n int, code codes.Code) {
+	r.faults.mu.Lock()
+	defer r.faults.mu.Unlock()
+	r.faults.versionFails, r.faults.versionCode = max(n, 0), code
 }
 
 // RequirePlainContentType makes the runtime refuse, with Unavailable, every
@@ -152,6 +163,10 @@ func (r *Runtime) injected(method string, req any) error {
 		if code, ok := r.faults.statusOf[st.GetPodSandboxId()]; ok {
 			return status.Errorf(code, "fakecri: injected failure for %s of %s", method, st.GetPodSandboxId())
 		}
+	}
+	if method == "Version" && r.faults.versionFails > 0 {
+		r.faults.versionFails--
+		return status.Errorf(r.faults.versionCode, "fakecri: injected failure for %s", method)
 	}
 	if r.faults.failNext > 0 && failsNextEligible[method] {
 		r.faults.failNext--

@@ -13,8 +13,9 @@ type Evidence struct {
 	// Marker is what the rebuild marker an earlier start left records
 	// ("" when there is none).
 	Marker podip.RebuildReason
-	// Partial: entries were dropped because their address is on none of
-	// the node's ENIs (not yet), or ENIs were left out at start.
+	// Partial: entries could not be restored because their address is on
+	// none of the node's ENIs (not yet: they stay in the checkpoint), or
+	// ENIs were left out at start.
 	Partial bool
 	// Runtime: there is a runtime to check addresses against (the
 	// reconciler runs and new addresses join the pool pending).

@@ -175,6 +175,11 @@ IMAGE_OUT       ?= $(BUILD_DIR)/aws-node-image.tar
 INIT_IMAGE_OUT  ?= $(BUILD_DIR)/aws-node-init-image.tar
 IMAGE_ARCH      ?= amd64
 IMAGE_OPTIONAL  ?=
+## IMAGE_IPTABLES_ALTERNATIVE is the iptables alternative selected in the
+## aws-node base (upstream's iptables-wrapper); empty selects none, for a
+## local base without it (e.g. make image IMAGE_BASE=base.tar
+## IMAGE_IPTABLES_ALTERNATIVE=).
+IMAGE_IPTABLES_ALTERNATIVE ?= /usr/sbin/iptables-wrapper
 PLUGINS_DIR     := $(BUILD_DIR)/core-plugins
 IMAGE_PKGS      := ./cmd/aws-vpc-cni/... ./cmd/egress-cni-plugin/... ./cmd/aws-vpc-cni-init/... ./cmd/grpc-health-probe/... ./cmd/tools/build-image/... ./pkg/utils/cp/... ./scripts/support/...
 BUILD_IMAGE     := GOOS= GOARCH= $(GO) run ./cmd/tools/build-image
@@ -185,6 +190,7 @@ image: export GOARCH = $(IMAGE_ARCH)
 image: build plugins
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(BUILD_TAGS)' -ldflags '$(LDFLAGS)' -o $(BUILD_DIR)/aws-cni ./cmd/routed-eni-cni-plugin
 	$(BUILD_IMAGE) -kind release -base '$(IMAGE_BASE)' -arch $(IMAGE_ARCH) \
+		-iptables-alternative '$(IMAGE_IPTABLES_ALTERNATIVE)' \
 		-binaries $(BUILD_DIR) -misc misc -out $(IMAGE_OUT) -to '$(IMAGE)' -optional '$(IMAGE_OPTIONAL)'
 	$(BUILD_IMAGE) -kind init -base '$(INIT_IMAGE_BASE)' -arch $(IMAGE_ARCH) \
 		-binaries $(BUILD_DIR) -plugins $(PLUGINS_DIR) -out $(INIT_IMAGE_OUT) -to '$(IMAGE)' -init-to '$(INIT_IMAGE)'

@@ -80,7 +80,7 @@ func build(ctx context.Context, o buildOptions) (buildResult, error) {
 	}
 	if o.Kind.Name == "release" && o.Alternative != "" && base.Source != baseScratch {
 		if img, err = selectAlternative(img, "iptables", o.Alternative, o.Created); err != nil {
-			return buildResult{}, fmt.Errorf("base %s: %w (pass -iptables-alternative= to skip this step)", base.Name, err)
+			return buildResult{}, fmt.Errorf("base %s: %w (pass -iptables-alternative= to skip this step; make image IMAGE_IPTABLES_ALTERNATIVE=)", base.Name, err)
 		}
 	}
 	cfg, err := img.ConfigFile()

@@ -202,14 +202,7 @@ func (n *faultNode) requirePodsSafe(t *testing.T, when string) {
 		require.True(t, ok, "%s: the datastore dropped %s's address %s", when, key.ContainerID, ip)
 		require.Equal(t, ip, got.IP, "%s: %s", when, key.ContainerID)
 	}
-	cp, err := datastore.NewFileCheckpointer(n.agent.opts.Config.CheckpointPath)
-	require.NoError(t, err)
-	entries, err := cp.Read()
-	require.NoError(t, err)
-	inCheckpoint := map[datastore.IPAMKey]netip.Addr{}
-	for _, e := range entries {
-		inCheckpoint[e.Key] = e.IP
-	}
+	inCheckpoint := n.checkpointed(t)
 	for key, ip := range n.pods {
 		if !pending[key] {
 			require.Equal(t, ip, inCheckpoint[key], "%s: the checkpoint lost %s's address", when, key.ContainerID)

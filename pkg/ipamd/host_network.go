@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/hostnet"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 )
 
 // HostNetwork is the node's host-side network state ipamd manages
@@ -32,4 +33,17 @@ func (a *Agent) setupENI(ctx context.Context, e awsutils.ENI) error { return a.h
 
 func (a *Agent) teardownENI(ctx context.Context, primaryIP netip.Addr) {
 	a.host.TeardownENI(ctx, primaryIP)
+}
+
+// podRules removes the node rules of addresses ipamd frees for pods that
+// are gone (a queued DEL, CNI GC, a leak); nil when ipamd does not manage
+// the host network, which is then left alone and the choice logged once.
+func (a *Agent) podRules() podip.NodeRules {
+	if pr := a.host.PodRules(); pr != nil {
+		return pr
+	}
+	a.noRulesOnce.Do(func() {
+		a.log.Info("ipamd does not manage the host network: the node rules (priorities 512 and 1536) of addresses freed without a plugin DEL that removed them are left in place")
+	})
+	return nil
 }

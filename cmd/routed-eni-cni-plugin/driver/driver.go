@@ -35,7 +35,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils/podrules"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 )
 
 // AddressLocker serialises the node-side route and rule changes for one

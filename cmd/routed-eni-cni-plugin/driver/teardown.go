@@ -9,7 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils/podrules"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 )
 
 // ErrAddressInUse is returned by ReleaseHostRouting when a live interface

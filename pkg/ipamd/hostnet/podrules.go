@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/hostlock"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils/podrules"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 )
 
 // PodRules removes the node's per-pod rules (512/1536) of addresses ipamd

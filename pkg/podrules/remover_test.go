@@ -10,7 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/hostlock"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils/podrules"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 

@@ -64,6 +64,11 @@ type Options struct {
 	// HostNetwork, when set, builds the manager of the host's network state
 	// (links, route tables, rules, SNAT); nil leaves the host alone.
 	HostNetwork HostNetworkFactory
+	// PodRules, when set, removes the node's per-pod rules (512/1536) of
+	// an address ipamd frees for a pod that is gone (a queued DEL, CNI GC,
+	// a leak), before the release (podrules.Remover on a real node, set
+	// with HostNetwork); nil leaves them.
+	PodRules podip.NodeRules
 	// DelQueueDir is where the plugin queues DELs that missed ipamd
 	// (default /var/run/aws-node/del-queue).
 	DelQueueDir string

@@ -1,15 +1,12 @@
 // Package hostnet is the host side of the node's ENIs as ipamd drives it:
 // the node-wide setup at start, each secondary ENI's link, route table and
 // rules before its addresses are handed out, their removal when the ENI
-// is freed, the SNAT exclusions for the VPC's CIDR blocks, and the
-// removal of a pod's node rules (512/1536) when ipamd frees its address
-// without a plugin DEL that removed them (PodRules).
+// is freed, and the SNAT exclusions for the VPC's CIDR blocks.
 //
 // It reaches the host only through the Host it is given
-// (*networkutils.Host on a real node) and, for PodRules, through
-// podrules on a node whose Host it was given; without one (simulations,
-// tests, the development pool, -manage-host-network=false) it never
-// touches the host's links, routes, rules or iptables. It never sets up the primary ENI, which needs no route
+// (*networkutils.Host on a real node); without one (simulations, tests,
+// the development pool) it never touches the host's links, routes, rules
+// or iptables. It never sets up the primary ENI, which needs no route
 // table of its own. It never imports pkg/ipamd or a job; the agent hands
 // its methods to node init and the pool manager.
 package hostnet
@@ -53,20 +50,13 @@ type Config struct {
 	// Errors is upstream's awscni_ipamd_error_count.
 	Errors *prometheus.CounterVec
 	Log    *slog.Logger // default: discard
-	// AddressLockDir holds the plugin's per-address locks (empty: its
-	// default, hostlock.DefaultDir).
-	AddressLockDir string
-	// PodRulesNetNS is where PodRules removes rules (empty: ipamd's own
-	// namespace, the node's; tests name one they created).
-	PodRulesNetNS string
 }
 
 // Wiring drives the Host. A nil *Wiring, like one without a Host, leaves
 // the host alone: every method then does nothing.
 type Wiring struct {
-	cfg   Config
-	host  Host
-	rules *PodRules // built on first use
+	cfg  Config
+	host Host
 }
 
 // Setup builds the Host with newHost (nil: the host is not managed) and

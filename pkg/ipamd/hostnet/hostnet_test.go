@@ -110,25 +110,3 @@ func TestSetupFailureFailsTheStart(t *testing.T) {
 		awsutils.Identity{}, Config{})
 	assert.ErrorContains(t, err, "host network: no netlink")
 }
-
-// ipamd removes pod rules only where it manages the host network, and
-// counts a removal that fails under awscni_ipamd_error_count.
-func TestPodRulesOnlyOnAManagedHostAndFailuresAreCounted(t *testing.T) {
-	unmanaged, err := Setup(context.Background(), nil, awsutils.Identity{}, Config{})
-	require.NoError(t, err)
-	for _, w := range []*Wiring{unmanaged, nil} {
-		assert.Nil(t, w.PodRules(), "-manage-host-network=false: ipamd leaves the node's rules alone")
-	}
-
-	errs := testsupport.ErrorCount()
-	h := &host{enis: map[netip.Addr]networkutils.ENI{}}
-	w, err := Setup(context.Background(), func(awsutils.Identity) (Host, error) { return h, nil }, awsutils.Identity{},
-		Config{Errors: errs, AddressLockDir: t.TempDir(), PodRulesNetNS: "/nonexistent/netns"})
-	require.NoError(t, err)
-	pr := w.PodRules()
-	require.NotNil(t, pr)
-	removed, err := pr.RemoveIfOwned(netip.MustParseAddr("10.0.32.7"), func() bool { return true })
-	assert.Error(t, err)
-	assert.False(t, removed)
-	assert.Equal(t, 1.0, testutil.ToFloat64(errs.WithLabelValues("podRulesDeleteFailed")))
-}

@@ -106,8 +106,10 @@ const holdRepeats = 3
 // the caller) and allocs (a snapshot taken no earlier): the runtime is
 // asked first (runtimeView, outside the decision lock), what frees
 // nothing and the brakes are decided under it, the candidates the brakes
-// let through are asked by their IDs outside it again, and the plan
-// (planRelease) is decided and applied under it. Requires r.run.
+// let through are asked by their IDs outside it again, the plan
+// (planRelease) is decided under it, the node rules of the addresses it
+// frees are removed outside it (netlink), and the plan is applied under
+// it. Requires r.run.
 func (r *Reconciler) reclaim(ctx context.Context, l *listing, allocs []datastore.Allocation, sc scope, evs *eventBatch) reclaimResult {
 	rd := &round{}
 	r.view.learn(ctx, l, allocs, rd)

@@ -21,9 +21,11 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/hostlock"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamcheck"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/envutil"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/logger"
@@ -94,6 +96,9 @@ func run() int {
 			nc.PrimaryMAC, nc.PrimaryIP, nc.VPCCIDRs = id.PrimaryMAC, id.PrimaryIP, id.VPCCIDRs
 			return networkutils.New(nc, networkutils.WithLogger(log))
 		}
+		// It also removes the node rules of addresses it frees for gone pods,
+		// under the plugin's address locks.
+		opts.PodRules = podrules.Remover{Locks: hostlock.New(hostlock.DefaultDir, log)}
 	}
 	if *devPool != "" {
 		p, err := devpool.Parse(*devPool)

@@ -6,8 +6,8 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/driver"
-	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/hostlock"
 	rpc "github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/ipamdwire"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/hostlock"
 )
 
 // invocation is what every verb starts from: validated inputs and a log.

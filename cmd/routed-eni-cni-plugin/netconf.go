@@ -10,8 +10,8 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	cniversion "github.com/containernetworking/cni/pkg/version"
 
-	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/hostlock"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/hostlock"
 )
 
 // Defaults of the netconf keys.

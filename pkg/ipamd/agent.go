@@ -64,6 +64,11 @@ type Options struct {
 	// HostNetwork, when set, builds the manager of the host's network state
 	// (links, route tables, rules, SNAT); nil leaves the host alone.
 	HostNetwork HostNetworkFactory
+	// PodRules, when set, removes the node's per-pod rules (512/1536) of
+	// an address ipamd frees for a pod that is gone (a queued DEL, CNI GC,
+	// a leak), before the release (podrules.Remover on a real node, set
+	// with HostNetwork); nil leaves them.
+	PodRules podip.NodeRules
 	// DelQueueDir is where the plugin queues DELs that missed ipamd
 	// (default /var/run/aws-node/del-queue).
 	DelQueueDir string
@@ -102,22 +107,23 @@ type Timings struct {
 
 // Agent is the running ipamd.
 type Agent struct {
-	opts    Options
-	log     *slog.Logger
-	aws     awsAPI
-	store   *datastore.DataStore
-	rpc     rpcserver.Options
-	pool    *pool.Manager          // nil with a development pool
-	sweep   *enisweep.Sweeper      // leaked-ENI sweep; nil when off
-	imds    *imdsrefresh.Refresher // VPC CIDRs and security groups; nil without AWS
-	poolCfg *pool.Config           // sized at node init; nil with a development pool
-	metrics *agentMetrics
-	events  *k8sapi.NodeEvents
-	sched   *k8sapi.NodeSchedulability // nil: AWS_MANAGE_ENIS_NON_SCHEDULABLE=true or no API server
-	recon   *podip.Reconciler          // nil when off or no runtime is reachable
-	runtime podip.SandboxSource        // what the reconciler lists; nil when off
-	delq    *podip.DelQueue
-	host    *hostnet.Wiring // the host side of the ENIs; nil with a development pool
+	opts        Options
+	log         *slog.Logger
+	aws         awsAPI
+	store       *datastore.DataStore
+	rpc         rpcserver.Options
+	pool        *pool.Manager          // nil with a development pool
+	sweep       *enisweep.Sweeper      // leaked-ENI sweep; nil when off
+	imds        *imdsrefresh.Refresher // VPC CIDRs and security groups; nil without AWS
+	poolCfg     *pool.Config           // sized at node init; nil with a development pool
+	metrics     *agentMetrics
+	events      *k8sapi.NodeEvents
+	sched       *k8sapi.NodeSchedulability // nil: AWS_MANAGE_ENIS_NON_SCHEDULABLE=true or no API server
+	recon       *podip.Reconciler          // nil when off or no runtime is reachable
+	runtime     podip.SandboxSource        // what the reconciler lists; nil when off
+	delq        *podip.DelQueue
+	host        *hostnet.Wiring // the host side of the ENIs; nil with a development pool
+	noRulesOnce sync.Once       // podRules logs its choice once
 	// apiServer: the API server answered during start-up.
 	apiServer bool
 	podIPs    *k8sapi.PodIPs // ANNOTATE_POD_IP; nil when off

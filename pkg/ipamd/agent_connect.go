@@ -144,6 +144,7 @@ func (a *Agent) connectRuntime(src podip.SandboxSource, verifying bool) {
 	rc := a.opts.Config.Reconciler
 	rc.PodName = a.opts.Config.PodName // a list naming ipamd's own pod is this node's runtime's
 	a.recon = podip.New(rc, src, a.store, a.events, a.log, a.metrics.podip)
+	a.recon.SetNodeRules(a.podRules())
 	if !verifying {
 		a.recon.OnFirstList(func() {
 			a.log.Info("container runtime answered: addresses that join the pool from now on are checked against its sandboxes")

@@ -57,7 +57,8 @@ func (a *Agent) phases(st *startState) []phase {
 		{"imdsrefresh", func(context.Context) error { a.buildIMDSRefresh(); return nil }},
 		{"restore", a.restore},
 		{"delqueue", func(context.Context) error {
-			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Every: a.opts.Config.Reconciler.Interval, Store: a.store, Log: a.log, Metrics: a.metrics.podip}
+			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Every: a.opts.Config.Reconciler.Interval, Store: a.store,
+				Rules: a.podRules(), Log: a.log, Metrics: a.metrics.podip}
 			a.delq.Replay()
 			return nil
 		}},

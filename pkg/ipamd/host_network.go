@@ -4,8 +4,11 @@ import (
 	"context"
 	"net/netip"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/hostnet"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 )
 
 // HostNetwork is the node's host-side network state ipamd manages
@@ -32,4 +35,33 @@ func (a *Agent) setupENI(ctx context.Context, e awsutils.ENI) error { return a.h
 
 func (a *Agent) teardownENI(ctx context.Context, primaryIP netip.Addr) {
 	a.host.TeardownENI(ctx, primaryIP)
+}
+
+// podRules removes the node rules of addresses ipamd frees for pods that
+// are gone (Options.PodRules), counting failures under upstream's error
+// counter; nil when ipamd does not manage the host network, which is then
+// left alone and the choice logged once.
+func (a *Agent) podRules() podip.NodeRules {
+	if a.opts.PodRules == nil {
+		a.noRulesOnce.Do(func() {
+			a.log.Info("ipamd does not manage the host network: the node rules (priorities 512 and 1536) of addresses freed without a plugin DEL that removed them are left in place")
+		})
+		return nil
+	}
+	return countedPodRules{rules: a.opts.PodRules, errors: a.metrics.errors}
+}
+
+// countedPodRules counts failed removals in
+// awscni_ipamd_error_count{fn="podRulesDeleteFailed"}; podip logs them.
+type countedPodRules struct {
+	rules  podip.NodeRules
+	errors *prometheus.CounterVec
+}
+
+func (c countedPodRules) RemoveIfOwned(ip netip.Addr, owned func() bool) (bool, error) {
+	removed, err := c.rules.RemoveIfOwned(ip, owned)
+	if err != nil {
+		c.errors.WithLabelValues("podRulesDeleteFailed").Inc()
+	}
+	return removed, err
 }

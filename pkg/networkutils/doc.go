@@ -7,7 +7,9 @@
 // ip6tables) that rejects new connections into the egress plugin's pod
 // range. It never touches pod-side state (pod veths, the
 // per-pod rules at 512/1536, anything inside a pod's namespace): that
-// belongs to the CNI plugin. It never imports pkg/ipamd/... (ipamd drives
+// belongs to the CNI plugin (ipamd removes a gone pod's 512/1536 rules
+// through pkg/podrules, which the plugin shares, not through this
+// package). It never imports pkg/ipamd/... (ipamd drives
 // it) nor the plugin's packages under cmd/.
 //
 // Every operation is idempotent and reconciles: it adds what is missing,

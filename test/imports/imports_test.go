@@ -146,6 +146,13 @@ var rules = []rule{
 			"and the DEL queue files (pkg/delqueue), and stays small and quick to start",
 	},
 	{
+		pkgs: []string{"./pkg/hostlock/...", "./pkg/podrules/..."}, scope: transitive,
+		forbid: concat([]string{"./pkg/ipamd/...", "./pkg/sim/...", "./pkg/awsutils/...", "./pkg/cri/...", "./pkg/k8sapi/...", "./pkg/networkutils/...",
+			"./pkg/delqueue/...", "./rpc/...", "github.com/prometheus/..."}, cloudClusterRPC),
+		reason: "the address locks and the per-pod rules are shared by the plugin and ipamd: leaves on the standard library, x/sys and " +
+			"netlink, so the plugin links them without ipamd's clients or metrics",
+	},
+	{
 		pkgs: []string{"./cmd/egress-cni-plugin/..."}, scope: transitive,
 		forbid: concat([]string{"./pkg/ipamd/...", "./pkg/sim/...", "./pkg/awsutils/...", "./pkg/cri/...", "./pkg/k8sapi/...", "./pkg/networkutils/...", "./rpc/..."},
 			[]string{"github.com/aws/aws-sdk-go-v2/...", "k8s.io/client-go/..."}),

@@ -34,6 +34,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 )
 
 // AddressLocker serialises the node-side route and rule changes for one
@@ -48,8 +50,8 @@ type AddressLocker interface {
 
 // Rule priorities (upstream's numbers; policy engines and ipamd rely on them).
 const (
-	ToContainerRulePriority = 512
-	FromPodRulePriority     = 1536
+	ToContainerRulePriority = podrules.ToPodPriority
+	FromPodRulePriority     = podrules.FromPodPriority
 	// VlanRulePriority is used by branch-ENI pods (teardown only here).
 	VlanRulePriority = 10
 )

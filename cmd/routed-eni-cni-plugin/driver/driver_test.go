@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
-	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/hostlock"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/hostlock"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 

@@ -8,6 +8,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 )
 
 // Setup builds the pod's network for p. On failure everything it created
@@ -86,7 +88,7 @@ func Setup(p PodNetwork, locks AddressLocker, log *slog.Logger) (err error) {
 		if derr := deleteLinkByName(pod, p.ContainerIf); derr != nil {
 			log.Error("rollback: could not delete container interface", "ifName", p.ContainerIf, "error", derr)
 		}
-		if derr := removeRules(host, p.IP); derr != nil {
+		if derr := podrules.Remove(host, p.IP); derr != nil {
 			log.Error("rollback: could not delete rules", "ip", p.IP.String(), "error", derr)
 		}
 	}()
@@ -164,7 +166,7 @@ func setupHostRouting(host handle, p PodNetwork, hostIdx int, log *slog.Logger) 
 	// A "from X" rule left behind by an earlier pod with this address on
 	// another ENI would send this pod's traffic out the wrong ENI: every
 	// 1536 rule from X goes (one into the right table is added again).
-	n, err := deleteAllFromRules(host, p.IP)
+	n, err := podrules.RemoveFrom(host, p.IP)
 	if err != nil {
 		return err
 	}
@@ -182,23 +184,11 @@ func setupHostRouting(host handle, p PodNetwork, hostIdx int, log *slog.Logger) 
 	return nil
 }
 
-func ruleTo(ip net.IP) *netlink.Rule {
-	r := netlink.NewRule()
-	r.Family = familyOf(ip)
-	r.Priority = ToContainerRulePriority
-	r.Dst = hostPrefix(ip)
-	r.Table = MainTable
-	return r
-}
+// ruleTo and ruleFrom are the node's 512 and 1536 rules for ip
+// (package podrules, shared with ipamd).
+func ruleTo(ip net.IP) *netlink.Rule { return podrules.To(ip) }
 
-func ruleFrom(ip net.IP, table int) *netlink.Rule {
-	r := netlink.NewRule()
-	r.Family = familyOf(ip)
-	r.Priority = FromPodRulePriority
-	r.Src = hostPrefix(ip)
-	r.Table = table
-	return r
-}
+func ruleFrom(ip net.IP, table int) *netlink.Rule { return podrules.From(ip, table) }
 
 // addRule adds r; an identical rule already present is fine.
 func addRule(h handle, r *netlink.Rule) error {

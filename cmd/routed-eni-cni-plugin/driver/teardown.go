@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 )
 
 // ErrAddressInUse is returned by ReleaseHostRouting when a live interface
@@ -94,7 +96,7 @@ func ReleaseHostRouting(ip net.IP, hostPeer int, locks AddressLocker, log *slog.
 	if o.afterOwnershipCheck != nil {
 		o.afterOwnershipCheck(ip)
 	}
-	return removeRules(host, ip)
+	return podrules.Remove(host, ip)
 }
 
 // A ReleaseOption adjusts one ReleaseHostRouting call.
@@ -110,37 +112,6 @@ type releaseOptions struct {
 // window; the plugin passes no option.
 func AfterOwnershipCheck(f func(ip net.IP)) ReleaseOption {
 	return func(o *releaseOptions) { o.afterOwnershipCheck = f }
-}
-
-// removeRules deletes the 512 rule and all 1536 rules for ip.
-func removeRules(host handle, ip net.IP) error {
-	if err := host.RuleDel(ruleTo(ip)); err != nil && !isNotFound(err) {
-		return fmt.Errorf("delete %s: %w", ruleTo(ip), err)
-	}
-	_, err := deleteAllFromRules(host, ip)
-	return err
-}
-
-// maxFromRules bounds deleteAllFromRules: one 1536 rule per address is
-// the norm, a few more are leftovers of earlier pods on other ENIs.
-const maxFromRules = 64
-
-// deleteAllFromRules deletes every 1536 "from ip" rule, whatever its
-// table, and says how many there were, without dumping the node's rules
-// (two per pod on a busy node): a delete request that leaves the table and
-// type unspecified makes the kernel remove the first rule matching the
-// rest, so it is repeated until the kernel finds none.
-func deleteAllFromRules(host handle, ip net.IP) (int, error) {
-	r := ruleFrom(ip, 0) // table 0: any table
-	for n := range maxFromRules {
-		if err := host.RuleDel(r); err != nil {
-			if isNotFound(err) {
-				return n, nil
-			}
-			return n, fmt.Errorf("delete rules from %s at priority %d: %w", hostPrefix(ip), FromPodRulePriority, err)
-		}
-	}
-	return maxFromRules, fmt.Errorf("more than %d rules from %s at priority %d", maxFromRules, hostPrefix(ip), FromPodRulePriority)
 }
 
 // TeardownBranchENI removes what upstream's plugin sets up for a branch-ENI
@@ -172,7 +143,7 @@ func TeardownBranchENI(vlanID int, ip net.IP, log *slog.Logger) error {
 		}
 	}
 	if ip.To4() != nil {
-		if err := removeRules(host, ip); err != nil {
+		if err := podrules.Remove(host, ip); err != nil {
 			errs = append(errs, err)
 		}
 	}

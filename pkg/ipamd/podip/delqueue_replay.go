@@ -13,9 +13,11 @@ import (
 )
 
 // ReplayStore is the part of the datastore DEL replay uses: a DEL for
-// a key (datastore.Release).
+// a key (datastore.Release), and the key's allocation to find the address
+// whose node rules go first.
 type ReplayStore interface {
 	Release(datastore.IPAMKey) (datastore.Allocation, error)
+	Find(datastore.IPAMKey) (datastore.Allocation, bool)
 }
 
 // DelQueue replays the DELs the CNI plugin queued on the host while ipamd
@@ -23,8 +25,10 @@ type ReplayStore interface {
 type DelQueue struct {
 	Dir string
 	// Every is the time between replays while Run runs.
-	Every   time.Duration
-	Store   ReplayStore
+	Every time.Duration
+	Store ReplayStore
+	// Rules removes a replayed DEL's node rules (nil: left alone).
+	Rules   NodeRules
 	Log     *slog.Logger
 	Metrics *Metrics
 	// LogLimit bounds the warnings about unreadable entries, which every
@@ -82,9 +86,17 @@ func (a *DelQueue) badEntryLog() *loglimit.Logger {
 // (a stopped sandbox is never started again: a new one gets a new ID).
 // A wall-clock test caught no real case and dropped the only DEL after the
 // clock stepped back between a pod's ADD and its DEL (issue 36).
+//
+// The queue entry names no address, and the plugin that queued it may
+// have had none to remove the node rules of (no prevResult): the rules of
+// the key's address are removed first, while the key still holds it
+// (removeNodeRules), then the address is released.
 func (a *DelQueue) replayDelEntry(dir string, e delqueue.Entry) (gone bool) {
 	result := "unknown"
 	key := datastore.IPAMKey{NetworkName: e.NetworkName, ContainerID: e.ContainerID, IfName: e.IfName}
+	if alloc, ok := a.Store.Find(key); ok {
+		removeNodeRules(a.Rules, a.Store.Find, alloc, a.Log)
+	}
 	switch alloc, err := a.Store.Release(key); {
 	case err == nil:
 		result = "released"

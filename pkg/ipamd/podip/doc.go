@@ -12,7 +12,11 @@
 // It never frees an address whose sandbox the runtime lists, nor one a
 // live sandbox uses, nor one younger than the grace period, nor one whose
 // sandbox the runtime has not said, asked by its ID, that it no longer
-// has; and it never hands out an address a live sandbox uses. It reads
+// has; and it never hands out an address a live sandbox uses. Before it
+// frees an address (a replayed DEL, a leak), the address's node rules go
+// through NodeRules, only while the gone pod still holds the address and
+// never under the decision lock (noderules.go); a rule it cannot remove
+// never holds the release back. It reads
 // the runtime only through SandboxSource, in its own types (crisource.go
 // adapts pkg/cri), and the datastore only through Store; it never imports
 // the agent (pkg/ipamd), the pool manager or EC2.

@@ -106,8 +106,10 @@ const holdRepeats = 3
 // the caller) and allocs (a snapshot taken no earlier): the runtime is
 // asked first (runtimeView, outside the decision lock), what frees
 // nothing and the brakes are decided under it, the candidates the brakes
-// let through are asked by their IDs outside it again, and the plan
-// (planRelease) is decided and applied under it. Requires r.run.
+// let through are asked by their IDs outside it again, the plan
+// (planRelease) is decided under it, the node rules of the addresses it
+// frees are removed outside it (netlink), and the plan is applied under
+// it. Requires r.run.
 func (r *Reconciler) reclaim(ctx context.Context, l *listing, allocs []datastore.Allocation, sc scope, evs *eventBatch) reclaimResult {
 	rd := &round{}
 	r.view.learn(ctx, l, allocs, rd)
@@ -123,8 +125,12 @@ func (r *Reconciler) reclaim(ctx context.Context, l *listing, allocs []datastore
 	r.askCandidates(ctx, l, &in, rd)
 
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	plan := planRelease(in)
+	r.mu.Unlock()
+	r.removeRulesOfFrees(plan)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	res.Gone, res.Capped = plan.gone, plan.capped
 	r.applyReleaseLocked(ctx, plan, sc, capped, &res, evs)
 	r.notePartial(plan.partial)
@@ -212,6 +218,22 @@ func (r *Reconciler) askCandidates(ctx context.Context, l *listing, in *releaseI
 		in.asked[c] = ans
 		if ans == answerGone {
 			r.askLastUsers(ctx, in.use, l, []netip.Prefix{single(c.alloc.IP)}, nil, rd)
+		}
+	}
+}
+
+// removeRulesOfFrees removes the node rules of the addresses plan frees,
+// before they are released (removeNodeRules): the decision is taken, the
+// netlink calls run outside r.mu, and the frees then go ahead whatever
+// they did. Report mode frees nothing and removes nothing. Requires r.run
+// (so the plan's candidates stay this decision's), not r.mu.
+func (r *Reconciler) removeRulesOfFrees(plan releasePlan) {
+	if r.rules == nil || r.cfg.Mode == Report {
+		return
+	}
+	for _, st := range plan.steps {
+		if st.act == actFree {
+			removeNodeRules(r.rules, r.store.Find, st.c.alloc, r.log)
 		}
 	}
 }

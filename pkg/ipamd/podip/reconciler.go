@@ -54,6 +54,9 @@ type Reconciler struct {
 	log    *slog.Logger
 	events EventPoster
 	now    func() time.Time
+	// rules removes the node rules of addresses freed as leaked
+	// (SetNodeRules; nil: left alone). Set before the first decision.
+	rules NodeRules
 
 	trigger *trigger.Trigger
 	// joined wakes Run to check addresses that joined the pool (VerifySoon).
@@ -126,6 +129,11 @@ func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *sl
 	r.budget = r.capPerInterval() // CNI GC may come before the first pass
 	return r
 }
+
+// SetNodeRules has the reconciler remove the node rules of each address
+// it frees as leaked (CNI GC included), before releasing it. Call before
+// the first decision.
+func (r *Reconciler) SetNodeRules(rules NodeRules) { r.rules = rules }
 
 // SetCleanStart says whether the start was clean (intact checkpoint or a
 // fresh node): only then may a list that cannot be corroborated (empty,

@@ -14,8 +14,10 @@
 // The package never waits without bound: a holder that does not let go
 // within the timeout makes Lock fail with ErrTimeout.
 //
-// Like the rest of the plugin, it never imports pkg/ipamd/..., the
-// simulators or ipamd's clients.
+// The plugin and ipamd both take these locks (ipamd when it removes the
+// node rules of an address it frees for a pod that is gone), so the
+// package needs nothing but the standard library and x/sys: it never
+// imports pkg/ipamd/..., the simulators or ipamd's clients.
 package hostlock
 
 import (

@@ -101,8 +101,9 @@ type restartChurn struct {
 	serving       []time.Duration
 	firstPodAfter []bool
 	firstPodADD   []time.Duration // launch to the first pod created after it
-	probes        []*FirstADD     // nil where the probe got no address
-	probeFailures []error
+	probes        []FirstADD
+	probeErrs     []error  // nil where the probe got an address
+	loads         []string // the load average at the launch
 }
 
 // del deletes the pod the way the kubelet does, timing its first DEL.
@@ -207,20 +208,22 @@ func (c *restartChurn) kill(rng *rand.Rand) error {
 
 	// The probe's address counts as a tenure: its release starts a
 	// cooldown like any pod's.
+	served := make(chan error, 1)
+	var serving time.Duration
+	go func() {
+		err := c.n.IPAMD.WaitServing(45 * time.Second)
+		serving = time.Since(launched)
+		served <- err
+	}()
 	pctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	f, perr := c.n.IPAMD.ProbeFirstADD(pctx, launched, c.n.NextName("probe"))
 	cancel()
-	if err := c.n.IPAMD.WaitServing(45 * time.Second); err != nil {
+	if err := <-served; err != nil {
 		return err
 	}
 	c.mu.Lock()
-	c.serving = append(c.serving, time.Since(launched))
-	if perr != nil {
-		c.probeFailures = append(c.probeFailures, perr)
-		c.probes = append(c.probes, nil)
-	} else {
-		c.probes = append(c.probes, &f)
-	}
+	c.serving = append(c.serving, serving)
+	c.probes, c.probeErrs, c.loads = append(c.probes, f), append(c.probeErrs, perr), append(c.loads, loadAverage())
 	c.mu.Unlock()
 	if perr == nil {
 		h := &holding{pod: "probe", ip: f.IP, addDone: f.At, delStart: time.Now()}
@@ -239,7 +242,8 @@ func (c *restartChurn) kill(rng *rand.Rand) error {
 // TestIpamdKilledDuringChurnKeepsEveryPromise churns pods through the CRI
 // on a small node (t3.medium: 15 pod addresses, all in the pool from the
 // start) with IP_COOLDOWN_PERIOD 15 s, so that released addresses are wanted again soon, and SIGKILLs
-// ipamd twice in the middle, each time with DELs in flight. Every tenure of
+// ipamd twice in the middle, each time with DELs in flight; three anchor
+// pods run throughout. Every tenure of
 // every address is timed from the test's side. It asserts:
 //   - no address went to a pod while its previous holder still ran;
 //   - no address went to a pod within the cooldown of its previous
@@ -254,6 +258,12 @@ func TestIpamdKilledDuringChurnKeepsEveryPromise(t *testing.T) {
 		"IP_COOLDOWN_PERIOD": fmt.Sprint(int(churnCooldown.Seconds())), "MINIMUM_IP_TARGET": "15", "WARM_IP_TARGET": "1"}})
 	n.WaitPool(t, 15, 30*time.Second) // the instance's every address
 	c := &restartChurn{n: n, lo: 1, hi: 4}
+	// Pods that run through both restarts: their allocations must
+	// survive, and nobody else may get their addresses meanwhile.
+	anchors := n.ParallelRun(t, "anchor", 3, 3)
+	for _, p := range anchors {
+		c.l.add(&holding{pod: p.Name, id: p.ID, ip: p.IP, addDone: p.Created.Add(p.CreateTook)}, false)
+	}
 
 	ctx, stop := context.WithTimeout(context.Background(), churnFor)
 	defer stop()
@@ -284,13 +294,18 @@ func TestIpamdKilledDuringChurnKeepsEveryPromise(t *testing.T) {
 	t.Logf("FIGURE restart-churn: %d creates (%d failed attempts: ipamd down or every address cooling), %d deletes, %d SIGKILLs in %v; queue entries at each launch %v; create-to-IP %s",
 		c.creates, c.createFailures, c.deletes, kills, churnTook.Round(time.Millisecond), c.queuedAtKill, n.CreateLatency.Summary())
 	for i, f := range c.probes {
-		if f == nil {
-			continue
+		what := f.String()
+		if c.probeErrs[i] != nil {
+			// Every address the pool has (the instance's all) was
+			// held or cooling: the probe waits for the cooldown, not
+			// for the agent.
+			what = fmt.Sprintf("no address within 5 s, every address held or cooling (socket answered at +%v; %d ADDs: %v)",
+				f.FirstAnswer.Sub(f.Launched).Round(time.Millisecond), f.Attempts, f.Refused)
 		}
-		t.Logf("FIGURE restart-churn restart-to-first-ADD (SIGKILL under churn, t3.medium, %d queue entries): %s; serving at +%v; load %s",
-			c.queuedAtKill[i], f, c.serving[i].Round(time.Millisecond), loadAverage())
+		t.Logf("FIGURE restart-churn restart %d to first ADD (SIGKILL under churn, t3.medium, %d queue entries): %s; serving at +%v; load %s",
+			i+1, c.queuedAtKill[i], what, c.serving[i].Round(time.Millisecond), c.loads[i])
 	}
-	t.Logf("restart-churn: launch to the first pod created after it: %v; probe failures: %v", c.firstPodADD, c.probeFailures)
+	t.Logf("restart-churn: launch to the first pod created after it: %v", c.firstPodADD)
 	assert.Empty(t, c.deleteErrs, "deletes never fail, ipamd or not")
 	assert.Equal(t, len(churnKillsAt), kills)
 	assert.Positive(t, queued, "some DELs were queued by the plugin while ipamd was down")
@@ -311,6 +326,7 @@ func TestIpamdKilledDuringChurnKeepsEveryPromise(t *testing.T) {
 	c.l.mu.Lock()
 	all, live := slices.Clone(c.l.all), slices.Clone(c.l.live)
 	c.l.mu.Unlock()
+	live = append(live, all[:len(anchors)]...)
 
 	// Rule 1 and 2: each address's tenures, in the order they began.
 	byIP := map[netip.Addr][]*holding{}
@@ -377,6 +393,10 @@ func TestIpamdKilledDuringChurnKeepsEveryPromise(t *testing.T) {
 	}
 	assert.Len(t, st.Checkpoint, len(live), "one allocation per running pod, no more")
 	assert.Len(t, st.Sandboxes, len(live), "the runtime runs the pods the test thinks run")
+	for _, p := range anchors {
+		assert.NoError(t, n.CheckPodNetwork(p), "%s's network after the restarts", p.Name)
+	}
+	assert.NoError(t, n.Ping(anchors[0], anchors[1]))
 	t.Logf("consistent %v after the churn: %d running pods, %d allocations, %d tenures in all", settle.Round(time.Millisecond),
 		len(live), len(st.Checkpoint), len(all))
 }

@@ -20,14 +20,17 @@ func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 	if !p.cfg.Provisioning || !p.schedulable() || p.now().Before(p.subnetCooldownUntil) {
 		return
 	}
-	// Growth that pods wait on (nothing assignable) and growth for the
-	// warm target alone wait out throttling on separate clocks.
-	s := p.Store.Stats()
-	p.growUrgent = s.AssignableIPs() <= 0
-	// The start's spread (WarmStartSpread) holds back spares only: not
-	// growth pods wait on, nor what MINIMUM_IP_TARGET asks to be there.
-	belowMinimum := s.TotalIPs < p.cfg.Targets.MinimumIPTarget
-	if !p.growUrgent && !belowMinimum && p.now().Before(p.warmNotBefore) {
+	// Growth that pods are about to wait on (fewer than two addresses
+	// assignable) and growth for the warm target alone wait out
+	// throttling on separate clocks.
+	ws := toWarmStats(p.Store.Stats())
+	p.growUrgent = warmpool.PodsAboutToWait(ws)
+	// The start's spread (WarmStartSpread) holds back spares only, and
+	// only while the account throttles: not growth pods are about to wait
+	// on, nor what MINIMUM_IP_TARGET asks to be there.
+	if warmpool.HoldBackAtStart(ws, p.cfg.Targets, p.startEvidence()) {
+		p.Log.Debug("spare held back for the start's spread: EC2 throttled recently",
+			"until", p.warmNotBefore, "lastThrottling", p.lastThrottling())
 		return
 	}
 	b := &p.warmThrottle
@@ -208,6 +211,7 @@ func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 	switch {
 	case errors.Is(err, awsutils.ErrThrottled):
 		// The account is short of tokens: warm growth waits in any case.
+		p.throttledAt = p.now()
 		pause := p.warmThrottle.failed(p.cfg.Interval, warmMaxPause, p.now())
 		inARow := p.warmThrottle.failures
 		if p.growUrgent {

@@ -65,9 +65,11 @@ type Config struct {
 	// disputes.go).
 	DisputeConfirmAfter time.Duration
 	// WarmStartSpread (WARM_POOL_START_SPREAD, 10m): after Run starts,
-	// growth for the warm target alone (addresses still assignable) waits
-	// until a random point of this period; growth pods wait on does not.
-	// 0: at once, as upstream.
+	// growth for the warm target alone (pods not about to wait, the pool
+	// at MINIMUM_IP_TARGET) waits until a random point of this period,
+	// but only while the account shows it is throttling (Deps.Throttling,
+	// or throttled growth, within the last 2 minutes); otherwise it grows
+	// at once, as upstream. 0: never held back.
 	WarmStartSpread time.Duration
 	// ENIViewFromIMDS (ENABLE_IMDS_ONLY_MODE): the ENI sync's answers come
 	// from IMDS, so nothing pods hold is ever removed on them.
@@ -130,6 +132,11 @@ type Deps struct {
 	Placement PlacementFunc
 	// Metrics are the pool manager's own collectors (nil: a private set).
 	Metrics *Metrics
+	// Throttling is when EC2 last throttled one of the node's requests or
+	// a request last waited for the node's request budget (zero: never);
+	// the start's spread holds spares back only after such a sign. Nil:
+	// only the throttled growth and ENI frees the manager sees count.
+	Throttling func() time.Time
 }
 
 // EventPoster posts rate-limited warning events on the node.
@@ -157,7 +164,8 @@ type Manager struct {
 	warmThrottle        growthBackoff // growth for the warm target pauses after EC2 throttled growth
 	urgentThrottle      growthBackoff // and growth that pods wait on, for shorter
 	growUrgent          bool          // the growth in progress is one pods wait on
-	warmNotBefore       time.Time     // warm-only growth waits until then (WarmStartSpread)
+	warmNotBefore       time.Time     // warm-only growth waits until then (WarmStartSpread) while EC2 throttles
+	throttledAt         time.Time     // the last growth or ENI free EC2 throttled
 	freeThrottle        growthBackoff // and so do ENI frees
 	nextENIFree         time.Time     // no ENI is freed before this
 	lastDecrease        time.Time
@@ -277,7 +285,7 @@ func (p *Manager) settlePending(ctx context.Context) {
 
 func toWarmStats(s datastore.Stats) warmpool.Stats {
 	return warmpool.Stats{TotalIPs: s.TotalIPs, AssignedIPs: s.AssignedIPs, CooldownIPs: s.CooldownIPs,
-		TotalPrefixes: s.TotalPrefixes, FreePrefixes: s.FreePrefixes}
+		TotalPrefixes: s.TotalPrefixes, FreePrefixes: s.FreePrefixes, PendingIPs: s.PendingIPs}
 }
 
 // step makes one pool decision and acts on it.

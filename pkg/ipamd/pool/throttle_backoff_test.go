@@ -107,7 +107,7 @@ func TestIdleENIsAreFreedOnePerSpreadInterval(t *testing.T) {
 }
 
 // TestGrowthPodsWaitOnRetriesSooner: with nothing assignable (the next ADD
-// fails), a throttled growth retries after about a second, not after the
+// fails; one assignable counts the same), a throttled growth retries after about a second, not after the
 // warm pool's pause; the warm pool's clock is pushed out all the same.
 func TestGrowthPodsWaitOnRetriesSooner(t *testing.T) {
 	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
@@ -129,36 +129,84 @@ func TestGrowthPodsWaitOnRetriesSooner(t *testing.T) {
 	assert.Zero(t, p.urgentThrottle.failures)
 }
 
-// TestWarmGrowthWaitsForTheStartSpread: before warmNotBefore, growth for
-// the warm target alone does not happen, and after it does; growth pods
-// wait on does not wait.
-func TestWarmGrowthWaitsForTheStartSpread(t *testing.T) {
+// TestSparesWaitForTheStartSpreadOnlyWhileTheAccountThrottles: before
+// warmNotBefore, growth for the warm target alone waits only after a sign
+// of throttling within throttleEvidenceFor; without one it grows at once,
+// as upstream. Growth pods are about to wait on never waits.
+func TestSparesWaitForTheStartSpreadOnlyWhileTheAccountThrottles(t *testing.T) {
 	ctx := context.Background()
 
 	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
-	fillScripted(t, ds, 2) // 2 assignable: short of the target, no pod waiting
+	fillScripted(t, ds, 2) // 2 assignable: short of the target, no pod about to wait
 	p.warmNotBefore = now.Add(time.Minute)
 	p.Step(ctx)
-	assert.Empty(t, f.assigns, "the warm top-up waits for the spread")
-	*now = p.warmNotBefore
-	p.Step(ctx)
-	assert.Len(t, f.assigns, 1, "the spread is over: the warm top-up follows")
+	assert.Len(t, f.assigns, 1, "no sign of throttling: the spare comes at once, as upstream")
 
 	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
-	fillScripted(t, ds, 4) // nothing assignable
+	fillScripted(t, ds, 2)
 	p.warmNotBefore = now.Add(time.Minute)
+	throttled := now.Add(-time.Second)
+	p.Throttling = func() time.Time { return throttled }
 	p.Step(ctx)
-	assert.Len(t, f.assigns, 1, "pods wait: growth at once")
+	assert.Empty(t, f.assigns, "the client saw throttling a second ago: the spare waits for the spread")
+	*now = p.warmNotBefore
+	p.Step(ctx)
+	assert.Len(t, f.assigns, 1, "the spread is over: the spare follows")
+
+	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
+	fillScripted(t, ds, 2)
+	p.warmNotBefore = now.Add(time.Hour)
+	throttled = now.Add(-time.Second)
+	p.Throttling = func() time.Time { return throttled }
+	p.Step(ctx)
+	require.Empty(t, f.assigns)
+	*now = throttled.Add(throttleEvidenceFor + time.Millisecond)
+	p.Step(ctx)
+	assert.Len(t, f.assigns, 1, "the last sign of throttling is older than throttleEvidenceFor: the spare comes")
+
+	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
+	fillScripted(t, ds, 2)
+	p.warmNotBefore = now.Add(time.Minute)
+	p.throttledAt = *now // a throttled growth the manager saw itself
+	p.Step(ctx)
+	assert.Empty(t, f.assigns, "throttled growth is a sign too")
+
+	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
+	fillScripted(t, ds, 3) // one assignable: pods about to wait
+	p.warmNotBefore = now.Add(time.Minute)
+	p.throttledAt = *now
+	p.Step(ctx)
+	assert.Len(t, f.assigns, 1, "pods about to wait: growth at once")
+}
+
+func TestThrottledRecently(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tests := []struct {
+		name string
+		last time.Time
+		want bool
+	}{
+		{"never", time.Time{}, false},
+		{"just now", now, true},
+		{"at the edge", now.Add(-throttleEvidenceFor), true},
+		{"older", now.Add(-throttleEvidenceFor - time.Nanosecond), false},
+		{"a clock step back", now.Add(time.Second), true},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, throttledRecently(tt.last, now), tt.name)
+	}
 }
 
 // TestStartSpreadLeavesMinimumIPTargetAlone: what MINIMUM_IP_TARGET asks
-// for is added at once, even with addresses assignable.
+// for is added at once, even with addresses assignable and the account
+// throttling.
 func TestStartSpreadLeavesMinimumIPTargetAlone(t *testing.T) {
 	p, f, ds, now := scriptedNode(t, warmpool.Config{MinimumIPTarget: 20}, nil)
 	place(t, ds, "10.0.0.11", "p0")
 	require.Less(t, ds.Stats().TotalIPs, 20)
 	require.Positive(t, ds.Stats().AssignableIPs())
 	p.warmNotBefore = now.Add(time.Minute)
+	p.throttledAt = *now
 	p.Step(context.Background())
 	assert.Len(t, f.assigns, 1, "below the minimum: growth at once")
 }

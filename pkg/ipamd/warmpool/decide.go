@@ -33,11 +33,11 @@ package warmpool
 // never touched: a full node may still give addresses back.
 //
 // LeakSuspected is AssignedIPs > MaxPods (MaxPods known), or either limit
-// reached with no address assignable (every unassigned address cooling
-// or pending counts as none): the pool cannot grow and the next pod would fail, so
-// the caller should check for leaked addresses now. The second part needs
-// only one known limit, so it also fires on a node whose max pods is
-// unknown but whose ENI capacity is.
+// reached with no address assignable (every unassigned address cooling or
+// pending counts as none): the pool cannot grow and the next pod would
+// fail, so the caller should check for leaked addresses now. The second
+// part needs only one known limit, so it also fires on a node whose max
+// pods is unknown but whose ENI capacity is.
 //
 // Short and Over are never both > 0.
 func Decide(s Stats, c Config) Decision {

@@ -66,7 +66,7 @@ type Decision struct {
 	AtCapacity bool
 	// LeakSuspected is set when more addresses are assigned than pods can
 	// exist, or when the node is at max pods or at capacity with nothing
-	// assignable (every unassigned address cooling down, if any). The
+	// assignable (every unassigned address cooling or pending, if any). The
 	// caller should run the pod-IP reconciler now rather than wait.
 	LeakSuspected bool
 }

@@ -72,9 +72,7 @@ type Client struct {
 	subnets  subnetCache
 	figures  *subnetfigures.Figures // free addresses per subnet, from the DescribeSubnets answers above
 	budget   *rate.Limiter          // every EC2 attempt takes a token
-	// throttled: when an attempt was last throttled or waited for a token.
-	throttled throttleSeen
-	created   createdENIs // ENIs AllocENI made, until they are seen attached
+	created  createdENIs            // ENIs AllocENI made, until they are seen attached
 	// attachWait bounds WaitAttached's watch of IMDS (0: a minute).
 	attachWait time.Duration
 }
@@ -107,7 +105,7 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	b := opts.Budget.withDefaults()
 	c.budget = rate.NewLimiter(rate.Limit(b.CallsPerSecond), b.Burst)
 	c.ec2 = ec2.NewFromConfig(cfg, opts.ec2Options, func(eo *ec2.Options) {
-		eo.APIOptions = append(eo.APIOptions, addBudget(c.budget, &c.throttled))
+		eo.APIOptions = append(eo.APIOptions, addBudget(c.budget))
 	})
 	if opts.IMDSOnly {
 		c.log.Info("ENABLE_IMDS_ONLY_MODE=true: ENIs and addresses come from IMDS only; EC2 calls that change anything, and DescribeNetworkInterfaces, are refused")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -48,20 +47,18 @@ func (b Budget) withDefaults() Budget {
 const budgetMiddlewareID = "EC2RequestBudget"
 
 // addBudget returns the stack option that makes every EC2 attempt wait
-// for a token of l, counts the attempts EC2 throttled, and records in
-// seen when an attempt was throttled or had to wait for a token.
-func addBudget(l *rate.Limiter, seen *throttleSeen) func(*middleware.Stack) error {
+// for a token of l and counts the attempts EC2 throttled.
+func addBudget(l *rate.Limiter) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
 		mw := middleware.FinalizeMiddlewareFunc(budgetMiddlewareID,
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 				op := awsmiddleware.GetOperationName(ctx)
-				if err := waitBudget(ctx, l, seen); err != nil {
+				if err := waitBudget(ctx, l); err != nil {
 					return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("ec2 %s: %w", op, err)
 				}
 				out, md, err := next.HandleFinalize(ctx, in)
 				if isThrottle(err) {
 					ec2Throttled.WithLabelValues(op).Inc()
-					seen.mark(time.Now())
 				}
 				return out, md, err
 			})
@@ -70,8 +67,8 @@ func addBudget(l *rate.Limiter, seen *throttleSeen) func(*middleware.Stack) erro
 }
 
 // waitBudget takes one token, counting the requests that had to wait and
-// for how long; a wait is recorded in seen.
-func waitBudget(ctx context.Context, l *rate.Limiter, seen *throttleSeen) error {
+// for how long.
+func waitBudget(ctx context.Context, l *rate.Limiter) error {
 	r := l.Reserve()
 	if !r.OK() {
 		return errors.New("EC2 request budget: burst is zero")
@@ -81,7 +78,6 @@ func waitBudget(ctx context.Context, l *rate.Limiter, seen *throttleSeen) error 
 		return nil
 	}
 	budgetWaits.Inc()
-	seen.mark(time.Now())
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -102,26 +98,3 @@ func isThrottle(err error) bool {
 	}
 	return errors.Is(codeClass[ae.ErrorCode()], ErrThrottled)
 }
-
-// throttleSeen is when the node last saw EC2's request tokens run short:
-// an attempt EC2 answered with a throttling code (the SDK's retries
-// included, whether or not the call then succeeded), or one that had to
-// wait for the node's own budget. The pool manager reads it to decide
-// whether spares wait for the start's spread.
-type throttleSeen struct {
-	unixNano atomic.Int64 // 0: never
-}
-
-func (t *throttleSeen) mark(now time.Time) { t.unixNano.Store(now.UnixNano()) }
-
-func (t *throttleSeen) last() time.Time {
-	if n := t.unixNano.Load(); n != 0 {
-		return time.Unix(0, n)
-	}
-	return time.Time{}
-}
-
-// LastThrottling is when an EC2 request of this client was last throttled
-// by EC2 or had to wait for the node's request budget (EC2_API_RATE_LIMIT,
-// EC2_API_BURST); zero if never.
-func (c *Client) LastThrottling() time.Time { return c.throttled.last() }

@@ -58,31 +58,3 @@ func TestBudgetDefaults(t *testing.T) {
 	assert.Equal(t, Budget{CallsPerSecond: DefaultEC2CallsPerSecond, Burst: DefaultEC2Burst}, Budget{}.withDefaults())
 	assert.Equal(t, Budget{CallsPerSecond: 0.5, Burst: 3}, Budget{CallsPerSecond: 0.5, Burst: 3}.withDefaults())
 }
-
-// LastThrottling is the client's evidence that EC2's request tokens run
-// short: a throttled attempt (even one the SDK's retry then got through),
-// or an attempt that waited for the node's budget. Plain answers are none.
-func TestLastThrottlingIsAThrottledAttemptOrABudgetWait(t *testing.T) {
-	t.Run("throttled attempt", func(t *testing.T) {
-		sim, c := simClient(t, ec2sim.Config{}, Options{MaxAttempts: 3, MaxBackoff: time.Millisecond})
-		_, err := c.InstanceENIs(context.Background())
-		require.NoError(t, err)
-		assert.True(t, c.LastThrottling().IsZero(), "an answer at once is no evidence")
-		sim.SetThrottle(1)
-		before := time.Now()
-		_, err = c.InstanceENIs(context.Background())
-		require.ErrorIs(t, err, ErrThrottled)
-		sim.SetThrottle(0)
-		assert.False(t, c.LastThrottling().Before(before), "the throttled attempt was recorded")
-	})
-	t.Run("budget wait", func(t *testing.T) {
-		_, c := simClient(t, ec2sim.Config{}, Options{Budget: Budget{CallsPerSecond: 50, Burst: 1}})
-		_, err := c.InstanceENIs(context.Background()) // takes the only token
-		require.NoError(t, err)
-		assert.True(t, c.LastThrottling().IsZero())
-		before := time.Now()
-		_, err = c.InstanceENIs(context.Background()) // waits 20 ms for the next
-		require.NoError(t, err)
-		assert.False(t, c.LastThrottling().Before(before), "the wait for the budget was recorded")
-	})
-}

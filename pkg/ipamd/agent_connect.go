@@ -160,8 +160,7 @@ func (a *Agent) buildPool() {
 		return
 	}
 	deps := pool.Deps{AWS: a.aws, Store: a.store, Log: a.log, SetupENI: a.setupENI, TeardownENI: a.teardownENI, TagENI: a.aws.EnsureENITags,
-		OnLeak: a.opts.OnLeak, Events: a.events, Errors: a.metrics.errors, Metrics: a.metrics.pool, Placement: a.placement,
-		Throttling: a.aws.LastThrottling}
+		OnLeak: a.opts.OnLeak, Events: a.events, Errors: a.metrics.errors, Metrics: a.metrics.pool, Placement: a.placement}
 	if a.sched != nil {
 		deps.Schedulable = a.sched.Schedulable
 	}

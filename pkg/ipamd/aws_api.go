@@ -3,7 +3,6 @@ package ipamd
 import (
 	"context"
 	"net/netip"
-	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/enisweep"
@@ -30,10 +29,6 @@ type awsAPI interface {
 	// SubnetFigures: free addresses per subnet from the DescribeSubnets
 	// answers the client receives (gauges, /v1/subnets).
 	SubnetFigures() *subnetfigures.Figures
-	// LastThrottling: when EC2 last throttled a request or one waited for
-	// the node's request budget (the start's spread holds spares back
-	// only after that).
-	LastThrottling() time.Time
 }
 
 var _ awsAPI = (*awsutils.Client)(nil)

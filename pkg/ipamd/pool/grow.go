@@ -20,17 +20,14 @@ func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 	if !p.cfg.Provisioning || !p.schedulable() || p.now().Before(p.subnetCooldownUntil) {
 		return
 	}
-	// Growth that pods are about to wait on (fewer than two addresses
-	// assignable) and growth for the warm target alone wait out
-	// throttling on separate clocks.
-	ws := toWarmStats(p.Store.Stats())
+	// Growth that pods are about to wait on and growth for the warm
+	// target alone (a spare) wait out throttling on separate clocks.
+	ws := p.warmStats(p.Store.Stats())
 	p.growUrgent = warmpool.PodsAboutToWait(ws)
-	// The start's spread (WarmStartSpread) holds back spares only, and
-	// only while the account throttles: not growth pods are about to wait
-	// on, nor what MINIMUM_IP_TARGET asks to be there.
-	if warmpool.HoldBackAtStart(ws, p.cfg.Targets, p.startEvidence()) {
-		p.Log.Debug("spare held back for the start's spread: EC2 throttled recently",
-			"until", p.warmNotBefore, "lastThrottling", p.lastThrottling())
+	// A spare waits for the start's spread (WarmStartSpread); growth pods
+	// are about to wait on, and what MINIMUM_IP_TARGET asks to be there,
+	// do not.
+	if warmpool.HoldSpareBack(ws, p.cfg.Targets, p.now().Before(p.warmNotBefore)) {
 		return
 	}
 	b := &p.warmThrottle
@@ -211,7 +208,6 @@ func (p *Manager) growFailed(ctx context.Context, eniID string, err error) {
 	switch {
 	case errors.Is(err, awsutils.ErrThrottled):
 		// The account is short of tokens: warm growth waits in any case.
-		p.throttledAt = p.now()
 		pause := p.warmThrottle.failed(p.cfg.Interval, warmMaxPause, p.now())
 		inARow := p.warmThrottle.failures
 		if p.growUrgent {

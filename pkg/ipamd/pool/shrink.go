@@ -114,7 +114,6 @@ func (p *Manager) maybeFreeENI(ctx context.Context) {
 		err := p.AWS.FreeENI(ctx, e.Info.ID)
 		p.nextENIFree = p.now().Add(jitter.Spread(p.cfg.DecreaseInterval, 0.5))
 		if errors.Is(err, awsutils.ErrThrottled) {
-			p.throttledAt = p.now()
 			p.nextENIFree = p.now().Add(p.freeThrottle.failed(p.cfg.DecreaseInterval, warmMaxPause, p.now()))
 		} else {
 			p.freeThrottle.failures = 0

@@ -3,7 +3,6 @@ package pool
 import (
 	"time"
 
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/jitter"
 )
 
@@ -46,38 +45,4 @@ func growthPause(first, maxPause time.Duration, n int) time.Duration {
 		d *= 2
 	}
 	return min(d, maxPause)
-}
-
-// throttleEvidenceFor is how long one sign of throttling (a throttled
-// answer, a wait for the node's request budget) counts as the account
-// throttling: as long as warm growth's longest pause after a throttled
-// answer.
-const throttleEvidenceFor = warmMaxPause
-
-// lastThrottling is when the node last saw EC2's request tokens run short:
-// the client's record (every EC2 attempt, the SDK's retries included)
-// or a throttled growth or ENI free the manager saw itself.
-func (p *Manager) lastThrottling() time.Time {
-	last := p.throttledAt
-	if p.Throttling != nil {
-		if t := p.Throttling(); t.After(last) {
-			last = t
-		}
-	}
-	return last
-}
-
-// startEvidence is what warmpool.HoldBackAtStart decides from, at now.
-func (p *Manager) startEvidence() warmpool.StartEvidence {
-	now := p.now()
-	return warmpool.StartEvidence{
-		InStartSpread: now.Before(p.warmNotBefore),
-		Throttling:    throttledRecently(p.lastThrottling(), now),
-	}
-}
-
-// throttledRecently reports whether a sign of throttling at last (zero:
-// none yet) is within throttleEvidenceFor of now.
-func throttledRecently(last, now time.Time) bool {
-	return !last.IsZero() && now.Sub(last) <= throttleEvidenceFor
 }

@@ -129,84 +129,69 @@ func TestGrowthPodsWaitOnRetriesSooner(t *testing.T) {
 	assert.Zero(t, p.urgentThrottle.failures)
 }
 
-// TestSparesWaitForTheStartSpreadOnlyWhileTheAccountThrottles: before
-// warmNotBefore, growth for the warm target alone waits only after a sign
-// of throttling within throttleEvidenceFor; without one it grows at once,
-// as upstream. Growth pods are about to wait on never waits.
-func TestSparesWaitForTheStartSpreadOnlyWhileTheAccountThrottles(t *testing.T) {
+// TestSparesWaitForTheStartSpread: before warmNotBefore, growth for the
+// warm target alone waits, and after it, it comes; growth pods are about
+// to wait on does not wait: nothing or one address assignable, or fewer
+// than the pods that took addresses since the last step (plus two).
+func TestSparesWaitForTheStartSpread(t *testing.T) {
 	ctx := context.Background()
 
 	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
 	fillScripted(t, ds, 2) // 2 assignable: short of the target, no pod about to wait
 	p.warmNotBefore = now.Add(time.Minute)
 	p.Step(ctx)
-	assert.Len(t, f.assigns, 1, "no sign of throttling: the spare comes at once, as upstream")
-
-	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
-	fillScripted(t, ds, 2)
-	p.warmNotBefore = now.Add(time.Minute)
-	throttled := now.Add(-time.Second)
-	p.Throttling = func() time.Time { return throttled }
-	p.Step(ctx)
-	assert.Empty(t, f.assigns, "the client saw throttling a second ago: the spare waits for the spread")
+	assert.Empty(t, f.assigns, "the spare waits for the spread")
 	*now = p.warmNotBefore
 	p.Step(ctx)
 	assert.Len(t, f.assigns, 1, "the spread is over: the spare follows")
 
 	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
-	fillScripted(t, ds, 2)
-	p.warmNotBefore = now.Add(time.Hour)
-	throttled = now.Add(-time.Second)
-	p.Throttling = func() time.Time { return throttled }
-	p.Step(ctx)
-	require.Empty(t, f.assigns)
-	*now = throttled.Add(throttleEvidenceFor + time.Millisecond)
-	p.Step(ctx)
-	assert.Len(t, f.assigns, 1, "the last sign of throttling is older than throttleEvidenceFor: the spare comes")
-
-	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
-	fillScripted(t, ds, 2)
-	p.warmNotBefore = now.Add(time.Minute)
-	p.throttledAt = *now // a throttled growth the manager saw itself
-	p.Step(ctx)
-	assert.Empty(t, f.assigns, "throttled growth is a sign too")
-
-	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
 	fillScripted(t, ds, 3) // one assignable: pods about to wait
 	p.warmNotBefore = now.Add(time.Minute)
-	p.throttledAt = *now
 	p.Step(ctx)
 	assert.Len(t, f.assigns, 1, "pods about to wait: growth at once")
+
+	// Pods keep arriving: 3 took addresses since the last step and 3 are
+	// left, so as many pods as arrived would find them gone.
+	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
+	for i := range 9 {
+		place(t, ds, fmt.Sprintf("10.0.0.%d", 11+i), fmt.Sprintf("p0-%d", i))
+	}
+	p.warmNotBefore = now.Add(time.Minute)
+	p.Step(ctx)
+	require.Empty(t, f.assigns, "4 assignable, no pod since the first step: a spare")
+	place(t, ds, "10.0.1.11", "p1-0")
+	place(t, ds, "10.0.1.12", "p1-1")
+	p.Step(ctx)
+	assert.Len(t, f.assigns, 1, "2 assignable, 2 pods since the last step: about to wait, growth at once")
 }
 
-func TestThrottledRecently(t *testing.T) {
-	now := time.Unix(1000, 0)
-	tests := []struct {
-		name string
-		last time.Time
-		want bool
-	}{
-		{"never", time.Time{}, false},
-		{"just now", now, true},
-		{"at the edge", now.Add(-throttleEvidenceFor), true},
-		{"older", now.Add(-throttleEvidenceFor - time.Nanosecond), false},
-		{"a clock step back", now.Add(time.Second), true},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, throttledRecently(tt.last, now), tt.name)
-	}
+// TestRecentAssignsCountsNewAddressesSinceTheLastStep: the estimate is the
+// growth of assigned plus cooling addresses; a release does not count, the
+// first step counts none.
+func TestRecentAssignsCountsNewAddressesSinceTheLastStep(t *testing.T) {
+	p, _, ds, _ := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
+	place(t, ds, "10.0.0.11", "a")
+	p.countRecentAssigns(ds.Stats())
+	assert.Zero(t, p.recentAssigns, "the first step has nothing to compare with")
+	place(t, ds, "10.0.0.12", "b")
+	place(t, ds, "10.0.0.13", "c")
+	p.countRecentAssigns(ds.Stats())
+	assert.Equal(t, 2, p.recentAssigns)
+	_, err := ds.Release(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "b", IfName: "eth0"})
+	require.NoError(t, err)
+	p.countRecentAssigns(ds.Stats())
+	assert.Zero(t, p.recentAssigns, "a release is no arrival")
 }
 
 // TestStartSpreadLeavesMinimumIPTargetAlone: what MINIMUM_IP_TARGET asks
-// for is added at once, even with addresses assignable and the account
-// throttling.
+// for is added at once, even with addresses assignable.
 func TestStartSpreadLeavesMinimumIPTargetAlone(t *testing.T) {
 	p, f, ds, now := scriptedNode(t, warmpool.Config{MinimumIPTarget: 20}, nil)
 	place(t, ds, "10.0.0.11", "p0")
 	require.Less(t, ds.Stats().TotalIPs, 20)
 	require.Positive(t, ds.Stats().AssignableIPs())
 	p.warmNotBefore = now.Add(time.Minute)
-	p.throttledAt = *now
 	p.Step(context.Background())
 	assert.Len(t, f.assigns, 1, "below the minimum: growth at once")
 }

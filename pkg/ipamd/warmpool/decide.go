@@ -16,8 +16,9 @@ package warmpool
 //
 // Cooling addresses count as available to the targets, as upstream,
 // with two exceptions:
-//   - when pods are about to wait (PodsAboutToWait: fewer than
-//     PodsWaitBelow addresses assignable), Short is computed with the
+//   - when pods are about to wait (PodsAboutToWait: fewer addresses
+//     assignable than PodsWaitBelow plus the pods that arrived since the
+//     last decision), Short is computed with the
 //     cooling addresses counted as assigned, so the pool grows rather than
 //     refusing pods for the cooldown (upstream counts them as available
 //     and refuses). Counting fewer as available never lowers Short.

@@ -34,10 +34,10 @@ func TestDecideEdgeCases(t *testing.T) {
 		{"fresh node, PD warm-ip 20", Stats{}, Config{PrefixDelegation: true, WarmIPTarget: 20}, Decision{Unit: UnitPrefix, Short: 2}},
 
 		// Negative inputs are clamped: stats to 0, targets to unset, MaxPods to unknown.
-		{"negative stats behave like a fresh node", Stats{-5, -3, -1, -2, -4, -6}, eniMode(1, 29, 9), Decision{Unit: UnitENI, Short: 1}},
+		{"negative stats behave like a fresh node", Stats{-5, -3, -1, -2, -4, -6, -7}, eniMode(1, 29, 9), Decision{Unit: UnitENI, Short: 1}},
 		{"negative targets are unset", Stats{TotalIPs: 9, AssignedIPs: 5}, Config{WarmENITarget: -1, WarmIPTarget: -5, MinimumIPTarget: -10, WarmPrefixTarget: -1, MaxPods: 29, SlotsPerENI: 9}, Decision{Unit: UnitENI}},
 		{"negative max pods is unknown", Stats{TotalIPs: 64, AssignedIPs: 64, TotalPrefixes: 4}, Config{PrefixDelegation: true, WarmPrefixTarget: 1, MaxPods: -62}, Decision{Unit: UnitPrefix, Short: 1}},
-		{"MinInt everywhere", Stats{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt}, Config{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, true}, Decision{Unit: UnitPrefix, Short: 1}},
+		{"MinInt everywhere", Stats{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt}, Config{math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, math.MinInt, true}, Decision{Unit: UnitPrefix, Short: 1}},
 		// SlotsPerENI unknown (0 or negative) with WARM_ENI_TARGET set: the spec's
 		// "available < SlotsPerENI*WarmENITarget" can never hold, so no ENI is asked for.
 		{"negative SlotsPerENI never triggers ENI growth", Stats{TotalIPs: 9, AssignedIPs: 9}, eniMode(1, 0, -9), Decision{Unit: UnitENI}},
@@ -90,7 +90,7 @@ func TestDecideEdgeCases(t *testing.T) {
 		{"MaxInt total and capacity", Stats{TotalIPs: big, AssignedIPs: big}, Config{WarmIPTarget: 5, MaxAddresses: big}, Decision{Unit: UnitIP, AtCapacity: true, LeakSuspected: true}},
 		{"MaxInt total, max pods and capacity", Stats{TotalIPs: big, AssignedIPs: big}, Config{WarmIPTarget: 5, MaxPods: big, MaxAddresses: big}, Decision{Unit: UnitIP, AtMaxPods: true, AtCapacity: true, LeakSuspected: true}},
 		{"MaxInt capacity one below total", Stats{TotalIPs: big, AssignedIPs: big - 1}, withCapacity(eniMode(1, 0, 9), big-1), Decision{Unit: UnitENI, AtCapacity: true}},
-		{"MaxInt everywhere", Stats{big, big, big, big, big, big}, Config{big, big, big, big, big, big, big, true}, Decision{Unit: UnitPrefix, AtMaxPods: true, AtCapacity: true, LeakSuspected: true}},
+		{"MaxInt everywhere", Stats{big, big, big, big, big, big, big}, Config{big, big, big, big, big, big, big, true}, Decision{Unit: UnitPrefix, AtMaxPods: true, AtCapacity: true, LeakSuspected: true}},
 
 		// Inconsistent stats.
 		{"assigned above total counts as nothing available", Stats{TotalIPs: 5, AssignedIPs: 9}, Config{WarmIPTarget: 2}, Decision{Unit: UnitIP, Short: 2}},
@@ -107,7 +107,8 @@ func TestDecideEdgeCases(t *testing.T) {
 	}
 }
 
-// While pods are not about to wait (two or more addresses assignable),
+// While pods are not about to wait (two or more addresses assignable, no
+// pod since the last decision),
 // cooling addresses count as available to growth, as upstream: CooldownIPs
 // alone never changes the unit, Short or the limit flags; FreePrefixes
 // (which already excludes cooling prefixes) does. Over is another rule
@@ -159,8 +160,9 @@ func TestCoolingCountsAsAvailableUntilPodsWait(t *testing.T) {
 	}
 }
 
-// A pod about to wait (fewer than PodsWaitBelow addresses assignable)
-// grows the pool despite cooling addresses: growth counts them as
+// A pod about to wait (fewer addresses assignable than PodsWaitBelow plus
+// the pods that arrived since the last decision) grows the pool despite
+// cooling addresses: growth counts them as
 // unavailable, where upstream counts them as available and refuses pods
 // for the whole cooldown (its issues 2896 and 3685). Growth still stops
 // at max pods and capacity, and pending addresses (checked within the
@@ -181,6 +183,8 @@ func TestPodAboutToWaitGrowsPoolDespiteCoolingAddresses(t *testing.T) {
 		{"warm-ip 3, one assignable, 2 cooling", Stats{TotalIPs: 13, AssignedIPs: 10, CooldownIPs: 2}, Config{WarmIPTarget: 3, MaxPods: 29}, Decision{Unit: UnitIP, Short: 2}, 0},
 		{"ENI mode without warm-ENI, the free address cooling", Stats{TotalIPs: 9, AssignedIPs: 8, CooldownIPs: 1}, eniMode(0, 29, 9), Decision{Unit: UnitENI, Short: 1}, 0},
 		{"fresh node churn: 6 of 9 assigned, 3 cooling", Stats{TotalIPs: 9, AssignedIPs: 6, CooldownIPs: 3}, eniMode(1, 29, 9), Decision{Unit: UnitENI, Short: 1}, 1},
+		{"churn: 5 pods since the last step, 5 assignable, 8 cooling", Stats{TotalIPs: 18, AssignedIPs: 5, CooldownIPs: 8, RecentAssigns: 5}, eniMode(1, 29, 9), Decision{Unit: UnitENI, Short: 1}, 0},
+		{"warm-ip 5, 4 pods since the last step, 3 assignable, 3 cooling", Stats{TotalIPs: 16, AssignedIPs: 10, CooldownIPs: 3, RecentAssigns: 4}, Config{WarmIPTarget: 5, MaxPods: 29}, Decision{Unit: UnitIP, Short: 2}, 0},
 		{"PD no targets, only cooling left", Stats{TotalIPs: 16, AssignedIPs: 13, CooldownIPs: 3, TotalPrefixes: 1}, Config{PrefixDelegation: true, MaxPods: 110}, Decision{Unit: UnitPrefix, Short: 1}, 0},
 		{"PD warm-prefix 1, fragmented, the free ones cooling", Stats{TotalIPs: 48, AssignedIPs: 30, CooldownIPs: 17, TotalPrefixes: 3}, Config{PrefixDelegation: true, WarmPrefixTarget: 1, MaxPods: 110}, Decision{Unit: UnitPrefix, Short: 1}, 0},
 
@@ -241,37 +245,37 @@ func TestCoolingNeverMakesAFreeAddressSpare(t *testing.T) {
 	}
 }
 
-// Spares are held back at start (WARM_POOL_START_SPREAD) only while the
-// account throttles, never when pods are about to wait, and never below
-// MINIMUM_IP_TARGET.
-func TestSparesHeldBackAtStartOnlyWhileTheAccountThrottles(t *testing.T) {
+// Only spares wait for the start's spread (WARM_POOL_START_SPREAD): never
+// growth pods are about to wait on, counting the pods that arrived since
+// the last decision, never below MINIMUM_IP_TARGET.
+func TestOnlySparesWaitForTheStartSpread(t *testing.T) {
 	spare := Stats{TotalIPs: 9, AssignedIPs: 1} // 8 assignable: WARM_ENI_TARGET=1 wants a spare ENI
-	both := StartEvidence{InStartSpread: true, Throttling: true}
 	tests := []struct {
-		name string
-		s    Stats
-		c    Config
-		e    StartEvidence
-		want bool
+		name          string
+		s             Stats
+		c             Config
+		inStartSpread bool
+		want          bool
 	}{
-		{"a spare at start while the account throttles: held", spare, eniMode(1, 29, 9), both, true},
-		{"a spare at start, no throttling seen: grows as upstream", spare, eniMode(1, 29, 9), StartEvidence{InStartSpread: true}, false},
-		{"a spare after the start's spread, throttling: grows (the throttle back-off paces it)", spare, eniMode(1, 29, 9), StartEvidence{Throttling: true}, false},
-		{"a spare, neither: grows", spare, eniMode(1, 29, 9), StartEvidence{}, false},
-		{"pods about to wait, the free ones cooling: grows", Stats{TotalIPs: 9, AssignedIPs: 6, CooldownIPs: 3}, eniMode(1, 29, 9), both, false},
-		{"pods about to wait, one assignable: grows", Stats{TotalIPs: 9, AssignedIPs: 8}, eniMode(1, 29, 9), both, false},
-		{"a fresh node: grows", Stats{}, eniMode(1, 29, 9), both, false},
-		{"pods about to wait, the new addresses pending: grows", Stats{TotalIPs: 18, AssignedIPs: 9, PendingIPs: 9}, eniMode(1, 29, 9), both, false},
-		{"two assignable is a spare: held", Stats{TotalIPs: 9, AssignedIPs: 7}, eniMode(1, 29, 9), both, true},
-		{"below MINIMUM_IP_TARGET: grows", Stats{TotalIPs: 10, AssignedIPs: 1}, Config{WarmIPTarget: 1, MinimumIPTarget: 20, MaxPods: 29}, both, false},
-		{"at MINIMUM_IP_TARGET, a spare: held", Stats{TotalIPs: 20, AssignedIPs: 17}, Config{WarmIPTarget: 5, MinimumIPTarget: 20, MaxPods: 29}, both, true},
-		{"PD, a spare prefix: held", Stats{TotalIPs: 16, AssignedIPs: 2, TotalPrefixes: 1}, Config{PrefixDelegation: true, WarmPrefixTarget: 1, MaxPods: 110}, both, true},
-		{"negative stats are a fresh node: grows", Stats{TotalIPs: -3, AssignedIPs: -1}, eniMode(1, 29, 9), both, false},
+		{"a spare at start: held", spare, eniMode(1, 29, 9), true, true},
+		{"a spare after the start's spread: grows", spare, eniMode(1, 29, 9), false, false},
+		{"fleet start: the burst's ENI is in, one pod since: a spare, held", Stats{TotalIPs: 18, AssignedIPs: 10, RecentAssigns: 1}, eniMode(1, 29, 9), true, true},
+		{"churn: 5 pods since the last step, 4 assignable: grows", Stats{TotalIPs: 9, AssignedIPs: 5, RecentAssigns: 5}, eniMode(1, 29, 9), true, false},
+		{"churn: 5 pods since the last step, 7 assignable: a spare, held", Stats{TotalIPs: 9, AssignedIPs: 2, RecentAssigns: 5}, eniMode(1, 29, 9), true, true},
+		{"pods about to wait, the free ones cooling: grows", Stats{TotalIPs: 9, AssignedIPs: 6, CooldownIPs: 3}, eniMode(1, 29, 9), true, false},
+		{"pods about to wait, one assignable: grows", Stats{TotalIPs: 9, AssignedIPs: 8}, eniMode(1, 29, 9), true, false},
+		{"a fresh node: grows", Stats{}, eniMode(1, 29, 9), true, false},
+		{"pods about to wait, the new addresses pending: grows", Stats{TotalIPs: 18, AssignedIPs: 9, PendingIPs: 9}, eniMode(1, 29, 9), true, false},
+		{"two assignable, no pod since: a spare, held", Stats{TotalIPs: 9, AssignedIPs: 7}, eniMode(1, 29, 9), true, true},
+		{"below MINIMUM_IP_TARGET: grows", Stats{TotalIPs: 10, AssignedIPs: 1}, Config{WarmIPTarget: 1, MinimumIPTarget: 20, MaxPods: 29}, true, false},
+		{"at MINIMUM_IP_TARGET, a spare: held", Stats{TotalIPs: 20, AssignedIPs: 17}, Config{WarmIPTarget: 5, MinimumIPTarget: 20, MaxPods: 29}, true, true},
+		{"PD, a spare prefix: held", Stats{TotalIPs: 16, AssignedIPs: 2, TotalPrefixes: 1}, Config{PrefixDelegation: true, WarmPrefixTarget: 1, MaxPods: 110}, true, true},
+		{"negative stats are a fresh node: grows", Stats{TotalIPs: -3, AssignedIPs: -1}, eniMode(1, 29, 9), true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := HoldBackAtStart(tt.s, tt.c, tt.e); got != tt.want {
-				t.Errorf("HoldBackAtStart = %t, want %t", got, tt.want)
+			if got := HoldSpareBack(tt.s, tt.c, tt.inStartSpread); got != tt.want {
+				t.Errorf("HoldSpareBack = %t, want %t", got, tt.want)
 			}
 		})
 	}
@@ -290,6 +294,9 @@ func TestPodsAboutToWait(t *testing.T) {
 		{"two free, one pending", Stats{TotalIPs: 9, AssignedIPs: 7, PendingIPs: 1}, true},
 		{"MaxInt cooling and pending", Stats{TotalIPs: 9, CooldownIPs: math.MaxInt, PendingIPs: math.MaxInt}, true},
 		{"assigned above total", Stats{TotalIPs: 5, AssignedIPs: 9}, true},
+		{"4 assignable, 3 pods since the last decision", Stats{TotalIPs: 9, AssignedIPs: 5, RecentAssigns: 3}, true},
+		{"5 assignable, 3 pods since the last decision", Stats{TotalIPs: 9, AssignedIPs: 4, RecentAssigns: 3}, false},
+		{"MaxInt pods since the last decision", Stats{TotalIPs: 9, RecentAssigns: math.MaxInt}, true},
 	}
 	for _, tt := range tests {
 		if got := PodsAboutToWait(tt.s); got != tt.want {

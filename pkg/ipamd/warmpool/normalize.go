@@ -8,6 +8,7 @@ func normStats(s Stats) Stats {
 	s.AssignedIPs = nonNeg(s.AssignedIPs)
 	s.CooldownIPs = nonNeg(s.CooldownIPs)
 	s.PendingIPs = nonNeg(s.PendingIPs)
+	s.RecentAssigns = nonNeg(s.RecentAssigns)
 	s.TotalPrefixes = nonNeg(s.TotalPrefixes)
 	s.FreePrefixes = min(nonNeg(s.FreePrefixes), s.TotalPrefixes)
 	return s

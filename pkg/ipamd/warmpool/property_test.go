@@ -57,6 +57,9 @@ func genConsistent(r *rand.Rand) (Stats, Config) {
 	if r.IntN(4) == 0 {
 		s.PendingIPs = r.IntN(s.TotalIPs - s.AssignedIPs - s.CooldownIPs + 1) // joined, awaiting the runtime check
 	}
+	if r.IntN(4) == 0 {
+		s.RecentAssigns = r.IntN(s.AssignedIPs + 1) // pods arriving
+	}
 	if c.PrefixDelegation {
 		maxFree := min(s.TotalPrefixes, (s.TotalIPs-s.AssignedIPs-s.CooldownIPs-s.PendingIPs)/AddressesPerPrefix)
 		s.FreePrefixes = r.IntN(maxFree + 1)
@@ -92,7 +95,7 @@ func wildInt(r *rand.Rand) int {
 
 // genWild returns arbitrary, usually inconsistent, inputs.
 func genWild(r *rand.Rand) (Stats, Config) {
-	s := Stats{wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r)}
+	s := Stats{wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r)}
 	c := Config{wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), r.IntN(2) == 0}
 	return s, c
 }

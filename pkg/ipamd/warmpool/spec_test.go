@@ -17,7 +17,8 @@ import (
 // CooldownIPs is 0 unless a fifth stats number gives it. Cooling addresses
 // are available to the state functions (upstream's formulas) but not to
 // the next ADD: Decide counts them as unavailable for growth when fewer
-// than PodsWaitBelow addresses are assignable, never counts them towards
+// than PodsWaitBelow addresses (plus RecentAssigns, 0 here) are
+// assignable, never counts them towards
 // Over, and the leak flag sees them.
 const specTable = `
 | ENI mode, 5 of 9 used | 9/5/0/0 | 1/0/0/0 off 29 0 9 | 0,0,false | 0,0,false | eni 1,0 |

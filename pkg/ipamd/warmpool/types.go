@@ -26,6 +26,10 @@ type Stats struct {
 	TotalPrefixes int // /28 prefixes held (prefix delegation only)
 	FreePrefixes  int // prefixes with no assigned, cooling or pending address
 	PendingIPs    int // unassigned addresses awaiting the check against the runtime
+	// RecentAssigns is how many addresses pods took since the pool's last
+	// decision: as many are expected before growth decided now lands
+	// (PodsAboutToWait). 0 when unknown.
+	RecentAssigns int
 }
 
 // Config holds the warm-pool knobs. A target <= 0 means unset.

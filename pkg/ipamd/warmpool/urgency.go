@@ -1,19 +1,21 @@
 package warmpool
 
 // PodsWaitBelow is the assignable count under which pods are about to
-// wait: with none assignable the next ADD fails, and with one the next pod
-// takes it and the pod after that fails. Either way the pool grows only
-// at the next step and then waits on EC2 (an assignment, or an ENI's
-// create and attach), so growth that starts after the pool is empty comes
-// too late for the pods arriving meanwhile.
+// wait even when none arrived lately: with none assignable the next ADD
+// fails, and with one the next pod takes it and the pod after that fails.
 const PodsWaitBelow = 2
 
-// PodsAboutToWait reports whether fewer than PodsWaitBelow addresses are
-// assignable: held, not assigned, not cooling and not pending (disputed
-// addresses are not in Stats at all). Then Decide counts cooling addresses
-// as unavailable to growth, and HoldBackAtStart never holds growth back.
+// PodsAboutToWait reports whether pods are about to wait for the pool to
+// grow: fewer addresses are assignable (held, not assigned, not cooling,
+// not pending; disputed ones are not in Stats at all) than PodsWaitBelow
+// plus RecentAssigns. The pool decides once a step and growth then waits
+// on EC2 (an assignment, or an ENI's create and attach), so the pods that
+// arrive meanwhile, as many as arrived since the last decision, need
+// addresses already there. Then Decide counts cooling addresses as
+// unavailable to growth, and HoldSpareBack never holds growth back.
 func PodsAboutToWait(s Stats) bool {
-	return assignable(normStats(s)) < PodsWaitBelow
+	s = normStats(s)
+	return assignable(s) < satAdd(PodsWaitBelow, s.RecentAssigns)
 }
 
 // coolingAsAssigned is s with its cooling addresses counted as assigned
@@ -24,31 +26,15 @@ func coolingAsAssigned(s Stats) Stats {
 	return s
 }
 
-// StartEvidence is what HoldBackAtStart decides from.
-type StartEvidence struct {
-	// InStartSpread: the node's random point of WARM_POOL_START_SPREAD
-	// has not come yet.
-	InStartSpread bool
-	// Throttling: EC2 recently answered one of the node's requests with a
-	// throttling error, or a request recently had to wait for the node's
-	// EC2 request budget.
-	Throttling bool
-}
-
-// HoldBackAtStart reports whether the growth a decision on s asks for
-// waits for the start's spread (WARM_POOL_START_SPREAD). It does only
-// while all of these hold:
-//   - the node's point of the spread has not come (e.InStartSpread);
-//   - the account shows it is throttling (e.Throttling): without that
-//     evidence a fresh node grows as upstream's does, spare included;
-//   - pods are not about to wait (PodsAboutToWait);
-//   - the pool holds at least MINIMUM_IP_TARGET addresses: what the
-//     operator asked to be there is not a spare.
-//
-// So only spares wait, and only while the account's request tokens are
-// short: a fleet started together then spends them on the ENIs pods wait
-// for first.
-func HoldBackAtStart(s Stats, c Config, e StartEvidence) bool {
+// HoldSpareBack reports whether the growth a decision on s asks for waits
+// for the start's spread (WARM_POOL_START_SPREAD) while inStartSpread (the
+// node's random point of it has not come). Only a spare waits: growth pods
+// are not about to wait on (PodsAboutToWait), with the pool at
+// MINIMUM_IP_TARGET or above (what the operator asked to be there is not a
+// spare). A fleet started together then spends the account's ENI tokens
+// on the ENIs its pods wait for first, and a node whose pods keep arriving
+// grows as upstream's does.
+func HoldSpareBack(s Stats, c Config, inStartSpread bool) bool {
 	s, c = normStats(s), normConfig(c)
-	return e.InStartSpread && e.Throttling && !PodsAboutToWait(s) && s.TotalIPs >= c.MinimumIPTarget
+	return inStartSpread && !PodsAboutToWait(s) && s.TotalIPs >= c.MinimumIPTarget
 }

@@ -282,10 +282,12 @@ func TestPodAboutToWaitGrowsThePoolDespiteCoolingAddresses(t *testing.T) {
 // 10 s 200 ms (so that the churn needs about 13 addresses: more than the
 // first ENI, less than two). Upstream attaches its spare ENI as soon as
 // the first pods take addresses, and no ADD finds the pool empty. So must
-// ipamd: with no sign of throttling, WARM_POOL_START_SPREAD (default 10m)
-// does not hold the spare back, and no ADD is refused while the pool
-// could grow. (Before, the spare waited until nothing was assignable and
-// the ADDs of the following step were refused, cooling_down.)
+// ipamd: pods keep arriving (about 5 a step), so they are about to wait
+// once fewer addresses are assignable than arrived in the last step plus
+// two, WARM_POOL_START_SPREAD (default 10m) does not hold the second ENI
+// back, and no ADD is refused while the pool could grow. (Before, the
+// spare waited until nothing was assignable and the ADDs of the following
+// step were refused, cooling_down.)
 func TestFreshNodeChurnIsNeverRefusedForWantOfASpare(t *testing.T) {
 	timings := fastTimings
 	timings.PoolInterval = 100 * time.Millisecond

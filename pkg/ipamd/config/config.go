@@ -46,7 +46,7 @@ type Config struct {
 	ENIConfigLabel                     string          // ENI_CONFIG_LABEL_DEF: node label naming the ENIConfig
 	HTTPTimeout                        time.Duration   // HTTP_TIMEOUT, whole seconds, at least (and default) 10: each EC2 and IMDS request
 	EC2Budget                          awsutils.Budget // EC2_API_RATE_LIMIT, EC2_API_BURST: the node's EC2 request budget
-	WarmStartSpread                    time.Duration   // WARM_POOL_START_SPREAD: while EC2 throttles, warm-only growth after start begins at a random point of it (10m)
+	WarmStartSpread                    time.Duration   // WARM_POOL_START_SPREAD: warm-only growth after start begins at a random point of it (10m)
 	// IMDSOnlyMode (ENABLE_IMDS_ONLY_MODE): ENIs and addresses from IMDS
 	// only, no EC2 call that changes anything, no DescribeNetworkInterfaces.
 	IMDSOnlyMode bool

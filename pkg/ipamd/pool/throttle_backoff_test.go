@@ -107,8 +107,9 @@ func TestIdleENIsAreFreedOnePerSpreadInterval(t *testing.T) {
 }
 
 // TestGrowthPodsWaitOnRetriesSooner: with nothing assignable (the next ADD
-// fails; one assignable counts the same), a throttled growth retries after about a second, not after the
-// warm pool's pause; the warm pool's clock is pushed out all the same.
+// fails; pods about to wait count the same), a throttled growth retries
+// after about a second, not after the warm pool's pause; the warm pool's
+// clock is pushed out all the same.
 func TestGrowthPodsWaitOnRetriesSooner(t *testing.T) {
 	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
 	fillScripted(t, ds, 4)
@@ -151,8 +152,8 @@ func TestSparesWaitForTheStartSpread(t *testing.T) {
 	p.Step(ctx)
 	assert.Len(t, f.assigns, 1, "pods about to wait: growth at once")
 
-	// Pods keep arriving: 3 took addresses since the last step and 3 are
-	// left, so as many pods as arrived would find them gone.
+	// Pods keep arriving: 2 took addresses since the last step and 2 are
+	// left, so as many pods again would find them gone.
 	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
 	for i := range 9 {
 		place(t, ds, fmt.Sprintf("10.0.0.%d", 11+i), fmt.Sprintf("p0-%d", i))

@@ -2,6 +2,9 @@ package ipamd
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,4 +238,102 @@ func TestNodeInitWithExistingENIsAndCheckpoint(t *testing.T) {
 		assert.Equal(t, p.IP, got.IP, "allocations are restored onto the discovered addresses")
 		assert.Equal(t, p.AssignedAt.UnixNano(), got.AssignedAt.UnixNano())
 	}
+}
+
+// Upstream's 3685 configuration (prefix delegation, MINIMUM_IP_TARGET):
+// with 30 of 32 addresses assigned and the other 2 cooling, a new pod is
+// refused until the pool grows. Counting the cooling addresses as
+// available, upstream's target math finds nothing short and refuses pods
+// for the whole cooldown (its 2896); here the next step adds a prefix.
+func TestPodAboutToWaitGrowsThePoolDespiteCoolingAddresses(t *testing.T) {
+	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"},
+		map[string]string{"ENABLE_PREFIX_DELEGATION": "true", "MINIMUM_IP_TARGET": "32", "IP_COOLDOWN_PERIOD": "30"},
+		func(o *Options) { o.MaxPods = 110 })
+	n.settle(t, 10)
+	_, _, prefixes := n.ec2Totals()
+	require.Equal(t, 2, prefixes, "MINIMUM_IP_TARGET 32: two /28s")
+	pods := n.fillPool(t, "pod")
+	require.Len(t, pods, 32)
+	n.release(t, pods[:2])
+	s := n.agent.store.Stats()
+	require.Equal(t, []int{32, 30, 2}, []int{s.TotalIPs, s.AssignedIPs, s.CooldownIPs})
+	key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "next", IfName: "eth0"}
+	_, err := n.agent.store.Assign(key, datastore.IPAMMetadata{})
+	require.ErrorIs(t, err, datastore.ErrNoAvailableIP, "the two free addresses are cooling")
+
+	d := n.agent.pool.Step(context.Background())
+	assert.Equal(t, warmpool.Decision{Unit: warmpool.UnitPrefix, Short: 1}, d, "a pod is about to wait: the cooling addresses are not counted")
+	_, _, prefixes = n.ec2Totals()
+	assert.Equal(t, 3, prefixes, "one more /28 within one step")
+	_, err = n.agent.store.Assign(key, datastore.IPAMMetadata{})
+	require.NoError(t, err, "the pod gets an address without waiting out the cooldown")
+	n.storeHasOnlyEC2Addresses(t)
+
+	// The growth is not given back while the two addresses cool.
+	d = n.agent.pool.Step(context.Background())
+	assert.Zero(t, d.Over, "cooling addresses never make the new prefix look spare")
+	_, _, prefixes = n.ec2Totals()
+	assert.Equal(t, 3, prefixes)
+}
+
+// A fresh m5.large with WARM_ENI_TARGET=1 (one ENI, 9 addresses) under
+// churn, time scaled 50x: a pod a second becomes one every 20 ms, the
+// 5 s pool interval 100 ms, a pod's life of 2-4 s 40-80 ms, a cooldown of
+// 10 s 200 ms (so that the churn needs about 13 addresses: more than the
+// first ENI, less than two). Upstream attaches its spare ENI as soon as
+// the first pods take addresses, and no ADD finds the pool empty. So must
+// ipamd: pods keep arriving (about 5 a step), so they are about to wait
+// once fewer addresses are assignable than arrived in the last step plus
+// two, WARM_POOL_START_SPREAD (default 10m) does not hold the second ENI
+// back, and no ADD is refused while the pool could grow. (Before, the
+// spare waited until nothing was assignable and the ADDs of the following
+// step were refused, cooling_down.)
+func TestFreshNodeChurnIsNeverRefusedForWantOfASpare(t *testing.T) {
+	timings := fastTimings
+	timings.PoolInterval = 100 * time.Millisecond
+	timings.ENISyncInterval = time.Second
+	timings.DecreaseInterval = 1500 * time.Millisecond
+	timings.MinENILifetime = 3 * time.Second
+	n := startSimNode(t, ec2sim.Config{InstanceType: "m5.large"}, nil, func(o *Options) {
+		o.Timings = timings
+		o.Config.IPCooldown = 200 * time.Millisecond
+	})
+	require.Equal(t, 10*time.Minute, n.agent.pool.Config().WarmStartSpread, "the default spread is on")
+	require.Equal(t, 9, n.agent.store.Stats().TotalIPs, "a fresh node starts with one ENI's 9 addresses")
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { n.agent.pool.Run(ctx); close(stopped) }()
+	defer func() { cancel(); <-stopped }()
+
+	const pods = 100
+	var (
+		mu      sync.Mutex
+		refused []string
+		wg      sync.WaitGroup
+	)
+	rng := rand.New(rand.NewPCG(36, 5))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for i := range pods {
+		<-tick.C
+		life := 40*time.Millisecond + time.Duration(rng.IntN(40))*time.Millisecond
+		key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprint("churn-", i), IfName: "eth0"}
+		if _, err := n.agent.store.Assign(key, datastore.IPAMMetadata{}); err != nil {
+			s := n.agent.store.Stats()
+			mu.Lock()
+			refused = append(refused, fmt.Sprintf("pod %d: %v (%d of %d assigned, %d cooling)", i, err, s.AssignedIPs, s.TotalIPs, s.CooldownIPs))
+			mu.Unlock()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(life)
+			_, _ = n.agent.store.Release(key)
+		}()
+	}
+	wg.Wait()
+	assert.Empty(t, refused, "no ADD is refused for want of a spare while the pool could grow")
+	enis, _, _ := n.ec2Totals()
+	assert.GreaterOrEqual(t, enis, 2, "the spare ENI was attached")
 }

@@ -23,11 +23,12 @@ const (
 )
 
 // WARM_POOL_START_SPREAD: after ipamd starts, growth for the warm target
-// alone (addresses are still assignable: no pod waits on it) starts at a
-// random point of this period. Growth that pods wait on never waits. A
-// fleet started together then does not create its spare ENIs in the same
-// minutes as the ENIs its pods need: EC2 creates and attaches five ENIs a
-// second for the whole account by default. 0 grows at once, as upstream.
+// alone (a spare: pods are not about to wait on it) starts at a random
+// point of this period. Growth that pods are about to wait on never
+// waits. A fleet started together then does not create its spare ENIs in
+// the same minutes as the ENIs its pods need: EC2 creates and attaches
+// five ENIs a second for the whole account by default. 0 grows at once,
+// as upstream.
 const (
 	envWarmStartSpread     = "WARM_POOL_START_SPREAD"
 	defaultWarmStartSpread = 10 * time.Minute

@@ -20,14 +20,14 @@ func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 	if !p.cfg.Provisioning || !p.schedulable() || p.now().Before(p.subnetCooldownUntil) {
 		return
 	}
-	// Growth that pods wait on (nothing assignable) and growth for the
-	// warm target alone wait out throttling on separate clocks.
-	s := p.Store.Stats()
-	p.growUrgent = s.AssignableIPs() <= 0
-	// The start's spread (WarmStartSpread) holds back spares only: not
-	// growth pods wait on, nor what MINIMUM_IP_TARGET asks to be there.
-	belowMinimum := s.TotalIPs < p.cfg.Targets.MinimumIPTarget
-	if !p.growUrgent && !belowMinimum && p.now().Before(p.warmNotBefore) {
+	// Growth that pods are about to wait on and growth for the warm
+	// target alone (a spare) wait out throttling on separate clocks.
+	ws := p.warmStats(p.Store.Stats())
+	p.growUrgent = warmpool.PodsAboutToWait(ws)
+	// A spare waits for the start's spread (WarmStartSpread); growth pods
+	// are about to wait on, and what MINIMUM_IP_TARGET asks to be there,
+	// do not.
+	if warmpool.HoldSpareBack(ws, p.cfg.Targets, p.now().Before(p.warmNotBefore)) {
 		return
 	}
 	b := &p.warmThrottle

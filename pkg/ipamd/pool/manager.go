@@ -65,9 +65,11 @@ type Config struct {
 	// disputes.go).
 	DisputeConfirmAfter time.Duration
 	// WarmStartSpread (WARM_POOL_START_SPREAD, 10m): after Run starts,
-	// growth for the warm target alone (addresses still assignable) waits
-	// until a random point of this period; growth pods wait on does not.
-	// 0: at once, as upstream.
+	// growth for the warm target alone (a spare: pods not about to wait,
+	// the pool at MINIMUM_IP_TARGET) waits until a random point of this
+	// period; growth pods are about to wait on (warmpool.PodsAboutToWait,
+	// counting the pods that arrived since the last step) does not. 0: at
+	// once, as upstream.
 	WarmStartSpread time.Duration
 	// ENIViewFromIMDS (ENABLE_IMDS_ONLY_MODE): the ENI sync's answers come
 	// from IMDS, so nothing pods hold is ever removed on them.
@@ -157,7 +159,7 @@ type Manager struct {
 	warmThrottle        growthBackoff // growth for the warm target pauses after EC2 throttled growth
 	urgentThrottle      growthBackoff // and growth that pods wait on, for shorter
 	growUrgent          bool          // the growth in progress is one pods wait on
-	warmNotBefore       time.Time     // warm-only growth waits until then (WarmStartSpread)
+	warmNotBefore       time.Time     // spares wait until then (WarmStartSpread)
 	freeThrottle        growthBackoff // and so do ENI frees
 	nextENIFree         time.Time     // no ENI is freed before this
 	lastDecrease        time.Time
@@ -175,6 +177,12 @@ type Manager struct {
 	disputes   map[disputeKey]*dispute
 	joined     map[netip.Prefix]bool
 	joinedENIs map[string]bool
+	// held is assigned plus cooling addresses at the last step (heldKnown:
+	// measured once); recentAssigns the pods' new addresses since the step
+	// before, estimated from it.
+	held          int
+	heldKnown     bool
+	recentAssigns int
 	// status is what growth does or waits for, for ADDs to read.
 	status growthStatus
 }
@@ -275,9 +283,30 @@ func (p *Manager) settlePending(ctx context.Context) {
 	}
 }
 
+// countRecentAssigns estimates the addresses pods took since the last
+// step: the growth of assigned plus cooling addresses (a release turns an
+// assigned address into a cooling one; a cooldown that ends lowers the
+// sum, so under churn this counts low). The first step has nothing to
+// compare with and counts none.
+func (p *Manager) countRecentAssigns(s datastore.Stats) {
+	held := s.AssignedIPs + s.CooldownIPs
+	p.recentAssigns = 0
+	if p.heldKnown {
+		p.recentAssigns = max(held-p.held, 0)
+	}
+	p.held, p.heldKnown = held, true
+}
+
+// warmStats is s for warmpool, with the pods' recent arrivals.
+func (p *Manager) warmStats(s datastore.Stats) warmpool.Stats {
+	ws := toWarmStats(s)
+	ws.RecentAssigns = p.recentAssigns
+	return ws
+}
+
 func toWarmStats(s datastore.Stats) warmpool.Stats {
 	return warmpool.Stats{TotalIPs: s.TotalIPs, AssignedIPs: s.AssignedIPs, CooldownIPs: s.CooldownIPs,
-		TotalPrefixes: s.TotalPrefixes, FreePrefixes: s.FreePrefixes}
+		TotalPrefixes: s.TotalPrefixes, FreePrefixes: s.FreePrefixes, PendingIPs: s.PendingIPs}
 }
 
 // step makes one pool decision and acts on it.
@@ -285,7 +314,8 @@ func (p *Manager) Step(ctx context.Context) warmpool.Decision {
 	p.publishStep()
 	defer p.publishPauses("")
 	s := p.Store.Stats()
-	d := warmpool.Decide(toWarmStats(s), p.cfg.Targets)
+	p.countRecentAssigns(s)
+	d := warmpool.Decide(p.warmStats(s), p.cfg.Targets)
 	p.observe(d, s)
 	switch {
 	case d.Short > 0:

@@ -107,8 +107,9 @@ func TestIdleENIsAreFreedOnePerSpreadInterval(t *testing.T) {
 }
 
 // TestGrowthPodsWaitOnRetriesSooner: with nothing assignable (the next ADD
-// fails), a throttled growth retries after about a second, not after the
-// warm pool's pause; the warm pool's clock is pushed out all the same.
+// fails; pods about to wait count the same), a throttled growth retries
+// after about a second, not after the warm pool's pause; the warm pool's
+// clock is pushed out all the same.
 func TestGrowthPodsWaitOnRetriesSooner(t *testing.T) {
 	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
 	fillScripted(t, ds, 4)
@@ -129,26 +130,59 @@ func TestGrowthPodsWaitOnRetriesSooner(t *testing.T) {
 	assert.Zero(t, p.urgentThrottle.failures)
 }
 
-// TestWarmGrowthWaitsForTheStartSpread: before warmNotBefore, growth for
-// the warm target alone does not happen, and after it does; growth pods
-// wait on does not wait.
-func TestWarmGrowthWaitsForTheStartSpread(t *testing.T) {
+// TestSparesWaitForTheStartSpread: before warmNotBefore, growth for the
+// warm target alone waits, and after it, it comes; growth pods are about
+// to wait on does not wait: nothing or one address assignable, or fewer
+// than the pods that took addresses since the last step (plus two).
+func TestSparesWaitForTheStartSpread(t *testing.T) {
 	ctx := context.Background()
 
 	p, f, ds, now := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
-	fillScripted(t, ds, 2) // 2 assignable: short of the target, no pod waiting
+	fillScripted(t, ds, 2) // 2 assignable: short of the target, no pod about to wait
 	p.warmNotBefore = now.Add(time.Minute)
 	p.Step(ctx)
-	assert.Empty(t, f.assigns, "the warm top-up waits for the spread")
+	assert.Empty(t, f.assigns, "the spare waits for the spread")
 	*now = p.warmNotBefore
 	p.Step(ctx)
-	assert.Len(t, f.assigns, 1, "the spread is over: the warm top-up follows")
+	assert.Len(t, f.assigns, 1, "the spread is over: the spare follows")
 
 	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
-	fillScripted(t, ds, 4) // nothing assignable
+	fillScripted(t, ds, 3) // one assignable: pods about to wait
 	p.warmNotBefore = now.Add(time.Minute)
 	p.Step(ctx)
-	assert.Len(t, f.assigns, 1, "pods wait: growth at once")
+	assert.Len(t, f.assigns, 1, "pods about to wait: growth at once")
+
+	// Pods keep arriving: 2 took addresses since the last step and 2 are
+	// left, so as many pods again would find them gone.
+	p, f, ds, now = scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
+	for i := range 9 {
+		place(t, ds, fmt.Sprintf("10.0.0.%d", 11+i), fmt.Sprintf("p0-%d", i))
+	}
+	p.warmNotBefore = now.Add(time.Minute)
+	p.Step(ctx)
+	require.Empty(t, f.assigns, "4 assignable, no pod since the first step: a spare")
+	place(t, ds, "10.0.1.11", "p1-0")
+	place(t, ds, "10.0.1.12", "p1-1")
+	p.Step(ctx)
+	assert.Len(t, f.assigns, 1, "2 assignable, 2 pods since the last step: about to wait, growth at once")
+}
+
+// TestRecentAssignsCountsNewAddressesSinceTheLastStep: the estimate is the
+// growth of assigned plus cooling addresses; a release does not count, the
+// first step counts none.
+func TestRecentAssignsCountsNewAddressesSinceTheLastStep(t *testing.T) {
+	p, _, ds, _ := scriptedNode(t, warmpool.Config{WarmIPTarget: 5}, nil)
+	place(t, ds, "10.0.0.11", "a")
+	p.countRecentAssigns(ds.Stats())
+	assert.Zero(t, p.recentAssigns, "the first step has nothing to compare with")
+	place(t, ds, "10.0.0.12", "b")
+	place(t, ds, "10.0.0.13", "c")
+	p.countRecentAssigns(ds.Stats())
+	assert.Equal(t, 2, p.recentAssigns)
+	_, err := ds.Release(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "b", IfName: "eth0"})
+	require.NoError(t, err)
+	p.countRecentAssigns(ds.Stats())
+	assert.Zero(t, p.recentAssigns, "a release is no arrival")
 }
 
 // TestStartSpreadLeavesMinimumIPTargetAlone: what MINIMUM_IP_TARGET asks

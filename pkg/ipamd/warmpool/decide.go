@@ -14,6 +14,19 @@ package warmpool
 //     WarmENITarget is unset and nothing is available. ENIs are never
 //     released here (Over is 0).
 //
+// Cooling addresses count as available to the targets, as upstream,
+// with two exceptions:
+//   - when pods are about to wait (PodsAboutToWait: fewer addresses
+//     assignable than PodsWaitBelow plus the pods that arrived since the
+//     last decision), Short is computed with the
+//     cooling addresses counted as assigned, so the pool grows rather than
+//     refusing pods for the cooldown (upstream counts them as available
+//     and refuses). Counting fewer as available never lowers Short.
+//   - Over is always computed with them counted as assigned: a cooling
+//     address cannot be released, and it must not make a free one look
+//     spare. Otherwise the growth above would be released again at the
+//     next step. Over is at most upstream's.
+//
 // Each limit L (MaxPods, then MaxAddresses) applies only when L > 0. With
 // room = L - TotalIPs, room <= 0 sets Short to 0 and the matching flag
 // (AtMaxPods, AtCapacity); otherwise Short is capped at room (UnitIP) or
@@ -21,17 +34,21 @@ package warmpool
 // never touched: a full node may still give addresses back.
 //
 // LeakSuspected is AssignedIPs > MaxPods (MaxPods known), or either limit
-// reached with no address assignable (every unassigned address cooling
-// counts as none): the pool cannot grow and the next pod would fail, so
-// the caller should check for leaked addresses now. The second part needs
-// only one known limit, so it also fires on a node whose max pods is
-// unknown but whose ENI capacity is. Cooling addresses still count as
-// available for Short and Over.
+// reached with no address assignable (every unassigned address cooling or
+// pending counts as none): the pool cannot grow and the next pod would
+// fail, so the caller should check for leaked addresses now. The second
+// part needs only one known limit, so it also fires on a node whose max
+// pods is unknown but whose ENI capacity is.
 //
 // Short and Over are never both > 0.
 func Decide(s Stats, c Config) Decision {
 	s, c = normStats(s), normConfig(c)
 	d := decideUnclamped(s, c)
+	held := decideUnclamped(coolingAsAssigned(s), c)
+	if PodsAboutToWait(s) {
+		d.Short = held.Short
+	}
+	d.Over = held.Over
 	d.AtMaxPods = clampToLimit(&d, s.TotalIPs, c.MaxPods)
 	d.AtCapacity = clampToLimit(&d, s.TotalIPs, c.MaxAddresses)
 	d.LeakSuspected = (c.MaxPods > 0 && s.AssignedIPs > c.MaxPods) ||

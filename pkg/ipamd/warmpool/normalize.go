@@ -7,6 +7,8 @@ func normStats(s Stats) Stats {
 	s.TotalIPs = nonNeg(s.TotalIPs)
 	s.AssignedIPs = nonNeg(s.AssignedIPs)
 	s.CooldownIPs = nonNeg(s.CooldownIPs)
+	s.PendingIPs = nonNeg(s.PendingIPs)
+	s.RecentAssigns = nonNeg(s.RecentAssigns)
 	s.TotalPrefixes = nonNeg(s.TotalPrefixes)
 	s.FreePrefixes = min(nonNeg(s.FreePrefixes), s.TotalPrefixes)
 	return s
@@ -32,9 +34,10 @@ func available(s Stats) int {
 }
 
 // assignable is what the next ADD could be given: the available addresses
-// that are not cooling (never negative; no overflow, both are >= 0).
+// that are neither cooling nor pending (never negative; no overflow, every
+// operand is >= 0 and each difference is re-clamped).
 func assignable(s Stats) int {
-	return nonNeg(available(s) - s.CooldownIPs)
+	return nonNeg(nonNeg(available(s)-s.CooldownIPs) - s.PendingIPs)
 }
 
 // ipTargetsSet reports whether WARM_IP_TARGET or MINIMUM_IP_TARGET is set.

@@ -23,8 +23,9 @@ func maybe(r *rand.Rand, n int) int {
 // real datastore guarantees:
 //
 //	0 <= AssignedIPs <= TotalIPs, 0 <= CooldownIPs <= TotalIPs-AssignedIPs
+//	0 <= PendingIPs <= TotalIPs-AssignedIPs-CooldownIPs
 //	PD:     TotalIPs = 16*TotalPrefixes, FreePrefixes <= TotalPrefixes and
-//	        16*FreePrefixes <= TotalIPs-AssignedIPs-CooldownIPs
+//	        16*FreePrefixes <= TotalIPs-AssignedIPs-CooldownIPs-PendingIPs
 //	non-PD: TotalPrefixes = FreePrefixes = 0
 func genConsistent(r *rand.Rand) (Stats, Config) {
 	c := Config{
@@ -53,8 +54,14 @@ func genConsistent(r *rand.Rand) (Stats, Config) {
 	if r.IntN(8) == 0 {
 		s.CooldownIPs = s.TotalIPs - s.AssignedIPs // every unassigned address cooling
 	}
+	if r.IntN(4) == 0 {
+		s.PendingIPs = r.IntN(s.TotalIPs - s.AssignedIPs - s.CooldownIPs + 1) // joined, awaiting the runtime check
+	}
+	if r.IntN(4) == 0 {
+		s.RecentAssigns = r.IntN(s.AssignedIPs + 1) // pods arriving
+	}
 	if c.PrefixDelegation {
-		maxFree := min(s.TotalPrefixes, (s.TotalIPs-s.AssignedIPs-s.CooldownIPs)/AddressesPerPrefix)
+		maxFree := min(s.TotalPrefixes, (s.TotalIPs-s.AssignedIPs-s.CooldownIPs-s.PendingIPs)/AddressesPerPrefix)
 		s.FreePrefixes = r.IntN(maxFree + 1)
 	}
 	switch r.IntN(4) {
@@ -88,7 +95,7 @@ func wildInt(r *rand.Rand) int {
 
 // genWild returns arbitrary, usually inconsistent, inputs.
 func genWild(r *rand.Rand) (Stats, Config) {
-	s := Stats{wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r)}
+	s := Stats{wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r)}
 	c := Config{wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), wildInt(r), r.IntN(2) == 0}
 	return s, c
 }
@@ -139,10 +146,10 @@ func checkInvariants(t *testing.T, s Stats, c Config, d Decision) {
 //     cannot overflow, instead of summing;
 //   - LeakSuspected is exactly (MaxPods > 0 and AssignedIPs > MaxPods) or
 //     (a limit reached and nothing assignable: TotalIPs - AssignedIPs -
-//     CooldownIPs <= 0), so it never fires with both limits unknown.
+//     CooldownIPs - PendingIPs <= 0), so it never fires with both limits unknown.
 func checkLimits(t *testing.T, s Stats, c Config, d Decision) {
 	t.Helper()
-	total, assigned, cooling := nonNeg(s.TotalIPs), nonNeg(s.AssignedIPs), nonNeg(s.CooldownIPs)
+	total, assigned, cooling, pending := nonNeg(s.TotalIPs), nonNeg(s.AssignedIPs), nonNeg(s.CooldownIPs), nonNeg(s.PendingIPs)
 	maxPods, maxAddrs := nonNeg(c.MaxPods), nonNeg(c.MaxAddresses)
 	atMax := maxPods > 0 && total >= maxPods
 	atCap := maxAddrs > 0 && total >= maxAddrs
@@ -167,7 +174,7 @@ func checkLimits(t *testing.T, s Stats, c Config, d Decision) {
 	}
 	// total-assigned cannot overflow (both >= 0); subtracting cooling from
 	// a non-negative number cannot either.
-	leak := (maxPods > 0 && assigned > maxPods) || ((atMax || atCap) && max(total-assigned, 0)-cooling <= 0)
+	leak := (maxPods > 0 && assigned > maxPods) || ((atMax || atCap) && max(max(total-assigned, 0)-cooling, 0)-pending <= 0)
 	if d.LeakSuspected != leak {
 		t.Fatalf("leakSuspected=%t, want %t: {%v} for %+v %+v", d.LeakSuspected, leak, d, s, c)
 	}

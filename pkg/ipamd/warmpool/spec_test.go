@@ -15,8 +15,11 @@ import (
 //	Decide unit short,over [atMax] [atCap] [leak]
 //
 // CooldownIPs is 0 unless a fifth stats number gives it. Cooling addresses
-// are available to the targets but not to the next ADD, so only the leak
-// flag sees them.
+// are available to the state functions (upstream's formulas) but not to
+// the next ADD: Decide counts them as unavailable for growth when fewer
+// than PodsWaitBelow addresses (plus RecentAssigns, 0 here) are
+// assignable, never counts them towards
+// Over, and the leak flag sees them.
 const specTable = `
 | ENI mode, 5 of 9 used | 9/5/0/0 | 1/0/0/0 off 29 0 9 | 0,0,false | 0,0,false | eni 1,0 |
 | ENI mode, 12 free of 18 | 18/6/0/0 | 1/0/0/0 off 29 0 9 | 0,0,false | 0,0,false | eni 0,0 |
@@ -54,11 +57,12 @@ const specTable = `
 | m5.large at capacity, 3 free, 2 cooling | 27/24/0/0/2 | 1/0/0/0 off 29 27 9 | 0,0,false | 0,0,false | eni 0,0 atCap |
 | warm-ip 5 at max pods, 2 free both cooling | 29/27/0/0/2 | 0/5/0/0 off 29 0 9 | 3,0,true | 1,0,true | ip 0,0 atMax leak |
 | max pods 62, 4 free all cooling | 64/60/4/0/4 | 0/0/0/1 on 62 0 0 | 0,0,false | 1,0,true | prefix 0,0 atMax leak |
-| warm-ip 5, 3 free all cooling, below the limits | 10/7/0/0/3 | 0/5/0/0 off 29 27 9 | 2,0,true | 1,0,true | ip 2,0 |
+| warm-ip 5, 3 free all cooling, below the limits | 10/7/0/0/3 | 0/5/0/0 off 29 27 9 | 2,0,true | 1,0,true | ip 5,0 |
+| PD minimum-ip 32, 30 of 32 assigned, 2 cooling | 32/30/2/0/2 | 0/0/32/0 on 110 0 0 | 0,0,true | 0,0,true | prefix 1,0 |
 `
 
 // specRowCount guards against rows silently lost while parsing.
-const specRowCount = 37
+const specRowCount = 38
 
 type targetState struct {
 	short, over int

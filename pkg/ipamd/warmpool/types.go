@@ -9,16 +9,27 @@ const AddressesPerPrefix = 16
 // Stats is a snapshot of the node's address pool.
 //
 // Addresses in cooldown (recently released by a pod, not yet reusable)
-// still count as available to the warm targets: they are part of
-// TotalIPs - AssignedIPs. The leak signal counts them as unavailable, since
-// the next ADD cannot have them. A prefix is free when none of its
-// addresses is assigned or in cooldown.
+// count as available to the warm targets, as upstream, while pods are not
+// about to wait (PodsAboutToWait): they are part of TotalIPs -
+// AssignedIPs. When pods are about to wait, growth counts them as
+// unavailable; a release never counts them as spare; and the leak signal
+// counts them as unavailable, since the next ADD cannot have them. Pending
+// addresses (joined, awaiting the check against the runtime, which the
+// step that added them asks for) count as available to every target, and
+// as unavailable only where the next ADD is concerned (PodsAboutToWait,
+// the leak signal). A prefix is free when none of its addresses is
+// assigned, cooling or pending.
 type Stats struct {
 	TotalIPs      int // addresses held by the node (secondary IPs or prefix addresses)
 	AssignedIPs   int // addresses assigned to pods
 	CooldownIPs   int // unassigned addresses still cooling down
 	TotalPrefixes int // /28 prefixes held (prefix delegation only)
-	FreePrefixes  int // prefixes with no assigned and no cooling address
+	FreePrefixes  int // prefixes with no assigned, cooling or pending address
+	PendingIPs    int // unassigned addresses awaiting the check against the runtime
+	// RecentAssigns is how many addresses pods took since the pool's last
+	// decision: as many are expected before growth decided now lands
+	// (PodsAboutToWait). 0 when unknown.
+	RecentAssigns int
 }
 
 // Config holds the warm-pool knobs. A target <= 0 means unset.
@@ -59,7 +70,7 @@ type Decision struct {
 	AtCapacity bool
 	// LeakSuspected is set when more addresses are assigned than pods can
 	// exist, or when the node is at max pods or at capacity with nothing
-	// assignable (every unassigned address cooling down, if any). The
+	// assignable (every unassigned address cooling or pending, if any). The
 	// caller should run the pod-IP reconciler now rather than wait.
 	LeakSuspected bool
 }

@@ -136,7 +136,9 @@ func (s *Sim) advanceLocked(now time.Time) {
 		case "attaching":
 			e.att.status = "attached"
 			s.logger.Debug("ec2sim: ENI attached", "eni", e.id, "device", e.att.device, "card", e.att.card)
+			s.linkAttachedLocked(e)
 		case "detaching":
+			s.linkDetachedLocked(e)
 			delete(s.attachments, e.att.id)
 			e.att = nil
 			s.logger.Debug("ec2sim: ENI detached", "eni", e.id)

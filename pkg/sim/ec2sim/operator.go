@@ -45,6 +45,7 @@ func (s *Sim) CreateAttachedENI(tags map[string]string, secondaries int) (string
 	}
 	e.att = &attachment{id: s.newID("eni-attach"), device: device, status: "attached", attachTime: now, due: now}
 	s.attachments[e.att.id] = e.id
+	s.linkAttachedLocked(e)
 	s.recordLocked(now)
 	return e.id, nil
 }

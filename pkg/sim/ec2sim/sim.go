@@ -36,6 +36,7 @@ type Sim struct {
 	usedIDs         map[string]bool   // every ID and MAC ever handed out
 	nextSubnetAssoc int               // subnet IPv6 CIDR associations made
 	history         []imdsView
+	links           Links // SetLinks; nil: none
 
 	faults faults
 	log    callLog

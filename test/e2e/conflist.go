@@ -13,6 +13,7 @@ type Conflist struct {
 	Portmap   bool   // keep the portmap entry (its binary was built)
 	IPAMDSock string // the node's ipamd socket
 	QueueDir  string // the plugin's DEL queue
+	LockDir   string // the plugin's address locks, shared with the agent
 	PluginLog string // aws-cni's log file
 	// Egress is the egress-cni entry as the entrypoint renders it: off in
 	// an IPv4 cluster (ENABLE_V6_EGRESS unset), IPv4 egress through
@@ -64,6 +65,9 @@ func RenderConflist(c Conflist) ([]byte, error) {
 		case "aws-cni":
 			m["ipamdSocket"] = c.IPAMDSock
 			m["delQueueDir"] = c.QueueDir
+			if c.LockDir != "" {
+				m["addressLockDir"] = c.LockDir
+			}
 			found = true
 		case "portmap":
 			if !c.Portmap {

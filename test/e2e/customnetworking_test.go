@@ -105,6 +105,9 @@ func TestCustomNetworking(t *testing.T) {
 		assert.NoError(t, n.CheckPodNetwork(p))
 	}
 	t.Logf("pods spread over %d secondary ENIs, all in %s", len(used), cnPodSubnetID)
+	checked, err := n.CheckENILinks()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, checked, len(used), "every pod ENI set up in the node")
 	assert.Equal(t, []string{cnHostSG, cnPodSG}, primary.SecurityGroupIDs, "the primary ENI keeps the node's groups")
 
 	infos, err := n.IPAMD.ENIs()
@@ -127,9 +130,10 @@ func TestCustomNetworking(t *testing.T) {
 
 	// And the VPC beyond the node, with their own address: the upstream
 	// namespace (the VPC router) answers only once it can route the
-	// secondary block back to the node, as the VPC's router does. Agent
-	// runs here do not manage host networking, so nothing is SNATed,
-	// which is what the agent does for VPC destinations anyway.
+	// secondary block back to the node, as the VPC's router does. The
+	// pods' traffic leaves through their ENI's route table (the ENI's
+	// other end answers for its subnet's router) and is not SNATed, being
+	// for a VPC destination; the replies come back through eth0.
 	gw := netip.MustParsePrefix(nodeSubnet).Addr().Next()
 	assert.Error(t, n.PingAddr(pods[0], gw), "without a route back to %s the VPC router cannot answer the pod's own address", cnSecondaryVPC)
 	netnsutil.Route(t, n.Net.Upstream, cnSecondaryVPC, n.Sim.ENIs()[0].PrimaryIP.String())

@@ -20,6 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/nodelinks"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
@@ -180,9 +181,9 @@ func NewNode(t testing.TB, o Options) *Node {
 	if err := record(recDir, dir); err != nil {
 		t.Fatal(err)
 	}
-	if o.IPv6 {
-		RequireTools(t, "iptables") // egress-cni's SNAT rule in the node
-	}
+	// The agent's SNAT and connmark rules in the node (and egress-cni's on
+	// an IPv6 node).
+	RequireTools(t, "iptables")
 	n := &Node{T: t, Dir: dir, Art: art, ids: map[string]bool{}, routedV6: map[netip.Prefix]bool{}}
 	t.Cleanup(func() {
 		if m := MountsUnder(dir); len(m) > 0 {
@@ -219,6 +220,21 @@ func NewNode(t testing.TB, o Options) *Node {
 		}
 		n.Net.AddIPv6(t, primary.IPv6Addrs[0], netip.MustParsePrefix(nodeIPv6Subnet))
 	}
+	// Every attached ENI is a link with its MAC in the node (eth0 is the
+	// primary ENI's), its other end in the upstream, the VPC router's
+	// side: the agent sets the ENIs up as on a real node.
+	links, err := nodelinks.New(nodelinks.Config{Node: n.Net.Node.Path(), VPC: n.Net.Upstream.Path(), Primary: "eth0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n.Sim.SetLinks(nil)
+		if err := links.Err(); err != nil {
+			t.Errorf("e2e: the simulator's ENI links: %v", err)
+		}
+		_ = links.Close()
+	})
+	n.Sim.SetLinks(links)
 	// Everything below is undone by teardown, which must run before the
 	// namespaces go (cleanups run last-registered first).
 	t.Cleanup(n.teardown)
@@ -252,7 +268,7 @@ func NewNode(t testing.TB, o Options) *Node {
 		t.Fatal(err)
 	}
 	conf, err := RenderConflist(Conflist{Template: filepath.Join(art.RepoRoot, "misc", "10-aws.conflist"), Portmap: art.Portmap,
-		IPAMDSock: n.IPAMD.Sock, QueueDir: n.IPAMD.QueueDir(), PluginLog: filepath.Join(dir, "plugin.log"),
+		IPAMDSock: n.IPAMD.Sock, QueueDir: n.IPAMD.QueueDir(), LockDir: n.IPAMD.LockDir(), PluginLog: filepath.Join(dir, "plugin.log"),
 		EgressLog: filepath.Join(dir, "egress-plugin.log"), EgressDir: n.egressIPAMDir(),
 		IPv6: o.IPv6, NodeIP: primaryIP.String()})
 	if err != nil {

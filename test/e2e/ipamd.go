@@ -29,7 +29,10 @@ import (
 )
 
 // IPAMD runs the real aws-k8s-agent binary as a subprocess in the node's
-// network namespace.
+// network namespace, with host networking on as on EKS: it finds each
+// ENI's link by MAC (the simulator makes them, see nodelinks in
+// harness.go) and programs the ENI route tables, rules, MTUs, SNAT and
+// connmark iptables rules of the node's namespace, never the host's.
 //
 // The agent has no setting for its DEL-queue directory (it always reads
 // /var/run/aws-node/del-queue). So that the tests never write there, each
@@ -75,6 +78,12 @@ const DefaultAgentCRIDir = "/run/containerd"
 // QueueDir is the DEL queue as seen from the test (host) side.
 func (p *IPAMD) QueueDir() string { return filepath.Join(p.RunDir, "aws-node", "del-queue") }
 
+// LockDir is, seen from the test side, the directory of the address locks
+// the agent takes (hostlock.DefaultDir, /var/run/aws-node/cni-address-locks,
+// in its mount namespace) before it removes a gone pod's node rules; the
+// plugin's netconf names it too, so both lock the same files as on a node.
+func (p *IPAMD) LockDir() string { return filepath.Join(p.RunDir, "aws-node", "cni-address-locks") }
+
 // Start launches the agent and waits until it serves introspection (which
 // it does only after the checkpoint is restored, the DEL queue replayed
 // and the gRPC socket is listening).
@@ -115,7 +124,7 @@ func (p *IPAMD) Launch() (time.Time, error) {
 	}
 	args := append([]string{"--net=" + p.Node.Path(), "--", "unshare", "--mount", "--propagation", "private", "--",
 		"/bin/sh", "-c", script}, scriptArgs...)
-	args = append(args, p.Bin, "-socket", p.Sock, "-metrics-address", "unix:"+p.Metrics, "-manage-host-network=false")
+	args = append(args, p.Bin, "-socket", p.Sock, "-metrics-address", "unix:"+p.Metrics)
 	cmd := exec.Command("nsenter", args...)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + p.Dir}
 	for k, v := range p.Env {

@@ -39,6 +39,10 @@ func NewNodeNet(t testing.TB, nodeIP netip.Addr, subnet netip.Prefix) *NodeNet {
 	netnsutil.AddAddr(t, n.Upstream, "up0", netip.PrefixFrom(gw, subnet.Bits()).String())
 	netnsutil.DefaultRoute(t, n.Node, gw.String())
 	netnsutil.Sysctl(t, n.Node, "net/ipv4/ip_forward", "1")
+	// Loose reverse-path filtering on the primary ENI, as the agent's init
+	// container sets it: a reply to a pod whose traffic leaves through a
+	// secondary ENI's table comes back through eth0.
+	netnsutil.Sysctl(t, n.Node, "net/ipv4/conf/eth0/rp_filter", "2")
 	return n
 }
 

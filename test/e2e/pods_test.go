@@ -33,6 +33,10 @@ func TestThirtyPods(t *testing.T) {
 
 	pods := n.ParallelRun(t, "web", 30, 3)
 	t.Logf("FIGURE 30-pod create-to-IP latency: %s", n.CreateLatency.Summary())
+	// The agent set up the ENIs it attached, in the node's namespace.
+	enis, err := n.CheckENILinks()
+	require.NoError(t, err)
+	require.NotZero(t, enis, "the pool grew onto a secondary ENI")
 
 	ec2 := n.EC2PodIPs()
 	seen := map[netip.Addr]string{}

@@ -46,11 +46,16 @@
 //
 // Layout of one node (Node, harness.go):
 //
-//	upstream netns  <-veth->  node netns (eth0 = the primary ENI's address)
+//	upstream netns  <-veth->  node netns (eth0 = the primary ENI's address and MAC)
+//	  v<mac> (router  <-veth->    eth<device>: each further attached ENI, with
+//	  address /32)                its MAC, made and removed by the simulator as
+//	                              attachments complete (pkg/sim/nodelinks)
 //	                            runtime (own root, state, runc root; its socket
 //	                              alone in a directory, cri/containerd.sock; CRI-O:
 //	                              crio/crio.sock)
-//	                            aws-k8s-agent (private mount namespace, see ipamd.go;
+//	                            aws-k8s-agent (host networking on: it sets up the
+//	                              ENI links, tables, rules and iptables of this
+//	                              namespace; private mount namespace, see ipamd.go;
 //	                              the socket directory mounted read-only at
 //	                              /run/containerd, CRI-O /var/run/crio, as the Helm
 //	                              chart mounts it)

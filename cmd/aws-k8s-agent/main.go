@@ -44,7 +44,7 @@ func run() int {
 	}
 	socket := flag.String("socket", ipamd.DefaultSocketPath, "gRPC unix socket path (development/tests)")
 	metrics := flag.String("metrics-address", ipamd.DefaultMetricsAddress, "Prometheus listen address (development/tests)")
-	hostNet := flag.Bool("manage-host-network", true, "set up host route tables, rules and SNAT for ENIs (tests that run ipamd against the EC2 simulator turn this off)")
+	hostNet := flag.Bool("manage-host-network", true, "set up host route tables, rules and SNAT for ENIs (off only for runs with no node network of their own; the e2e suite keeps it on)")
 	devPool := flag.String("dev-static-pool", "", "DEVELOPMENT ONLY: serve a synthetic pool of ENISxPER_ENI (e.g. 3x10) instead of discovering ENIs from EC2")
 	delQueue := flag.String("del-queue-dir", delqueue.DefaultDir, "directory of DELs the plugin queued while ipamd was unreachable (tests)")
 	maxPods := flag.Int("max-pods", 0, "node max pods; 0 reads it from the node object or the max-pods file (tests)")

@@ -1,6 +1,7 @@
 package datastore
 
 import (
+	"io"
 	"net/netip"
 	"testing"
 	"time"
@@ -45,6 +46,17 @@ func TestAnUnplacedEntryLeavesTheCheckpointOnlyOnEvidence(t *testing.T) {
 		{name: "its key's DEL ends it before the DEL returns", act: func(t *testing.T, d *DataStore, _ *clocktest.Clock, _ *MemoryCheckpointer) *DataStore {
 			_, err := d.Release(lost.Key)
 			require.ErrorIs(t, err, ErrUnknownPod)
+			return d
+		}},
+		{name: "its key's DEL whose write fails ends nothing; the retried DEL does", act: func(t *testing.T, d *DataStore, _ *clocktest.Clock, cp *MemoryCheckpointer) *DataStore {
+			cp.SetFail(io.ErrShortWrite)
+			_, err := d.Release(lost.Key)
+			require.ErrorIs(t, err, io.ErrShortWrite, "the DEL fails: the runtime retries it")
+			assert.Equal(t, 1, d.Unplaced(), "still remembered, as it is still on disk")
+			cp.SetFail(nil)
+			_, err = d.Release(lost.Key)
+			require.ErrorIs(t, err, ErrUnknownPod)
+			assert.Zero(t, d.Unplaced())
 			return d
 		}},
 		{name: "a read inside the dispute period ends nothing", inFile: true, act: func(t *testing.T, d *DataStore, clk *clocktest.Clock, _ *MemoryCheckpointer) *DataStore {

@@ -118,3 +118,38 @@ func (d *DataStore) Unplaced() int {
 	}
 	return n
 }
+
+// UnplacedHolders lists the unplaced entries as address and key.
+func (d *DataStore) UnplacedHolders() []Holder {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []Holder
+	for ip, fa := range d.forced {
+		if fa.unplaced {
+			out = append(out, Holder{IP: ip, Key: fa.key})
+		}
+	}
+	return out
+}
+
+// EndUnplaced ends the unplaced entry h, if it is still h's (the runtime
+// said its sandbox is gone): forgotten, and off the checkpoint on return.
+// It reports whether it ended one. A failed write keeps the entry.
+func (d *DataStore) EndUnplaced(h Holder) (bool, error) {
+	d.mu.Lock()
+	fa, ok := d.forced[h.IP]
+	if !ok || !fa.unplaced || fa.key != h.Key {
+		d.mu.Unlock()
+		return false, nil
+	}
+	forgotten := d.forgetForcedKeyLocked(h.Key, nil)
+	b := d.commit.joinLocked()
+	d.mu.Unlock()
+	if err := b.wait(); err != nil {
+		d.mu.Lock()
+		d.rememberAgainLocked(forgotten)
+		d.mu.Unlock()
+		return false, err
+	}
+	return true, nil
+}

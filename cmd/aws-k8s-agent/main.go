@@ -32,6 +32,10 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/version"
 )
 
+// podRulesLockTimeout bounds ipamd's wait for a pod address's node lock
+// when it removes a gone pod's rules (the plugin's own default is 10 s).
+const podRulesLockTimeout = time.Second
+
 func main() {
 	os.Exit(run())
 }
@@ -97,8 +101,12 @@ func run() int {
 			return networkutils.New(nc, networkutils.WithLogger(log))
 		}
 		// It also removes the node rules of addresses it frees for gone pods,
-		// under the plugin's address locks.
-		opts.PodRules = podrules.Remover{Locks: hostlock.New(hostlock.DefaultDir, log)}
+		// under the plugin's address locks. A lock a plugin holds longer
+		// than a second costs that address's rules (left, logged), never a
+		// stall of the reconciler or of the ADD that reclaims.
+		locks := hostlock.New(hostlock.DefaultDir, log)
+		locks.Timeout = podRulesLockTimeout
+		opts.PodRules = podrules.Remover{Locks: locks}
 	}
 	if *devPool != "" {
 		p, err := devpool.Parse(*devPool)

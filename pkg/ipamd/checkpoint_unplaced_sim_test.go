@@ -2,6 +2,7 @@ package ipamd
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2fault"
@@ -148,4 +150,33 @@ func TestIMDSAnswersNeverEndACheckpointEntry(t *testing.T) {
 	_, err = a.store.Release(key)
 	require.ErrorIs(t, err, datastore.ErrUnknownPod)
 	assert.NotContains(t, fn.checkpointed(t), key, "its DEL ends it")
+}
+
+// An answer that lists the address is no evidence that its pod is gone,
+// even when ipamd could not add the ENI that has it this time (its
+// set-up failed): the entry stays, and after another restart the pod
+// still has its address and no new pod gets it.
+func TestAnAddressTheReadListsEndsNoEntryThoughItsENIFailedToJoin(t *testing.T) {
+	for _, rs := range reconcilerSetups[:3] {
+		t.Run(rs.name, func(t *testing.T) {
+			n := startFaultNode(t, rs, map[string]string{"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "12"})
+			sec := n.eniWith(t, false)
+			n.placePods(t, sec.SecondaryIPs[0], 1)
+			n.cycle(t, 2)
+			n.requirePodsSafe(t, "before")
+			n.restartReading(t, ec2fault.Fault{Match: ec2fault.AnyDescribe, ENI: sec.Info.ID, DropENI: true})
+			require.Equal(t, 1, n.agent.store.Unplaced())
+			n.agent.pool.SetupENI = func(context.Context, awsutils.ENI) error { return errors.New("link not up yet") }
+			time.Sleep(fastTimings.DisputeConfirmAfter + 10*time.Millisecond)
+			n.agent.pool.SyncENIs(context.Background()) // EC2 lists the ENI and the pod's address
+			n.requireAllCheckpointed(t, "after a read that lists it")
+
+			require.NoError(t, n.agent.store.Close())
+			a, err := NewAgent(context.Background(), n.agent.opts)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = a.store.Close() })
+			n.agent = a
+			n.requireNewPodsGetOthers(t, "after the next restart")
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package podrules
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -51,10 +52,44 @@ func (r Remover) RemoveIfOwned(ip netip.Addr, owned func() bool) (bool, error) {
 	if !owned() {
 		return false, nil
 	}
+	// The gone pod's host route went with its veth. A route to ip that is
+	// still there means a pod on this node still uses ip, whatever the
+	// datastore says: its rules stay (as the plugin's teardown refuses to
+	// remove a live link's routing).
+	if routed, err := routedToLink(h, addr); err != nil || routed {
+		if err == nil {
+			err = fmt.Errorf("%s: %w", ip, ErrStillRouted)
+		}
+		return false, err
+	}
 	if err := Remove(h, addr); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// ErrStillRouted: the main table still routes the address to a link, so a
+// pod may use it; its rules were left.
+var ErrStillRouted = errors.New("the main table still routes the address to a link; rules left")
+
+// routedToLink reports whether the main table has a host route to ip
+// through a link (what the plugin installs for a running pod).
+func routedToLink(h *netlink.Handle, ip net.IP) (bool, error) {
+	family, bits := netlink.FAMILY_V4, 32
+	if ip.To4() == nil {
+		family, bits = netlink.FAMILY_V6, 128
+	}
+	filter := &netlink.Route{Dst: &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)}, Table: unix.RT_TABLE_MAIN}
+	routes, err := h.RouteListFiltered(family, filter, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return false, fmt.Errorf("list routes to %s: %w", ip, err)
+	}
+	for _, r := range routes {
+		if r.LinkIndex > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // handle opens a route-netlink handle in r's namespace.

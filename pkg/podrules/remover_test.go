@@ -117,3 +117,26 @@ func TestRemoveIfOwnedNeverRemovesANewPodsRules(t *testing.T) {
 		})
 	}
 }
+
+// A route to the address through a link means a pod on the node still
+// uses it, whatever ipamd's datastore says: its rules stay and the
+// removal says why.
+func TestRemoveIfOwnedLeavesTheRulesOfARoutedAddress(t *testing.T) {
+	netnsutil.RequireRoot(t)
+	node := netnsutil.New(t)
+	h := netnsutil.Handle(t, node)
+	ip := net.ParseIP("10.0.1.5")
+	require.NoError(t, h.RuleAdd(podrules.To(ip)))
+	require.NoError(t, h.RuleAdd(podrules.From(ip, 2)))
+	link := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "veth-live"}, PeerName: "veth-pod"}
+	require.NoError(t, h.LinkAdd(link))
+	require.NoError(t, h.LinkSetUp(link))
+	require.NoError(t, h.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Scope: netlink.SCOPE_LINK,
+		Dst: &net.IPNet{IP: ip, Mask: net.CIDRMask(32, 32)}}))
+
+	r := podrules.Remover{NetNS: node.Path(), Locks: hostlock.New(t.TempDir(), nil)}
+	removed, err := r.RemoveIfOwned(netip.MustParseAddr("10.0.1.5"), func() bool { return true })
+	require.ErrorIs(t, err, podrules.ErrStillRouted)
+	assert.False(t, removed)
+	assert.Len(t, rulesOf(nodeRules(t, h, netlink.FAMILY_V4), ip), 2, "a routed address keeps its rules")
+}

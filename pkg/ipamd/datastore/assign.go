@@ -34,6 +34,9 @@ type change struct {
 	b  *batch
 	a  *addr
 	at time.Time
+	// forgotten: memories of let-go allocations a release dropped
+	// (forced.go), put back if its write fails.
+	forgotten []forgottenAlloc
 }
 
 // beginAssignLocked gives key a free address, or finds the one it already
@@ -135,6 +138,11 @@ func (d *DataStore) release(key IPAMKey, assignedAt *time.Time, cooldown bool) (
 	d.mu.Unlock()
 	if err != nil {
 		if werr := ch.b.wait(); werr != nil {
+			// The entry stays on disk: so does the memory, or a retried
+			// DEL would find nothing to write and be acknowledged.
+			d.mu.Lock()
+			d.rememberAgainLocked(ch.forgotten)
+			d.mu.Unlock()
 			return Allocation{}, fmt.Errorf("release %s: persist checkpoint: %w", key, werr)
 		}
 		return Allocation{}, err
@@ -142,6 +150,7 @@ func (d *DataStore) release(key IPAMKey, assignedAt *time.Time, cooldown bool) (
 	if err := ch.b.wait(); err != nil {
 		d.mu.Lock()
 		d.undoReleaseLocked(ch, alloc)
+		d.rememberAgainLocked(ch.forgotten)
 		d.mu.Unlock()
 		return Allocation{}, fmt.Errorf("release %s: persist checkpoint: %w", key, err)
 	}
@@ -154,13 +163,13 @@ func (d *DataStore) beginReleaseLocked(key IPAMKey, assignedAt *time.Time, coold
 	if d.closed {
 		return Allocation{}, change{}, ErrClosed
 	}
-	unplaced := false
+	var forgotten []forgottenAlloc
 	if d.forcedKeys != nil {
 		// Its pod is gone: no address may come back to it, whether or not
 		// the key holds one now, under either form a DEL matches.
-		unplaced = d.forgetForcedKeyLocked(key)
+		forgotten = d.forgetForcedKeyLocked(key, forgotten)
 		if assignedAt == nil {
-			unplaced = d.forgetForcedKeyLocked(migratedKey(key)) || unplaced
+			forgotten = d.forgetForcedKeyLocked(migratedKey(key), forgotten)
 		}
 	}
 	a, ok := d.byKey[key]
@@ -168,10 +177,10 @@ func (d *DataStore) beginReleaseLocked(key IPAMKey, assignedAt *time.Time, coold
 		a, ok = d.byKey[migratedKey(key)]
 	}
 	if !ok {
-		if unplaced {
+		if unplacedAmong(forgotten) {
 			// Its checkpoint entry goes: the DEL returns once it is gone
 			// from disk, or a restart would remember the pod again.
-			return Allocation{}, change{b: d.commit.joinLocked()}, ErrUnknownPod
+			return Allocation{}, change{b: d.commit.joinLocked(), forgotten: forgotten}, ErrUnknownPod
 		}
 		return Allocation{}, change{}, ErrUnknownPod
 	}
@@ -181,7 +190,7 @@ func (d *DataStore) beginReleaseLocked(key IPAMKey, assignedAt *time.Time, coold
 	alloc := a.allocation()
 	now := d.now()
 	d.releaseLocked(a, now, cooldown)
-	return alloc, change{b: d.commit.joinLocked(), a: a, at: now}, nil
+	return alloc, change{b: d.commit.joinLocked(), a: a, at: now, forgotten: forgotten}, nil
 }
 
 // undoReleaseLocked gives the address ch released back to alloc's key
@@ -203,6 +212,22 @@ func (d *DataStore) Find(key IPAMKey) (Allocation, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	a, ok := d.byKey[key]
+	if !ok {
+		return Allocation{}, false
+	}
+	return a.allocation(), true
+}
+
+// FindDELTarget returns the allocation a DEL of key releases (Release):
+// key's, else that of the key very old versions wrote for pods they
+// migrated from the CRI.
+func (d *DataStore) FindDELTarget(key IPAMKey) (Allocation, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a, ok := d.byKey[key]
+	if !ok {
+		a, ok = d.byKey[migratedKey(key)]
+	}
 	if !ok {
 		return Allocation{}, false
 	}

@@ -258,3 +258,49 @@ func TestCoolingSidecarWriteFailureFailsTheRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, doc.Allocations, 1, "the checkpoint still holds the allocation")
 }
+
+// A cooling address the ENIs read at start leave out keeps its cooldown:
+// when it joins a moment later it rests for what remains of it, and the
+// sidecar keeps it meanwhile (another restart keeps it too).
+func TestCoolingOfAnAddressTheStartLeftOutSurvives(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ipam.json")
+	clk := clocktest.New()
+	d1, _ := restartOnFile(t, path, clk, 1, false)
+	a, err := d1.Assign(key("old"), meta("old"))
+	require.NoError(t, err)
+	_, err = d1.Release(key("old"))
+	require.NoError(t, err)
+	require.NoError(t, d1.Close())
+
+	leftOut := func() *DataStore {
+		clk.Advance(time.Second)
+		cp, err := NewFileCheckpointer(path)
+		require.NoError(t, err)
+		d := New(Config{Now: clk.Now, Cooldown: 30 * time.Second, Checkpointer: cp})
+		t.Cleanup(func() { _ = d.Close() })
+		require.NoError(t, d.AddENI(ENIInfo{ID: "eni-a", Primary: true})) // the answer left the address out
+		_, err = d.Restore()
+		require.NoError(t, err)
+		return d
+	}
+	d2 := leftOut()
+	// Another pod's release rewrites the sidecar.
+	require.NoError(t, d2.AddENI(ENIInfo{ID: "eni-b", DeviceNumber: 1, RouteTableID: 2}))
+	require.NoError(t, d2.AddCIDR("eni-b", pfx("10.0.5.1/32")))
+	_, err = d2.Assign(key("other"), meta("other"))
+	require.NoError(t, err)
+	_, err = d2.Release(key("other"))
+	require.NoError(t, err)
+	require.NoError(t, d2.Close())
+
+	d3 := leftOut()
+	clk.Advance(time.Second)
+	require.NoError(t, d3.AddCIDR("eni-a", netip.PrefixFrom(a.IP, 32)))
+	assert.Equal(t, 1, d3.Stats().CooldownIPs)
+	_, err = d3.Assign(key("new"), meta("new"))
+	require.ErrorIs(t, err, ErrNoAvailableIP, "%s was released 3 s ago; the cooldown is 30 s", a.IP)
+	clk.Advance(28 * time.Second)
+	got, err := d3.Assign(key("new"), meta("new"))
+	require.NoError(t, err, "rested")
+	assert.Equal(t, a.IP, got.IP)
+}

@@ -1,6 +1,9 @@
 package datastore
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // Cooling addresses in and out of the sidecar (cooling_checkpoint.go).
 
@@ -14,6 +17,13 @@ func (d *DataStore) coolingSnapshotLocked(dst []CoolingEntry) []CoolingEntry {
 		if now.Sub(a.unassignedAt) <= d.cool {
 			dst = append(dst, CoolingEntry{IP: a.ip, ReleasedAt: a.unassignedAt})
 		}
+	}
+	for ip, from := range d.coolAway {
+		if now.Sub(from) > d.cool {
+			delete(d.coolAway, ip) // rested
+			continue
+		}
+		dst = append(dst, CoolingEntry{IP: ip, ReleasedAt: from})
 	}
 	for a := range d.resumeCool {
 		if d.byIP[a.ip] != a || a.state != statePending {
@@ -29,7 +39,9 @@ func (d *DataStore) coolingSnapshotLocked(dst []CoolingEntry) []CoolingEntry {
 
 // restoreCoolingLocked makes each entry's address rest again, if it is in
 // the pool and neither assigned nor cooling, and returns how many it
-// restored. Only wall time survives a restart, and the wall clock may have
+// restored. An address on no CIDR (the answer at start may have left it
+// out) is kept, in the sidecar too, and rests when it joins
+// (restJoinedLocked). Only wall time survives a restart, and the wall clock may have
 // stepped: an address released at T rests until min(T+cooldown,
 // now+cooldown), never longer than a full cooldown from now, never shorter
 // than what remained of it. A pending address keeps its cooldown until it
@@ -48,29 +60,63 @@ func (d *DataStore) restoreCoolingLocked(entries []CoolingEntry) int {
 		// From now, so the rest is measured on this process's monotonic
 		// clock; its wall time is the release's (or now, if that is later).
 		from := now.Add(-elapsed)
-		a, ok := d.byIP[e.IP]
-		if !ok {
-			c := d.v6ContainingLocked(e.IP)
-			if c == nil {
-				continue
+		if !d.inPoolLocked(e.IP) {
+			// One answer at start left it out: it rests when it joins.
+			if d.coolAway == nil {
+				d.coolAway = map[netip.Addr]time.Time{}
 			}
-			// An IPv6 address gets an entry: cooling, the cursor skips it.
-			a = d.v6EntryLocked(c, e.IP)
+			d.coolAway[e.IP] = from
+			continue
 		}
-		switch a.state {
-		case stateFree:
-			d.coolFromLocked(a, from)
-			n++
-		case statePending:
-			a.coolFrom = from
-			if d.resumeCool == nil {
-				d.resumeCool = map[*addr]struct{}{}
-			}
-			d.resumeCool[a] = struct{}{}
+		if d.restLocked(e.IP, from) {
 			n++
 		}
 	}
 	return n
+}
+
+// restLocked makes ip, which is in the pool, rest from from if it is free
+// (cooling) or pending (resting once verified); an assigned or cooling
+// address is left as it is. It reports whether ip rests. Requires d.mu.
+func (d *DataStore) restLocked(ip netip.Addr, from time.Time) bool {
+	a, ok := d.byIP[ip]
+	if !ok {
+		c := d.v6ContainingLocked(ip)
+		if c == nil {
+			return false
+		}
+		// An IPv6 address gets an entry: cooling, the cursor skips it.
+		a = d.v6EntryLocked(c, ip)
+	}
+	switch a.state {
+	case stateFree:
+		d.coolFromLocked(a, from)
+		return true
+	case statePending:
+		a.coolFrom = from
+		if d.resumeCool == nil {
+			d.resumeCool = map[*addr]struct{}{}
+		}
+		d.resumeCool[a] = struct{}{}
+		return true
+	}
+	return false
+}
+
+// restJoinedLocked makes the restored cooling addresses of c, which has
+// just joined the pool, rest for what remains of their cooldown.
+// Requires d.mu.
+func (d *DataStore) restJoinedLocked(c *cidr) {
+	now := d.now()
+	for ip, from := range d.coolAway {
+		if !c.prefix.Contains(ip) {
+			continue
+		}
+		delete(d.coolAway, ip)
+		if now.Sub(from) <= d.cool {
+			d.restLocked(ip, from)
+		}
+	}
 }
 
 // coolFromLocked makes the free address a rest as if released at from,

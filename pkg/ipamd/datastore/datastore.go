@@ -66,6 +66,10 @@ type DataStore struct {
 	// addresses with a restored cooldown to resume once verified.
 	coolDirty  bool
 	resumeCool map[*addr]struct{}
+	// coolAway are restored cooling addresses on no CIDR (the answer at
+	// start left them out), with the time their rest counts from: they
+	// rest when they join (cooling_restore.go).
+	coolAway map[netip.Addr]time.Time
 
 	commit *committer // nil when there is no checkpointer
 	closed bool

@@ -32,6 +32,7 @@ func (d *DataStore) AddCIDR(eniID string, p netip.Prefix) error {
 	var b *batch
 	if err == nil {
 		restored, b = d.restoreForcedLocked(c)
+		d.restJoinedLocked(c)
 	}
 	d.mu.Unlock()
 	if err != nil {

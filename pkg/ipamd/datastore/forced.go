@@ -61,7 +61,7 @@ func (d *DataStore) rememberOneLocked(fa forcedAlloc, ip netip.Addr) {
 		d.forced, d.forcedKeys = map[netip.Addr]forcedAlloc{}, map[IPAMKey]netip.Addr{}
 	}
 	d.expireForcedLocked()
-	d.forgetForcedKeyLocked(fa.key)
+	d.forgetForcedKeyLocked(fa.key, nil)
 	if old, ok := d.forced[ip]; ok {
 		delete(d.forcedKeys, old.key)
 	}
@@ -140,18 +140,54 @@ func (d *DataStore) forgetForcedAddrLocked(ip netip.Addr) (unplaced bool) {
 	return false
 }
 
-// forgetForcedKeyLocked drops key from the memory (its pod was deleted).
-// It reports whether the checkpoint changes (an unplaced entry leaves it).
-// Requires d.mu.
-func (d *DataStore) forgetForcedKeyLocked(key IPAMKey) (unplaced bool) {
+// forgottenAlloc is a memory a release dropped, kept until the release is
+// written so a failed write can put it back.
+type forgottenAlloc struct {
+	ip netip.Addr
+	fa forcedAlloc
+}
+
+// forgetForcedKeyLocked drops key from the memory (its pod was deleted)
+// and appends what it dropped to out. Requires d.mu.
+func (d *DataStore) forgetForcedKeyLocked(key IPAMKey, out []forgottenAlloc) []forgottenAlloc {
 	ip, ok := d.forcedKeys[key]
 	if !ok {
-		return false
+		return out
 	}
+	out = append(out, forgottenAlloc{ip: ip, fa: d.forced[ip]})
 	delete(d.forcedKeys, key)
-	unplaced = d.forced[ip].unplaced
 	delete(d.forced, ip)
-	return unplaced
+	return out
+}
+
+// unplacedAmong reports whether the checkpoint changes when fs are
+// forgotten (an unplaced entry leaves it).
+func unplacedAmong(fs []forgottenAlloc) bool {
+	for _, f := range fs {
+		if f.fa.unplaced {
+			return true
+		}
+	}
+	return false
+}
+
+// rememberAgainLocked puts back memories a release dropped whose write
+// failed, unless their address or key was remembered again since.
+// Requires d.mu.
+func (d *DataStore) rememberAgainLocked(fs []forgottenAlloc) {
+	for _, f := range fs {
+		if _, taken := d.forced[f.ip]; taken {
+			continue
+		}
+		if _, taken := d.forcedKeys[f.fa.key]; taken {
+			continue
+		}
+		if d.forced == nil {
+			d.forced, d.forcedKeys = map[netip.Addr]forcedAlloc{}, map[IPAMKey]netip.Addr{}
+		}
+		d.forced[f.ip] = f.fa
+		d.forcedKeys[f.fa.key] = f.ip
+	}
 }
 
 // expireForcedLocked drops what is older than ForcedMemory (never an

@@ -52,9 +52,9 @@ func (d *DataStore) inPoolLocked(ip netip.Addr) bool {
 }
 
 // UnplacedReadDue reports whether an unplaced entry whose address is
-// still on no CIDR waits for a read that could confirm it: one taken at
-// now would be at least after past the read that left it out. The ENI
-// sync then reads EC2 even when IMDS agrees with the store.
+// still on no CIDR waits for a read that could confirm it: a read taken
+// at now would come at least after after the one that left it out. The
+// ENI sync then reads EC2 even when IMDS agrees with the store.
 func (d *DataStore) UnplacedReadDue(now time.Time, after time.Duration) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -67,16 +67,20 @@ func (d *DataStore) UnplacedReadDue(now time.Time, after time.Duration) bool {
 }
 
 // ConfirmUnplaced takes an EC2 read of the instance's ENIs, made at readAt
-// and already applied to the store: an unplaced entry whose address is
-// still on no CIDR, left out by a read at least after before this one, is
-// confirmed gone. It leaves the checkpoint (durably on return) and stays
-// remembered for ForcedMemory. It returns the entries confirmed. Never
-// call it with an IMDS answer: IMDS lags EC2 and is no evidence.
-func (d *DataStore) ConfirmUnplaced(readAt time.Time, after time.Duration) ([]CheckpointEntry, error) {
+// and already applied to the store, listing the CIDRs in listed (every
+// address and prefix of every ENI in the answer, whether ipamd uses the
+// ENI or not): an unplaced entry whose address the read leaves out too, at
+// least after after the read that left it out first, is confirmed gone. It
+// leaves the checkpoint (durably on return) and stays remembered for
+// ForcedMemory. An address the read lists but the store could not take
+// (an ENI whose set-up failed this time) is no evidence and ends nothing.
+// It returns the entries confirmed. Never call it with an IMDS answer:
+// IMDS lags EC2 and is no evidence.
+func (d *DataStore) ConfirmUnplaced(readAt time.Time, after time.Duration, listed []netip.Prefix) ([]CheckpointEntry, error) {
 	d.mu.Lock()
 	var gone []CheckpointEntry
 	for ip, fa := range d.forced {
-		if !fa.unplaced || d.inPoolLocked(ip) || readAt.Sub(fa.missingSince) < after {
+		if !fa.unplaced || d.inPoolLocked(ip) || readAt.Sub(fa.missingSince) < after || listedIn(listed, ip) {
 			continue
 		}
 		fa.unplaced = false
@@ -92,6 +96,15 @@ func (d *DataStore) ConfirmUnplaced(readAt time.Time, after time.Duration) ([]Ch
 	return gone, b.wait()
 }
 
+func listedIn(listed []netip.Prefix, ip netip.Addr) bool {
+	for _, p := range listed {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
 // Unplaced counts the unplaced entries: kept in the checkpoint although
 // no ENI of the store has their address.
 func (d *DataStore) Unplaced() int {
@@ -104,4 +117,39 @@ func (d *DataStore) Unplaced() int {
 		}
 	}
 	return n
+}
+
+// UnplacedHolders lists the unplaced entries as address and key.
+func (d *DataStore) UnplacedHolders() []Holder {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []Holder
+	for ip, fa := range d.forced {
+		if fa.unplaced {
+			out = append(out, Holder{IP: ip, Key: fa.key})
+		}
+	}
+	return out
+}
+
+// EndUnplaced ends the unplaced entry h, if it is still h's (the runtime
+// said its sandbox is gone): forgotten, and off the checkpoint on return.
+// It reports whether it ended one. A failed write keeps the entry.
+func (d *DataStore) EndUnplaced(h Holder) (bool, error) {
+	d.mu.Lock()
+	fa, ok := d.forced[h.IP]
+	if !ok || !fa.unplaced || fa.key != h.Key {
+		d.mu.Unlock()
+		return false, nil
+	}
+	forgotten := d.forgetForcedKeyLocked(h.Key, nil)
+	b := d.commit.joinLocked()
+	d.mu.Unlock()
+	if err := b.wait(); err != nil {
+		d.mu.Lock()
+		d.rememberAgainLocked(forgotten)
+		d.mu.Unlock()
+		return false, err
+	}
+	return true, nil
 }

@@ -1,6 +1,7 @@
 package datastore
 
 import (
+	"io"
 	"net/netip"
 	"testing"
 	"time"
@@ -47,17 +48,34 @@ func TestAnUnplacedEntryLeavesTheCheckpointOnlyOnEvidence(t *testing.T) {
 			require.ErrorIs(t, err, ErrUnknownPod)
 			return d
 		}},
+		{name: "its key's DEL whose write fails ends nothing; the retried DEL does", act: func(t *testing.T, d *DataStore, _ *clocktest.Clock, cp *MemoryCheckpointer) *DataStore {
+			cp.SetFail(io.ErrShortWrite)
+			_, err := d.Release(lost.Key)
+			require.ErrorIs(t, err, io.ErrShortWrite, "the DEL fails: the runtime retries it")
+			assert.Equal(t, 1, d.Unplaced(), "still remembered, as it is still on disk")
+			cp.SetFail(nil)
+			_, err = d.Release(lost.Key)
+			require.ErrorIs(t, err, ErrUnknownPod)
+			assert.Zero(t, d.Unplaced())
+			return d
+		}},
 		{name: "a read inside the dispute period ends nothing", inFile: true, act: func(t *testing.T, d *DataStore, clk *clocktest.Clock, _ *MemoryCheckpointer) *DataStore {
-			gone, err := d.ConfirmUnplaced(clk.Now().Add(period-time.Second), period)
+			gone, err := d.ConfirmUnplaced(clk.Now().Add(period-time.Second), period, nil)
 			require.NoError(t, err)
 			assert.Empty(t, gone)
 			return d
 		}},
 		{name: "a second read the dispute period later ends it", act: func(t *testing.T, d *DataStore, clk *clocktest.Clock, _ *MemoryCheckpointer) *DataStore {
-			gone, err := d.ConfirmUnplaced(clk.Now().Add(period), period)
+			gone, err := d.ConfirmUnplaced(clk.Now().Add(period), period, nil)
 			require.NoError(t, err)
 			assert.Len(t, gone, 1)
 			assert.Equal(t, 1, d.RemovedByForce(), "remembered in process, as a confirmed removal")
+			return d
+		}},
+		{name: "a read that lists its address ends nothing, though the store could not take it", inFile: true, act: func(t *testing.T, d *DataStore, clk *clocktest.Clock, _ *MemoryCheckpointer) *DataStore {
+			gone, err := d.ConfirmUnplaced(clk.Now().Add(period), period, []netip.Prefix{netip.PrefixFrom(lost.IP, 32)})
+			require.NoError(t, err)
+			assert.Empty(t, gone)
 			return d
 		}},
 		{name: "its address joining gives it back to its key", inFile: true, held: true, act: func(t *testing.T, d *DataStore, _ *clocktest.Clock, _ *MemoryCheckpointer) *DataStore {
@@ -66,7 +84,7 @@ func TestAnUnplacedEntryLeavesTheCheckpointOnlyOnEvidence(t *testing.T) {
 		}},
 		{name: "with verification, a joined address keeps it until settled", verify: true, inFile: true, act: func(t *testing.T, d *DataStore, clk *clocktest.Clock, _ *MemoryCheckpointer) *DataStore {
 			require.NoError(t, d.AddCIDR("eni-a", netip.PrefixFrom(lost.IP, 32)))
-			gone, err := d.ConfirmUnplaced(clk.Now().Add(period), period)
+			gone, err := d.ConfirmUnplaced(clk.Now().Add(period), period, nil)
 			require.NoError(t, err)
 			assert.Empty(t, gone, "its address is on an ENI: the runtime check decides")
 			return d

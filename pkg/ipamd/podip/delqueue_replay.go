@@ -18,6 +18,9 @@ import (
 type ReplayStore interface {
 	Release(datastore.IPAMKey) (datastore.Allocation, error)
 	Find(datastore.IPAMKey) (datastore.Allocation, bool)
+	// FindDELTarget is the allocation Release(key) releases (key's, or
+	// its migrated form's).
+	FindDELTarget(datastore.IPAMKey) (datastore.Allocation, bool)
 }
 
 // DelQueue replays the DELs the CNI plugin queued on the host while ipamd
@@ -94,7 +97,7 @@ func (a *DelQueue) badEntryLog() *loglimit.Logger {
 func (a *DelQueue) replayDelEntry(dir string, e delqueue.Entry) (gone bool) {
 	result := "unknown"
 	key := datastore.IPAMKey{NetworkName: e.NetworkName, ContainerID: e.ContainerID, IfName: e.IfName}
-	if alloc, ok := a.Store.Find(key); ok {
+	if alloc, ok := a.Store.FindDELTarget(key); ok {
 		removeNodeRules(a.Rules, a.Store.Find, alloc, a.Log)
 	}
 	switch alloc, err := a.Store.Release(key); {

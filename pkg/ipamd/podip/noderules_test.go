@@ -324,3 +324,29 @@ func TestNodeRulesTheReconcilerRemovesOnlyWhatItFreesOutsideItsLock(t *testing.T
 		})
 	}
 }
+
+// askedRules records, per address, whether the removal was asked and what
+// the ownership check answered; it removes nothing.
+type askedRules struct{ asked map[netip.Addr]bool }
+
+func (r *askedRules) RemoveIfOwned(ip netip.Addr, owned func() bool) (bool, error) {
+	o := owned()
+	r.asked[ip] = o
+	return o, nil
+}
+
+// A queued DEL releases the allocation very old versions wrote under the
+// migrated key form; its node rules go first, as for any other key.
+func TestNodeRulesAReplayedDELOfAMigratedKeyRemovesItsRulesFirst(t *testing.T) {
+	a, dir := replayAgent(t)
+	rules := &askedRules{asked: map[netip.Addr]bool{}}
+	a.Rules = rules
+	migrated := datastore.IPAMKey{NetworkName: "_migrated-from-cri", ContainerID: "old", IfName: "unknown"}
+	m, err := storeOf(a).Assign(migrated, datastore.IPAMMetadata{})
+	require.NoError(t, err)
+	queueDEL(t, dir, datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "old", IfName: "eth0"})
+	a.Replay()
+	_, held := storeOf(a).Find(migrated)
+	require.False(t, held, "released")
+	assert.True(t, rules.asked[m.IP], "its node rules were removed before the release, while it still held the address")
+}

@@ -29,6 +29,9 @@ type PassReport struct {
 	// Pending is what the verification of addresses that joined the pool
 	// did in this pass.
 	Pending VerifyResult
+	// UnplacedEnded counts checkpoint entries on no ENI whose sandbox the
+	// runtime said is gone (unplaced.go).
+	UnplacedEnded int `json:",omitempty"`
 }
 
 // Pass runs one reconciliation. Passes never overlap; events are posted
@@ -89,6 +92,7 @@ func (r *Reconciler) pass(ctx context.Context, triggered bool, evs *eventBatch) 
 		r.skip(&rep, res.Held, res.detail)
 	}
 	r.readopt(ctx, l, allocs, &rep, evs)
+	rep.UnplacedEnded = r.endUnplaced(ctx, l)
 	r.retire(l, allocs)
 	if rep.Reclaimed+rep.Readopted+rep.HandedOver+rep.WouldReclaim > 0 || rep.Pending.Verified+rep.Pending.Adopted > 0 {
 		r.log.Info("pod-IP reconcile pass", "sandboxes", rep.Sandboxes, "allocations", rep.Allocations,

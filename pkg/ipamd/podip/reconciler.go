@@ -34,6 +34,8 @@ type Store interface {
 	Verify([]datastore.Pending) int
 	Stats() datastore.Stats
 	Cooldown() time.Duration
+	UnplacedHolders() []datastore.Holder
+	EndUnplaced(datastore.Holder) (bool, error)
 }
 
 // EventPoster posts node events (k8sapi.NodeEvents): warnings are

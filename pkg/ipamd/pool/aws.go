@@ -45,7 +45,7 @@ type Store interface {
 	PendingCount() int
 	Stats() datastore.Stats
 	UnplacedReadDue(now time.Time, after time.Duration) bool
-	ConfirmUnplaced(readAt time.Time, after time.Duration) ([]datastore.CheckpointEntry, error)
+	ConfirmUnplaced(readAt time.Time, after time.Duration, listed []netip.Prefix) ([]datastore.CheckpointEntry, error)
 }
 
 var _ Store = (*datastore.DataStore)(nil)

@@ -89,8 +89,28 @@ func (p *Manager) syncENIs(ctx context.Context) bool {
 	}
 	p.verifiedEC2()
 	p.applyTruth(ctx, truth)
-	p.confirmUnplaced(readAt)
+	p.confirmUnplaced(readAt, truth)
 	return true
+}
+
+// answerCIDRs is every address and prefix an answer lists, on any ENI,
+// in either family.
+func answerCIDRs(truth []awsutils.ENI) []netip.Prefix {
+	var out []netip.Prefix
+	for _, e := range truth {
+		if e.PrimaryIP.IsValid() {
+			out = append(out, netip.PrefixFrom(e.PrimaryIP, e.PrimaryIP.BitLen()))
+		}
+		for _, ip := range e.SecondaryIPs {
+			out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
+		}
+		for _, ip := range e.IPv6Addrs {
+			out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
+		}
+		out = append(out, e.Prefixes...)
+		out = append(out, e.IPv6Prefixes...)
+	}
+	return out
 }
 
 // unplacedReadDue: a checkpoint entry the start's answer left out waits
@@ -103,11 +123,12 @@ func (p *Manager) unplacedReadDue() bool {
 // confirmUnplaced takes EC2's answer read at readAt, already applied, as
 // the second read for the checkpoint entries the start's answer left out:
 // those it leaves out too, the dispute period later, leave the checkpoint.
-func (p *Manager) confirmUnplaced(readAt time.Time) {
+// What the answer lists counts whether or not the store could take it.
+func (p *Manager) confirmUnplaced(readAt time.Time, truth []awsutils.ENI) {
 	if p.cfg.ENIViewFromIMDS {
 		return
 	}
-	gone, err := p.Store.ConfirmUnplaced(readAt, p.cfg.DisputeConfirmAfter)
+	gone, err := p.Store.ConfirmUnplaced(readAt, p.cfg.DisputeConfirmAfter, answerCIDRs(truth))
 	for _, e := range gone {
 		p.Log.Warn("ENI sync: a second EC2 read also leaves out a checkpointed pod's address; it leaves the checkpoint",
 			"ip", e.IP.String(), "key", e.Key.String())

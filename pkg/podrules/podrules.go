@@ -47,9 +47,9 @@ type Deleter interface {
 // To is the 512 rule for ip: to ip lookup main.
 func To(ip net.IP) *netlink.Rule {
 	r := netlink.NewRule()
-	r.Family = family(ip)
+	r.Family = Family(ip)
 	r.Priority = ToPodPriority
-	r.Dst = single(ip)
+	r.Dst = HostPrefix(ip)
 	r.Table = mainTable
 	return r
 }
@@ -58,9 +58,9 @@ func To(ip net.IP) *netlink.Rule {
 // delete request).
 func From(ip net.IP, table int) *netlink.Rule {
 	r := netlink.NewRule()
-	r.Family = family(ip)
+	r.Family = Family(ip)
 	r.Priority = FromPodPriority
-	r.Src = single(ip)
+	r.Src = HostPrefix(ip)
 	r.Table = table
 	return r
 }
@@ -90,21 +90,22 @@ func RemoveFrom(h Deleter, ip net.IP) (int, error) {
 			if notFound(err) {
 				return n, nil
 			}
-			return n, fmt.Errorf("delete rules from %s at priority %d: %w", single(ip), FromPodPriority, err)
+			return n, fmt.Errorf("delete rules from %s at priority %d: %w", HostPrefix(ip), FromPodPriority, err)
 		}
 	}
-	return MaxFromRules, fmt.Errorf("more than %d rules from %s at priority %d", MaxFromRules, single(ip), FromPodPriority)
+	return MaxFromRules, fmt.Errorf("more than %d rules from %s at priority %d", MaxFromRules, HostPrefix(ip), FromPodPriority)
 }
 
-// single is ip as a one-address network: /32 or /128.
-func single(ip net.IP) *net.IPNet {
+// HostPrefix is ip as a one-address network: /32 or /128.
+func HostPrefix(ip net.IP) *net.IPNet {
 	if v4 := ip.To4(); v4 != nil {
 		return &net.IPNet{IP: v4, Mask: net.CIDRMask(32, 32)}
 	}
 	return &net.IPNet{IP: ip.To16(), Mask: net.CIDRMask(128, 128)}
 }
 
-func family(ip net.IP) int {
+// Family is ip's netlink address family.
+func Family(ip net.IP) int {
 	if ip.To4() != nil {
 		return netlink.FAMILY_V4
 	}

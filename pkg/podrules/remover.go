@@ -75,12 +75,8 @@ var ErrStillRouted = errors.New("the main table still routes the address to a li
 // routedToLink reports whether the main table has a host route to ip
 // through a link (what the plugin installs for a running pod).
 func routedToLink(h *netlink.Handle, ip net.IP) (bool, error) {
-	family, bits := netlink.FAMILY_V4, 32
-	if ip.To4() == nil {
-		family, bits = netlink.FAMILY_V6, 128
-	}
-	filter := &netlink.Route{Dst: &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)}, Table: unix.RT_TABLE_MAIN}
-	routes, err := h.RouteListFiltered(family, filter, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
+	filter := &netlink.Route{Dst: HostPrefix(ip), Table: unix.RT_TABLE_MAIN}
+	routes, err := h.RouteListFiltered(Family(ip), filter, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return false, fmt.Errorf("list routes to %s: %w", ip, err)
 	}

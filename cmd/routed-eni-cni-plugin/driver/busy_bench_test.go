@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
@@ -23,7 +24,7 @@ func busyNode(b *testing.B) ns.NetNS {
 	require.NoError(b, h.LinkSetUp(l))
 	for i := range 250 {
 		ip := net.IPv4(10, 251, byte(i/200), byte(1+i%200)).To4()
-		require.NoError(b, h.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: hostPrefix(ip), Scope: netlink.SCOPE_LINK}))
+		require.NoError(b, h.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: podrules.HostPrefix(ip), Scope: netlink.SCOPE_LINK}))
 		require.NoError(b, h.RuleAdd(ruleTo(ip)))
 		require.NoError(b, h.RuleAdd(ruleFrom(ip, 2+i%3)))
 	}

@@ -5,6 +5,8 @@ import (
 	"net"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 )
 
 // Check verifies that p is in place: the pod interface with its address
@@ -24,7 +26,7 @@ func Check(p PodNetwork) error {
 	if err != nil {
 		return fmt.Errorf("pod interface %s: %w", p.ContainerIf, err)
 	}
-	family := familyOf(p.IP)
+	family := podrules.Family(p.IP)
 	addrs, err := pod.AddrList(link, family)
 	if err != nil {
 		return fmt.Errorf("addresses of %s: %w", p.ContainerIf, err)
@@ -62,13 +64,13 @@ func Check(p PodNetwork) error {
 		return fmt.Errorf("host veth %s: %w", p.HostVeth, err)
 	}
 	hr, err := host.RouteListFiltered(family,
-		&netlink.Route{Dst: hostPrefix(p.IP), Table: MainTable, LinkIndex: hostLink.Attrs().Index},
+		&netlink.Route{Dst: podrules.HostPrefix(p.IP), Table: MainTable, LinkIndex: hostLink.Attrs().Index},
 		netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE|netlink.RT_FILTER_OIF)
 	if err != nil {
 		return fmt.Errorf("node routes: %w", err)
 	}
 	if len(hr) == 0 {
-		return fmt.Errorf("node has no route %s dev %s", hostPrefix(p.IP), p.HostVeth)
+		return fmt.Errorf("node has no route %s dev %s", podrules.HostPrefix(p.IP), p.HostVeth)
 	}
 	if err := expectRule(host, ruleTo(p.IP), netlink.RT_FILTER_DST); err != nil {
 		return err

@@ -105,22 +105,6 @@ func (p PodNetwork) validate() error {
 	return nil
 }
 
-// hostPrefix is ip as a single-address network: /32 or /128.
-func hostPrefix(ip net.IP) *net.IPNet {
-	if v4 := ip.To4(); v4 != nil {
-		return &net.IPNet{IP: v4, Mask: net.CIDRMask(32, 32)}
-	}
-	return &net.IPNet{IP: ip.To16(), Mask: net.CIDRMask(128, 128)}
-}
-
-// familyOf is ip's netlink address family.
-func familyOf(ip net.IP) int {
-	if ip.To4() != nil {
-		return netlink.FAMILY_V4
-	}
-	return netlink.FAMILY_V6
-}
-
 // gatewayFor is the pod's next hop for an address of ip's family.
 func gatewayFor(ip net.IP) net.IP {
 	if ip.To4() != nil {

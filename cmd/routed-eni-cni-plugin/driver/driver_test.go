@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/hostlock"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
@@ -195,8 +196,8 @@ func TestHostPeerIgnoresPairsNotIntoTheNode(t *testing.T) {
 // mainRoutesTo lists the node's main-table routes to ip (/32 or /128).
 func mainRoutesTo(t *testing.T, node ns.NetNS, ip net.IP) []netlink.Route {
 	t.Helper()
-	routes, err := netnsutil.Handle(t, node).RouteListFiltered(familyOf(ip),
-		&netlink.Route{Dst: hostPrefix(ip), Table: MainTable}, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
+	routes, err := netnsutil.Handle(t, node).RouteListFiltered(podrules.Family(ip),
+		&netlink.Route{Dst: podrules.HostPrefix(ip), Table: MainTable}, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
 	require.NoError(t, err)
 	return routes
 }
@@ -213,7 +214,7 @@ func requireNodeEmpty(t *testing.T, node ns.NetNS, ips ...net.IP) {
 	h := netnsutil.Handle(t, node)
 	for _, ip := range ips {
 		assert.Empty(t, mainRoutesTo(t, node, ip), "route to %s", ip)
-		rules, err := h.RuleList(familyOf(ip))
+		rules, err := h.RuleList(podrules.Family(ip))
 		require.NoError(t, err)
 		for _, r := range rules {
 			if r.Priority == ToContainerRulePriority || r.Priority == FromPodRulePriority {

@@ -127,25 +127,25 @@ func setupPodSide(pod handle, p PodNetwork, hostMAC net.HardwareAddr) error {
 		return fmt.Errorf("set %s up in the pod: %w", p.ContainerIf, err)
 	}
 	gwIP := gatewayFor(p.IP)
-	gw := hostPrefix(gwIP)
+	gw := podrules.HostPrefix(gwIP)
 	if err := pod.RouteReplace(&netlink.Route{LinkIndex: idx, Dst: gw, Scope: netlink.SCOPE_LINK}); err != nil {
 		return fmt.Errorf("pod route to the gateway %s: %w", gwIP, err)
 	}
 	if err := pod.RouteReplace(&netlink.Route{LinkIndex: idx, Dst: defaultDst(p.IP), Gw: gwIP, Scope: netlink.SCOPE_UNIVERSE}); err != nil {
 		return fmt.Errorf("pod default route via %s: %w", gwIP, err)
 	}
-	addr := &netlink.Addr{IPNet: hostPrefix(p.IP)}
+	addr := &netlink.Addr{IPNet: podrules.HostPrefix(p.IP)}
 	if v6 {
 		// Nothing else is on the veth: duplicate address detection could
 		// only delay the pod (upstream waits it out instead).
 		addr.Flags = unix.IFA_F_NODAD
 	}
 	if err := pod.AddrReplace(link, addr); err != nil {
-		return fmt.Errorf("pod address %s: %w", hostPrefix(p.IP), err)
+		return fmt.Errorf("pod address %s: %w", podrules.HostPrefix(p.IP), err)
 	}
 	neigh := &netlink.Neigh{
 		LinkIndex:    idx,
-		Family:       familyOf(p.IP),
+		Family:       podrules.Family(p.IP),
 		State:        netlink.NUD_PERMANENT,
 		IP:           gwIP,
 		HardwareAddr: hostMAC,
@@ -158,9 +158,9 @@ func setupPodSide(pod handle, p PodNetwork, hostMAC net.HardwareAddr) error {
 
 // setupHostRouting adds the node's route and rules for the pod address.
 func setupHostRouting(host handle, p PodNetwork, hostIdx int, log *slog.Logger) error {
-	route := &netlink.Route{LinkIndex: hostIdx, Dst: hostPrefix(p.IP), Scope: netlink.SCOPE_LINK, Table: MainTable}
+	route := &netlink.Route{LinkIndex: hostIdx, Dst: podrules.HostPrefix(p.IP), Scope: netlink.SCOPE_LINK, Table: MainTable}
 	if err := host.RouteReplace(route); err != nil {
-		return fmt.Errorf("node route %s dev %s: %w", hostPrefix(p.IP), p.HostVeth, err)
+		return fmt.Errorf("node route %s dev %s: %w", podrules.HostPrefix(p.IP), p.HostVeth, err)
 	}
 	table := p.table()
 	// A "from X" rule left behind by an earlier pod with this address on

@@ -75,13 +75,13 @@ func ReleaseHostRouting(ip net.IP, hostPeer int, locks AddressLocker, log *slog.
 	}
 	defer unlock()
 	if hostPeer > 0 {
-		own := &netlink.Route{Dst: hostPrefix(ip), LinkIndex: hostPeer, Table: MainTable, Scope: netlink.SCOPE_NOWHERE}
+		own := &netlink.Route{Dst: podrules.HostPrefix(ip), LinkIndex: hostPeer, Table: MainTable, Scope: netlink.SCOPE_NOWHERE}
 		if err := host.RouteDel(own); err != nil && !isNotFound(err) {
-			return fmt.Errorf("delete route %s via ifindex %d: %w", hostPrefix(ip), hostPeer, err)
+			return fmt.Errorf("delete route %s via ifindex %d: %w", podrules.HostPrefix(ip), hostPeer, err)
 		}
 	}
-	routes, err := host.RouteListFiltered(familyOf(ip),
-		&netlink.Route{Dst: hostPrefix(ip), Table: MainTable}, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
+	routes, err := host.RouteListFiltered(podrules.Family(ip),
+		&netlink.Route{Dst: podrules.HostPrefix(ip), Table: MainTable}, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return fmt.Errorf("list routes to %s: %w", ip, err)
 	}

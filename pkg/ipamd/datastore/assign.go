@@ -172,10 +172,7 @@ func (d *DataStore) beginReleaseLocked(key IPAMKey, assignedAt *time.Time, coold
 			forgotten = d.forgetForcedKeyLocked(migratedKey(key), forgotten)
 		}
 	}
-	a, ok := d.byKey[key]
-	if !ok && assignedAt == nil {
-		a, ok = d.byKey[migratedKey(key)]
-	}
+	a, ok := d.releaseTargetLocked(key, assignedAt == nil)
 	if !ok {
 		if unplacedAmong(forgotten) {
 			// Its checkpoint entry goes: the DEL returns once it is gone
@@ -224,14 +221,22 @@ func (d *DataStore) Find(key IPAMKey) (Allocation, bool) {
 func (d *DataStore) FindDELTarget(key IPAMKey) (Allocation, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	a, ok := d.byKey[key]
-	if !ok {
-		a, ok = d.byKey[migratedKey(key)]
-	}
+	a, ok := d.releaseTargetLocked(key, true)
 	if !ok {
 		return Allocation{}, false
 	}
 	return a.allocation(), true
+}
+
+// releaseTargetLocked is the address a release of key frees: key's, else,
+// for a DEL (orMigrated), that of the key very old versions wrote for pods
+// they migrated from the CRI. Requires d.mu.
+func (d *DataStore) releaseTargetLocked(key IPAMKey, orMigrated bool) (*addr, bool) {
+	a, ok := d.byKey[key]
+	if !ok && orMigrated {
+		a, ok = d.byKey[migratedKey(key)]
+	}
+	return a, ok
 }
 
 // IsUnknownPod reports whether err means the key held no address.

@@ -16,13 +16,15 @@
 #                    images into containers-storage), gcc, make, libc6-dev
 #                    (pinns is static C)
 #   etcd             a generated wrapper module whose main is etcdmain.Main
-#   kube-apiserver   go build of ./cmd/kube-apiserver from a writable copy of
-#                    k8s.io/kubernetes, staging replaces swapped for the
-#                    released staging modules
+#   kubernetes       one go build of kube-apiserver, kubelet,
+#                    kube-controller-manager, kube-scheduler and kube-proxy
+#                    from a writable copy of k8s.io/kubernetes, staging
+#                    replaces swapped for the released staging modules
 #
-# usage: scripts/ci/components.sh [all|containerd2|crio|etcd|kube-apiserver]
+# usage: scripts/ci/components.sh [all|containerd2|crio|etcd|kubernetes]
 #        scripts/ci/components.sh path NAME     (prints NAME's bin directory)
-# (containerd2 and containerd name the same component.) One line per
+# (containerd2 and containerd name the same component; kube-apiserver and
+# kubelet name kubernetes.) One line per
 # component: "components: NAME VERSION ready (built in Ns)" or "... cached".
 # First run on 2 cores: about 10 minutes in all, 300 MB (docs/testing.md).
 # A build that fails is an error on CI (CI=true), a warning elsewhere.
@@ -49,7 +51,7 @@ pinned() {
 CONTAINERD_VERSION=$(pinned containerd)
 CRIO_VERSION=$(pinned crio)
 ETCD_VERSION=$(pinned etcd)
-KUBE_APISERVER_VERSION=$(pinned kube-apiserver)
+KUBERNETES_VERSION=$(pinned kubernetes)
 
 # Debian packages CRI-O needs, as "tool package".
 CRIO_APT="conmon conmon
@@ -153,8 +155,12 @@ build_etcd() { # OUT WORK
 	)
 }
 
-build_kube_apiserver() { # OUT WORK
-	local src=$2/kubernetes v=$KUBE_APISERVER_VERSION staging mods
+# The programs of the kubernetes component, built together (they share
+# most packages, so the four beyond kube-apiserver cost about 3 CPU-minutes).
+KUBE_CMDS="kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy"
+
+build_kubernetes() { # OUT WORK
+	local src=$2/kubernetes v=$KUBERNETES_VERSION staging mods cmds=() c
 	staging=v0.${v#1.}
 	writable_copy "k8s.io/kubernetes@v$v" "$src" || return 1
 	(
@@ -171,10 +177,12 @@ build_kube_apiserver() { # OUT WORK
 		for m in $(awk '$1 ~ /^k8s\.io\// && $2 == "v0.0.0" { print $1 }' go.mod); do
 			"$GO" mod edit -require="$m@$staging" || exit 1
 		done
+		for c in $KUBE_CMDS; do cmds+=("./cmd/$c"); done
+		# -o names a directory: one binary per command, named for it.
 		GOFLAGS="$GOFLAGS -mod=mod" "$GO" mod tidy >/dev/null &&
 			GOFLAGS="$GOFLAGS -mod=mod" "$GO" build -trimpath \
 				-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=v$v -X k8s.io/component-base/version.gitMajor=${v%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "$v" | cut -d. -f2)" \
-				-o "$1/kube-apiserver" ./cmd/kube-apiserver
+				-o "$1/" "${cmds[@]}"
 	)
 }
 
@@ -182,7 +190,8 @@ build_kube_apiserver() { # OUT WORK
 component() {
 	case "$1" in
 	containerd | containerd2) echo containerd ;;
-	crio | etcd | kube-apiserver) echo "$1" ;;
+	crio | etcd) echo "$1" ;;
+	kubernetes | kube-apiserver | kubelet) echo kubernetes ;;
 	*) return 1 ;;
 	esac
 }
@@ -226,7 +235,7 @@ ensure() {
 }
 
 usage() {
-	echo "usage: $0 [all|containerd2|crio|etcd|kube-apiserver] ... | path NAME" >&2
+	echo "usage: $0 [all|containerd2|crio|etcd|kubernetes] ... | path NAME" >&2
 	exit 2
 }
 
@@ -245,7 +254,7 @@ if mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ]; then
 fi
 for arg in "$@"; do
 	if [ "$arg" = all ]; then
-		for name in containerd crio etcd kube-apiserver; do ensure "$name"; done
+		for name in containerd crio etcd kubernetes; do ensure "$name"; done
 		continue
 	fi
 	name=$(component "$arg") || usage

@@ -38,8 +38,8 @@ type apiForwarder struct {
 	conns map[net.Conn]bool
 }
 
-func startAPIForwarder(node ns.NetNS, target string) (*apiForwarder, error) {
-	l, err := ListenIn(node, "127.0.0.1:0")
+func startAPIForwarder(node ns.NetNS, listen, target string) (*apiForwarder, error) {
+	l, err := ListenIn(node, listen)
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,7 @@ func startKube(t testing.TB, node ns.NetNS, name string, o Options, kubeconfig s
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.fwd, err = startAPIForwarder(node, u.Host); err != nil {
+	if k.fwd, err = startAPIForwarder(node, "127.0.0.1:0", u.Host); err != nil {
 		t.Fatalf("e2e: API server forwarder in the node: %v", err)
 	}
 	k.fwd.SetFault(o.APIFault)

@@ -6,6 +6,12 @@
 // service accounts (TokenRequest), so a request the chart's RBAC does not
 // allow is refused as in a cluster. Both processes die with the test binary
 // (Pdeathsig) and at cleanup.
+//
+// In cluster mode (LaunchCluster, StartCluster) the server is set up for a
+// real node instead: Node and RBAC authorization, NodeRestriction and
+// ServiceAccount admission, a serving certificate from a CA of its own, static
+// tokens for nodes, kube-proxy and the controllers, and, when their binaries
+// are given, kube-controller-manager and kube-scheduler beside it.
 package apiserver
 
 import (
@@ -48,6 +54,13 @@ type Server struct {
 	port      int
 	etcd      *proc
 	apiserver *proc
+
+	cluster   *ClusterOptions   // cluster mode (LaunchCluster), defaults filled in
+	tokens    map[string]string // cluster mode: Kubeconfig user -> static token
+	kcm       *proc
+	scheduler *proc
+
+	apiserverTook, controllersTook time.Duration // LaunchCluster's start-up
 }
 
 // proc is a started process and the end of its Wait.
@@ -56,8 +69,12 @@ type proc struct {
 	done chan struct{}
 }
 
-// Binaries are the paths of the two programs.
-type Binaries struct{ Etcd, KubeAPIServer string }
+// Binaries are the paths of the programs. ControllerManager and Scheduler
+// are optional and only used by LaunchCluster.
+type Binaries struct {
+	Etcd, KubeAPIServer          string
+	ControllerManager, Scheduler string
+}
 
 // Start runs etcd and kube-apiserver until the test ends and waits for
 // /readyz. Any failure fails the test (a missing binary too: never a skip).
@@ -118,8 +135,14 @@ func (s *Server) RestartAPIServer(down time.Duration) error {
 }
 
 // CAFile is the API server's self-signed serving certificate (valid for
-// 127.0.0.1), for a client that verifies it.
-func (s *Server) CAFile() string { return filepath.Join(s.dir, "certs", "apiserver.crt") }
+// 127.0.0.1), for a client that verifies it; in cluster mode, the CA
+// (CACertFile).
+func (s *Server) CAFile() string {
+	if s.cluster != nil {
+		return s.CACertFile()
+	}
+	return filepath.Join(s.dir, "certs", "apiserver.crt")
+}
 
 // Admin is a client config with every permission.
 func (s *Server) Admin() *rest.Config {
@@ -197,6 +220,9 @@ func (s *Server) startEtcd(bin string) (string, error) {
 }
 
 func (s *Server) startAPIServer() error {
+	if s.cluster != nil {
+		return s.startClusterAPIServer()
+	}
 	keyFile, pubFile := filepath.Join(s.dir, "sa.key"), filepath.Join(s.dir, "sa.pub")
 	tokens := filepath.Join(s.dir, "tokens.csv")
 	if s.port == 0 {
@@ -269,8 +295,9 @@ func (s *Server) waitReady(timeout time.Duration) error {
 	return last
 }
 
-// Stop ends the processes, the API server first.
+// Stop ends the processes: the controllers, the API server, etcd.
 func (s *Server) Stop() {
+	s.StopControllers()
 	stopProc(s.apiserver)
 	stopProc(s.etcd)
 	s.apiserver, s.etcd = nil, nil

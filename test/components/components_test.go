@@ -10,13 +10,18 @@ import (
 
 func TestVersionsFile(t *testing.T) {
 	want := map[string]string{ // component -> one binary it must list
-		"containerd":     "containerd-shim-runc-v2",
-		"crio":           "pinns",
-		"etcd":           "etcd",
-		"kube-apiserver": "kube-apiserver",
+		"containerd": "containerd-shim-runc-v2",
+		"crio":       "pinns",
+		"etcd":       "etcd",
+		"kubernetes": "kube-apiserver",
 	}
 	if len(All()) != len(want) {
 		t.Errorf("versions.txt has %d components, want %d", len(All()), len(want))
+	}
+	for _, bin := range []string{"kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy"} {
+		if c, ok := owner(bin); !ok || c.Name != "kubernetes" {
+			t.Errorf("binary %s: owner %q, want kubernetes", bin, c.Name)
+		}
 	}
 	for name, bin := range want {
 		c, ok := owner(bin)
@@ -97,7 +102,7 @@ func TestBinMissingFails(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("E2E_COMPONENTS_DIR", dir)
 	msg := fatalOf(t, func(tb testing.TB) { Bin(tb, "kube-apiserver") })
-	if !strings.Contains(msg, Script+" kube-apiserver") {
+	if !strings.Contains(msg, Script+" kubernetes") {
 		t.Errorf("missing component: message %q does not name %s", msg, Script)
 	}
 	// bin/ complete but no stamp: an interrupted build

@@ -1,0 +1,103 @@
+package kubenode
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
+)
+
+// The chart installed on a real kubelet runs aws-node from this project's
+// image, its init container installs the plugins, the node goes Ready, and
+// every pod the kubelet starts gets a pool address that reaches the other
+// pods and the node; when the pods go, no address stays allocated.
+func TestTheChartOnAKubeletGivesEveryPodAnAddress(t *testing.T) {
+	n := New(t, Options{})
+
+	for _, f := range []string{"aws-cni", "egress-cni", "loopback", "portmap", "host-local", "bandwidth"} {
+		if _, err := os.Stat(filepath.Join(n.Box.HostPath("/opt/cni/bin"), f)); err != nil {
+			t.Errorf("the init container did not install %s into the node's /opt/cni/bin: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(n.Box.HostPath("/etc/cni/net.d"), "10-aws.conflist")); err != nil {
+		t.Errorf("aws-node wrote no conflist into the node's /etc/cni/net.d: %v", err)
+	}
+
+	const replicas = 30
+	rw := n.WatchRunning(t, "app=web")
+	start := time.Now()
+	n.Deployment(t, "web", replicas)
+	pods := n.WaitRunning(t, "app=web", replicas, 4*time.Minute)
+	t.Logf("kubenode: %d pods Running through the kubelet in %s; create to Running %s", replicas,
+		time.Since(start).Round(time.Millisecond), rw.Latency.Summary())
+	rw.Stop()
+
+	entries, err := n.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) < replicas {
+		t.Fatalf("ipamd's checkpoint has %d entries for %d pods", len(entries), replicas)
+	}
+	allocated := map[netip.Addr]string{} // address -> sandbox ID
+	for _, e := range entries {
+		allocated[e.IP] = e.Key.ContainerID
+	}
+	sandboxes, err := n.SandboxIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	subnet := netip.MustParsePrefix(nodeSubnet)
+	seen := map[netip.Addr]string{}
+	for _, p := range pods {
+		ip, err := PodIP(&p)
+		if err != nil {
+			t.Fatalf("pod %s: %v", p.Name, err)
+		}
+		if !subnet.Contains(ip) || ip == n.IP {
+			t.Errorf("pod %s has %s, not a pool address of subnet %s", p.Name, ip, subnet)
+		}
+		if other, dup := seen[ip]; dup {
+			t.Errorf("pods %s and %s share %s", other, p.Name, ip)
+		}
+		seen[ip] = p.Name
+		if id := sandboxes[string(p.UID)]; allocated[ip] != id {
+			t.Errorf("pod %s (sandbox %s) has %s, which ipamd's checkpoint gives to %q", p.Name, id, ip, allocated[ip])
+		}
+	}
+
+	// Traffic: each of a few pods to another pod and to the node.
+	for i := 0; i < 3; i++ {
+		from, to := &pods[i], &pods[(i+1)%len(pods)]
+		nsh, err := n.PodNetns(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, _ := PodIP(to)
+		if err := netnsutil.Ping(nsh, dst.AsSlice(), 5*time.Second); err != nil {
+			t.Errorf("pod %s to pod %s (%s): %v", from.Name, to.Name, dst, err)
+		}
+		if err := netnsutil.Ping(nsh, n.IP.AsSlice(), 5*time.Second); err != nil {
+			t.Errorf("pod %s to the node (%s): %v", from.Name, n.IP, err)
+		}
+		_ = nsh.Close()
+	}
+
+	n.Deployment(t, "web", 0)
+	n.WaitGone(t, "app=web", 2*time.Minute)
+	var left []string
+	if !poll(30*time.Second, func() bool {
+		entries, err := n.Checkpoint()
+		left = left[:0]
+		for _, e := range entries {
+			left = append(left, e.IP.String()+" "+e.Key.ContainerID)
+		}
+		return err == nil && len(left) == 0
+	}) {
+		t.Errorf("addresses still allocated after every pod went: %v", left)
+	}
+	t.Logf("kubenode: addresses leaked at the end: %d", len(left))
+}

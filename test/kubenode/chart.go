@@ -161,3 +161,29 @@ func (n *Node) Checkpoint() ([]datastore.CheckpointEntry, error) {
 	}
 	return datastore.DecodeCheckpoint(b)
 }
+
+// Leaked lists the checkpoint's allocations whose sandbox the runtime does
+// not list in any state ("address sandboxID").
+func (n *Node) Leaked() ([]string, error) {
+	entries, err := n.Checkpoint()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sbs, err := n.Runtime.CRI.ListPodSandbox(ctx)
+	if err != nil {
+		return nil, err
+	}
+	listed := map[string]bool{}
+	for _, sb := range sbs {
+		listed[sb.GetId()] = true
+	}
+	var out []string
+	for _, e := range entries {
+		if !listed[e.Key.ContainerID] {
+			out = append(out, e.IP.String()+" "+e.Key.ContainerID)
+		}
+	}
+	return out, nil
+}

@@ -90,6 +90,9 @@ func (k *Kubelet) Start() error {
 // restarts it.
 func (k *Kubelet) Stop() { stopCmd(k.cmd); k.cmd = nil }
 
+// kill ends the kubelet at once (SIGKILL), as a crash does.
+func (k *Kubelet) kill() { killCmd(k.cmd); k.cmd = nil }
+
 // kubeProxyConfig runs kube-proxy in the node in iptables or nftables
 // mode, leaving the conntrack sysctls alone (the table size is host-wide).
 const kubeProxyConfig = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
@@ -120,6 +123,15 @@ func StartKubeProxy(box *Box, bin string, kubeconfig []byte, name, mode, cluster
 		return nil, err
 	}
 	return box.Start("kube-proxy.log", bin, "--config="+cfgPath, "--v=1")
+}
+
+// killCmd SIGKILLs a node process and reaps it.
+func killCmd(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
 }
 
 // stopCmd ends a node process: SIGTERM, SIGKILL after 15 s.

@@ -11,6 +11,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -187,3 +188,45 @@ func (n *Node) SandboxIDs() (map[string]string, error) {
 func PodIP(p *corev1.Pod) (netip.Addr, error) { return netip.ParseAddr(p.Status.PodIP) }
 
 func ptr[T any](v T) *T { return &v }
+
+// DeletePods deletes the pods with the given grace period (nil: the pod's
+// own; 0: a force delete, gone from the API at once).
+func (n *Node) DeletePods(t testing.TB, pods []corev1.Pod, grace *int64) {
+	t.Helper()
+	for _, p := range pods {
+		err := n.Admin.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: grace})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("kubenode: delete pod %s: %v", p.Name, err)
+		}
+	}
+}
+
+// WaitPodsGone waits until none of the pods (by UID) is in the API or
+// has a sandbox the runtime lists in any state (the kubelet has removed
+// them: both of its DELs are done).
+func (n *Node) WaitPodsGone(t testing.TB, pods []corev1.Pod, timeout time.Duration) {
+	t.Helper()
+	var left []string
+	if !poll(timeout, func() bool {
+		left = left[:0]
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sbs, err := n.Runtime.CRI.ListPodSandbox(ctx)
+		cancel()
+		if err != nil {
+			return false
+		}
+		listed := map[string]bool{}
+		for _, sb := range sbs {
+			listed[sb.GetMetadata().GetUid()] = true
+		}
+		for _, p := range pods {
+			_, err := n.Admin.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+			if err == nil || listed[string(p.UID)] {
+				left = append(left, p.Name)
+			}
+		}
+		return len(left) == 0
+	}) {
+		t.Fatalf("kubenode: pods %v still there after %s\n%s", left, timeout, n.Diagnose())
+	}
+}

@@ -102,6 +102,9 @@ func (r *Runtime) Stop() {
 	r.cmd = nil
 }
 
+// kill ends containerd at once (SIGKILL), as a crash does.
+func (r *Runtime) kill() { killCmd(r.cmd); r.cmd = nil }
+
 func (r *Runtime) wait(timeout time.Duration) error {
 	var last error
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {

@@ -1,6 +1,7 @@
 // Package components finds, for tests, the real components that
 // scripts/ci/components.sh builds once from the Go module proxy
-// (containerd 2, CRI-O, etcd, kube-apiserver) and caches in
+// (containerd 2, CRI-O, etcd, and Kubernetes: kube-apiserver, kubelet,
+// kube-controller-manager, kube-scheduler, kube-proxy) and caches in
 //
 //	$E2E_COMPONENTS_DIR/<name>-<version>/bin/   (default /var/cache/aws-vpc-cni-e2e)
 //
@@ -35,7 +36,7 @@ var versionsFile string
 
 // Component is one line of versions.txt.
 type Component struct {
-	Name     string   // e.g. "kube-apiserver"
+	Name     string   // e.g. "kubernetes"
 	Version  string   // without a leading v, e.g. "1.34.4"
 	Binaries []string // the files under bin/
 }
@@ -83,7 +84,7 @@ func CacheDir() string {
 }
 
 // Dir is the bin directory of the named component (containerd, crio, etcd,
-// kube-apiserver), e.g. to put on PATH for containerd's shim. It fails t
+// kubernetes), e.g. to put on PATH for containerd's shim. It fails t
 // when the component is not built.
 func Dir(t testing.TB, name string) string {
 	t.Helper()
@@ -100,7 +101,8 @@ func Dir(t testing.TB, name string) string {
 }
 
 // Bin is the path of a component's binary, named by the binary (containerd,
-// containerd-shim-runc-v2, ctr, crio, pinns, etcd, kube-apiserver). It fails
+// containerd-shim-runc-v2, ctr, crio, pinns, etcd, kube-apiserver, kubelet,
+// kube-controller-manager, kube-scheduler, kube-proxy). It fails
 // t when the component is not built or the binary is missing.
 func Bin(t testing.TB, name string) string {
 	t.Helper()

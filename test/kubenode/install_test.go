@@ -1,6 +1,7 @@
 package kubenode
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -15,7 +16,21 @@ import (
 // every pod the kubelet starts gets a pool address that reaches the other
 // pods and the node; when the pods go, no address stays allocated.
 func TestTheChartOnAKubeletGivesEveryPodAnAddress(t *testing.T) {
-	n := New(t, Options{})
+	for _, c := range []struct {
+		instanceType string
+		pods         int
+	}{
+		{"m5.xlarge", 30},   // two ENIs' worth: the pool grows once while pods wait
+		{"m5.4xlarge", 110}, // the kubelet's default max pods, on four ENIs
+	} {
+		t.Run(fmt.Sprintf("%d pods on %s", c.pods, c.instanceType), func(t *testing.T) {
+			podsGetAddresses(t, c.instanceType, c.pods)
+		})
+	}
+}
+
+func podsGetAddresses(t *testing.T, instanceType string, replicas int) {
+	n := New(t, Options{InstanceType: instanceType})
 
 	for _, f := range []string{"aws-cni", "egress-cni", "loopback", "portmap", "host-local", "bandwidth"} {
 		if _, err := os.Stat(filepath.Join(n.Box.HostPath("/opt/cni/bin"), f)); err != nil {
@@ -26,11 +41,10 @@ func TestTheChartOnAKubeletGivesEveryPodAnAddress(t *testing.T) {
 		t.Errorf("aws-node wrote no conflist into the node's /etc/cni/net.d: %v", err)
 	}
 
-	const replicas = 30
 	rw := n.WatchRunning(t, "app=web")
 	start := time.Now()
-	n.Deployment(t, "web", replicas)
-	pods := n.WaitRunning(t, "app=web", replicas, 4*time.Minute)
+	n.Deployment(t, "web", int32(replicas))
+	pods := n.WaitRunning(t, "app=web", replicas, 6*time.Minute)
 	t.Logf("kubenode: %d pods Running through the kubelet in %s; create to Running %s", replicas,
 		time.Since(start).Round(time.Millisecond), rw.Latency.Summary())
 	rw.Stop()
@@ -87,7 +101,7 @@ func TestTheChartOnAKubeletGivesEveryPodAnAddress(t *testing.T) {
 	}
 
 	n.Deployment(t, "web", 0)
-	n.WaitGone(t, "app=web", 2*time.Minute)
+	n.WaitGone(t, "app=web", 4*time.Minute)
 	var left []string
 	if !poll(30*time.Second, func() bool {
 		entries, err := n.Checkpoint()

@@ -26,7 +26,7 @@
 # (containerd2 and containerd name the same component; kube-apiserver and
 # kubelet name kubernetes.) One line per
 # component: "components: NAME VERSION ready (built in Ns)" or "... cached".
-# First run on 2 cores: about 10 minutes in all, 300 MB (docs/testing.md).
+# First run on 2 cores: about 12 minutes in all, 610 MB (docs/testing.md).
 # A build that fails is an error on CI (CI=true), a warning elsewhere.
 set -euo pipefail
 

@@ -10,7 +10,7 @@
 #   components
 #           as root, builds once the real components beyond Debian's
 #           (containerd 2, CRI-O, etcd, Kubernetes) into their cache
-#           (scripts/ci/components.sh; about 10 minutes the first time, a
+#           (scripts/ci/components.sh; about 12 minutes the first time, a
 #           line per component after that); not root: builds nothing
 #           unless E2E_COMPONENTS_DIR names a directory to build into.
 #

@@ -509,8 +509,8 @@ func BuildImages(repoRoot, dir, tag string) (Images, error) {
 	return im, nil
 }
 
-// goBinary is the go command for make's GO: $GO, then go on PATH (go test
-// puts its own GOROOT/bin first), then this toolchain's.
+// goBinary is the go command for make's GO: $GO, else go on PATH (go test
+// puts its own GOROOT/bin first).
 func goBinary() (string, error) {
 	if g := os.Getenv("GO"); g != "" {
 		return g, nil
@@ -518,11 +518,7 @@ func goBinary() (string, error) {
 	if g, err := exec.LookPath("go"); err == nil {
 		return g, nil
 	}
-	g := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(g); err != nil {
-		return "", fmt.Errorf("no go command for make image: set GO or put go on PATH")
-	}
-	return g, nil
+	return "", fmt.Errorf("no go command for make image: set GO or put go on PATH")
 }
 
 func tail(b []byte, n int) []byte {

@@ -19,18 +19,24 @@ func TestTheChartOnAKubeletGivesEveryPodAnAddress(t *testing.T) {
 	for _, c := range []struct {
 		instanceType string
 		pods         int
+		containerd16 bool
 	}{
-		{"m5.xlarge", 30},   // two ENIs' worth: the pool grows once while pods wait
-		{"m5.4xlarge", 110}, // the kubelet's default max pods, on four ENIs
+		{"m5.xlarge", 30, false},   // two ENIs' worth: the pool grows once while pods wait
+		{"m5.4xlarge", 110, false}, // the kubelet's default max pods, on four ENIs
+		{"m5.xlarge", 30, true},    // Debian's containerd 1.6
 	} {
-		t.Run(fmt.Sprintf("%d pods on %s", c.pods, c.instanceType), func(t *testing.T) {
-			podsGetAddresses(t, c.instanceType, c.pods)
+		rt := "containerd 2.x"
+		if c.containerd16 {
+			rt = "containerd 1.6"
+		}
+		t.Run(fmt.Sprintf("%d pods on %s, %s", c.pods, c.instanceType, rt), func(t *testing.T) {
+			podsGetAddresses(t, Options{InstanceType: c.instanceType, Containerd16: c.containerd16}, c.pods)
 		})
 	}
 }
 
-func podsGetAddresses(t *testing.T, instanceType string, replicas int) {
-	n := New(t, Options{InstanceType: instanceType})
+func podsGetAddresses(t *testing.T, o Options, replicas int) {
+	n := New(t, o)
 
 	for _, f := range []string{"aws-cni", "egress-cni", "loopback", "portmap", "host-local", "bandwidth"} {
 		if _, err := os.Stat(filepath.Join(n.Box.HostPath("/opt/cni/bin"), f)); err != nil {

@@ -43,6 +43,8 @@ type Options struct {
 	Env map[string]string
 	// ProxyMode is kube-proxy's mode: "iptables" (default) or "nftables".
 	ProxyMode string
+	// Containerd16 runs Debian's containerd 1.6 instead of 2.x.
+	Containerd16 bool
 }
 
 // Node is a single-node Kubernetes in a box: the control plane on the
@@ -167,7 +169,11 @@ func New(t testing.TB, o Options) *Node {
 	t.Cleanup(func() { _ = n.Sim.Close() })
 
 	n.startControlPlane(t)
-	if n.Runtime, err = StartRuntime(n.Box, components.Dir(t, "containerd")); err != nil {
+	rtBin := Debian16
+	if !o.Containerd16 {
+		rtBin = components.Dir(t, "containerd")
+	}
+	if n.Runtime, err = StartRuntime(n.Box, rtBin); err != nil {
 		t.Fatalf("kubenode: containerd: %v", err)
 	}
 	if err := n.Runtime.Import(art.PauseTar, n.Images.AWSNode, n.Images.Init); err != nil {
@@ -186,10 +192,21 @@ func New(t testing.TB, o Options) *Node {
 	n.WaitAgentRunning(t, 3*time.Minute)
 	n.WaitNodeReady(t, 2*time.Minute)
 	n.Ready = time.Now()
-	t.Logf("kubenode: node %s (%s, %d max pods, kube-proxy %s) Ready, aws-node Running, %s after the chart was applied (%s after the node's start)",
-		n.Name, o.InstanceType, n.Opts.MaxPods, o.ProxyMode, n.Ready.Sub(n.Installed).Round(time.Millisecond),
+	t.Logf("kubenode: node %s (%s, %d max pods, %s, kube-proxy %s) Ready, aws-node Running, %s after the chart was applied (%s after the node's start)",
+		n.Name, o.InstanceType, n.Opts.MaxPods, n.RuntimeVersion(), o.ProxyMode, n.Ready.Sub(n.Installed).Round(time.Millisecond),
 		n.Ready.Sub(n.Started).Round(time.Millisecond))
 	return n
+}
+
+// RuntimeVersion is the runtime's name and version as its CRI reports them.
+func (n *Node) RuntimeVersion() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := n.Runtime.CRI.Version(ctx)
+	if err != nil {
+		return "runtime version unknown: " + err.Error()
+	}
+	return v.GetRuntimeName() + " " + v.GetRuntimeVersion()
 }
 
 // apiURL is the API server as the node reaches it: the forwarder at the

@@ -58,6 +58,34 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     max_conf_num = 1
 `
 
+// containerd16Config is the same node for Debian's containerd 1.6
+// (config version 2: one CRI plugin), whose shim is on PATH.
+const containerd16Config = `version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = "{{sock}}"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{{pause}}"
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/opt/cni/bin"
+    conf_dir = "/etc/cni/net.d"
+    max_conf_num = 1
+`
+
 // Runtime is containerd running in the node.
 type Runtime struct {
 	box *Box
@@ -66,11 +94,18 @@ type Runtime struct {
 	CRI *e2e.CRI
 }
 
-// StartRuntime starts containerd from bin (its bin directory) in the box
-// and waits until its CRI answers.
+// Debian16 names, for StartRuntime, Debian's containerd 1.6 on PATH.
+const Debian16 = ""
+
+// StartRuntime starts containerd from bin (its bin directory; Debian16:
+// Debian's 1.6 on PATH) in the box and waits until its CRI answers.
 func StartRuntime(box *Box, bin string) (*Runtime, error) {
+	tmpl, shim := containerdConfig, filepath.Join(bin, "containerd-shim-runc-v2")
+	if bin == Debian16 {
+		tmpl = containerd16Config
+	}
 	cfg := strings.NewReplacer("{{sock}}", runtimeSocket, "{{pause}}", e2e.PauseImage,
-		"{{shim}}", filepath.Join(bin, "containerd-shim-runc-v2")).Replace(containerdConfig)
+		"{{shim}}", shim).Replace(tmpl)
 	path := filepath.Join(box.Dir, "containerd.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -90,7 +125,7 @@ func StartRuntime(box *Box, bin string) (*Runtime, error) {
 // Start runs containerd (again, after Stop); Debian's runc is on PATH.
 func (r *Runtime) Start() error {
 	cmd, err := r.box.Start("containerd.log", "env", "PATH="+r.bin+":"+os.Getenv("PATH"),
-		filepath.Join(r.bin, "containerd"), "--config", filepath.Join(r.box.Dir, "containerd.toml"))
+		r.binary("containerd"), "--config", filepath.Join(r.box.Dir, "containerd.toml"))
 	r.cmd = cmd
 	return err
 }
@@ -100,6 +135,14 @@ func (r *Runtime) Start() error {
 func (r *Runtime) Stop() {
 	stopCmd(r.cmd)
 	r.cmd = nil
+}
+
+// binary is one of containerd's programs (a bare name: PATH).
+func (r *Runtime) binary(name string) string {
+	if r.bin == Debian16 {
+		return name
+	}
+	return filepath.Join(r.bin, name)
 }
 
 // kill ends containerd at once (SIGKILL), as a crash does.
@@ -121,7 +164,7 @@ func (r *Runtime) wait(timeout time.Duration) error {
 // Import loads docker-archive tarballs into the CRI's image store.
 func (r *Runtime) Import(tars ...string) error {
 	for _, tar := range tars {
-		if err := e2e.ImportImage(filepath.Join(r.bin, "ctr"), r.box.Root(runtimeSocket), tar); err != nil {
+		if err := e2e.ImportImage(r.binary("ctr"), r.box.Root(runtimeSocket), tar); err != nil {
 			return err
 		}
 	}

@@ -55,8 +55,14 @@
 // chain snat-mark with `ip daddr <cidr> counter return` per exempt CIDR
 // before `counter ct mark set ct mark | <mark>`. Priority -90 runs after
 // every DNAT chain at -100 (kube-proxy's, in iptables-nft or nftables
-// mode), so the chain sees the address a Service connection really goes
-// to. Rules are encoded the way the nft tool encodes the same text, so a
+// mode), so ClusterIPs are never marked. But the kernel runs a hook's nat
+// chains only until one of them NATs the connection: a Service connection
+// that kube-proxy DNATs never reaches this chain and is not marked. That
+// is right for an endpoint in the VPC (it leaves through the pod's ENI)
+// and wrong for one outside it (its first packet leaves through a
+// secondary ENI; the primary-ENI connmark of the reply marks the rest), as
+// with upstream's identical layout; a filter-type chain at -90 would see
+// it. Rules are encoded the way the nft tool encodes the same text, so a
 // table written by either compares equal. Reconcile: base rules missing or
 // out of order are flushed and refilled; a base chain with another
 // type/hook/priority/policy is deleted and recreated; unknown snat-mark

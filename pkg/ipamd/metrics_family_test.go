@@ -213,7 +213,7 @@ func TestMetricFamiliesMatchUpstream(t *testing.T) {
 	assert.Contains(t, series(fams, "awscni_assigned_ip_per_eni"), "eni="+n.sim.PrimaryENI())
 	assert.ElementsMatch(t, []string{"failure_reason=,success=true,with_api_server=false"}, series(fams, "awscni_ipamd_startup_duration_seconds"))
 	assert.ElementsMatch(t, []string{"success=true"}, series(fams, "awscni_ipamd_node_initialization_duration_seconds"))
-	assert.ElementsMatch(t, []string{"backend=" + networkutils.ConnmarkBackend}, series(fams, "awscni_connmark_backend"))
+	assert.ElementsMatch(t, []string{"backend=" + networkutils.ConnmarkBackend()}, series(fams, "awscni_connmark_backend"))
 	assert.ElementsMatch(t, []string{"result=success", "result=error"}, series(fams, "awscni_connmark_reconcile_total"))
 }
 

@@ -3,7 +3,8 @@
 // 1024 (connmark → main), 1535 (external service CIDRs → main) and 32765
 // (from an ENI's primary IP → that ENI's table), the per-ENI route tables
 // and addresses, the IPv4 iptables rules for SNAT and connmark in the
-// nat and mangle tables, and the filter FORWARD rule (iptables or
+// nat and mangle tables (or, for pod connmark on non-legacy hosts, the
+// nftables table `ip aws-cni`), and the filter FORWARD rule (iptables or
 // ip6tables) that rejects new connections into the egress plugin's pod
 // range. It never touches pod-side state (pod veths, the
 // per-pod rules at 512/1536, anything inside a pod's namespace): that
@@ -16,8 +17,9 @@
 // leaves what is already right untouched (a second run changes nothing,
 // not even rule order), and removes rules it owns that are no longer
 // wanted. Ownership is narrow: a rule is ours by its priority and table
-// (ip rules), by its chain (AWS-SNAT-CHAIN-0, AWS-CONNMARK-CHAIN-0), or by
-// one of our comments in a shared built-in chain; nothing else is removed.
+// (ip rules), by its chain (AWS-SNAT-CHAIN-0, AWS-CONNMARK-CHAIN-0), by its
+// nftables table (`ip aws-cni`), or by one of our comments in a shared
+// built-in chain; nothing else is removed.
 
 // # IPv6 mode
 //
@@ -33,26 +35,48 @@
 //
 // # Connmark backend
 //
-// Upstream picks a connmark backend from `iptables --version`: the
-// iptables rules of the nat table on iptables-legacy hosts, a native
-// nftables table (`ip aws-cni`, base chain at priority -90) otherwise. This
-// package implements only the iptables backend and uses it on both
-// iptables-legacy and iptables-nft hosts. The iptables binary is the one
-// interface that works against either kernel backend, so a single, tested
-// code path programs both kinds of node, and no nftables netlink library is
-// needed. The trade-off is the one upstream legacy hosts already live
-// with: our nat PREROUTING chain runs in rule order inside the nat hook, so
-// a connection DNATed by an earlier rule there (kube-proxy's service jump)
-// is not connmarked, whereas upstream's nftables chain at priority -90
-// sees the post-DNAT address. Like upstream's iptables backend, the first
-// successful connmark reconcile deletes the nftables table `ip aws-cni`
-// (when the nft tool is installed), so a node previously run by upstream's
-// nftables backend does not keep two markers with diverging exemptions.
+// The connmark of SNATed pod traffic has two backends, chosen once per
+// process from `iptables --version` as upstream does (ConnmarkBackend, the
+// awscni_connmark_backend gauge): output containing "legacy" selects the
+// iptables backend, anything else the nftables backend.
+//
+// The iptables backend (iptables-legacy hosts) jumps from nat PREROUTING
+// to AWS-CONNMARK-CHAIN-0 and restores the mark after the jump. It runs in
+// rule order inside the nat hook, so a connection that kube-proxy DNATs
+// earlier in the same chain is not connmarked; that is upstream's
+// behaviour on legacy hosts too. Its first success deletes the nftables
+// table `ip aws-cni` (with the nft tool, when installed).
+//
+// The nftables backend (every other host) programs the native table
+// `ip aws-cni` over netlink (github.com/google/nftables): base chain
+// nat-prerouting (type nat, hook prerouting, priority -90, policy accept)
+// with exactly `fib daddr type local return`, `iifname "<prefix>*" counter
+// jump snat-mark` and `counter meta mark set ct mark & <mark>`, and regular
+// chain snat-mark with `ip daddr <cidr> counter return` per exempt CIDR
+// before `counter ct mark set ct mark | <mark>`. Priority -90 runs after
+// every DNAT chain at -100 (kube-proxy's, in iptables-nft or nftables
+// mode), so ClusterIPs are never marked. But the kernel runs a hook's nat
+// chains only until one of them NATs the connection: a Service connection
+// that kube-proxy DNATs never reaches this chain and is not marked. That
+// is right for an endpoint in the VPC (it leaves through the pod's ENI)
+// and wrong for one outside it (its first packet leaves through a
+// secondary ENI; the primary-ENI connmark of the reply marks the rest), as
+// with upstream's identical layout; a filter-type chain at -90 would see
+// it. Rules are encoded the way the nft tool encodes the same text, so a
+// table written by either compares equal. Reconcile: base rules missing or
+// out of order are flushed and refilled; a base chain with another
+// type/hook/priority/policy is deleted and recreated; unknown snat-mark
+// rules and CIDRs no longer wanted are deleted one by one, new CIDRs
+// inserted at the top; external SNAT deletes the table. Its first success
+// removes the iptables backend's rules (our PREROUTING jump and restore
+// rule, and AWS-CONNMARK-CHAIN-0), so a node switched between backends is
+// never marked by two diverging rule sets.
 //
 // # Namespaces
 //
 // New can target a network namespace (WithNetNS). Netlink work then uses a
-// handle whose socket lives in that namespace; iptables and nft are run as
+// handle whose socket lives in that namespace (nf_tables too: its netlink
+// socket is opened in the namespace's fd); iptables and nft are run as
 // child processes forked from an OS thread that is locked and switched
 // into the namespace for the duration of the call (containernetworking's
 // ns.Do), so the child inherits the namespace. Tests rely on this to work

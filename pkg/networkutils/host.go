@@ -36,12 +36,18 @@ type Host struct {
 
 	// iptMu serialises iptables reconciles: each reads chains and then
 	// writes based on what it read.
-	iptMu      sync.Mutex
-	nftChecked bool // guarded by iptMu
+	iptMu              sync.Mutex
+	nftChecked         bool // guarded by iptMu; the iptables backend looked for the nftables table
+	iptConnmarkDropped bool // guarded by iptMu; the nftables backend removed the iptables connmark rules
+
+	connmarkBackend string // BackendIPTables or BackendNFTables
 
 	// rulesMu serialises ip-rule reconciles for the same reason.
 	rulesMu sync.Mutex
 }
+
+// logBackendOnce logs the connmark backend choice once per process.
+var logBackendOnce sync.Once
 
 // Option configures New.
 type Option func(*options)
@@ -51,6 +57,7 @@ type options struct {
 	log          *slog.Logger
 	linkAttempts int
 	linkInterval time.Duration
+	backend      string // connmark backend; "" is the one ConnmarkBackend chose
 }
 
 // WithNetNS makes the Host work inside the network namespace at path (for
@@ -66,6 +73,10 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 func WithLinkRetry(attempts int, interval time.Duration) Option {
 	return func(o *options) { o.linkAttempts, o.linkInterval = attempts, interval }
 }
+
+// withConnmarkBackend overrides the backend choice (tests program either
+// backend on one host).
+func withConnmarkBackend(b string) Option { return func(o *options) { o.backend = b } }
 
 // New opens the netlink and iptables access for cfg's node. Zero values of
 // ConnmarkMark, MTU, VethPrefix and RandomizeSNAT take upstream defaults.
@@ -85,10 +96,18 @@ func New(cfg Config, opts ...Option) (*Host, error) {
 		o.linkAttempts = 1
 	}
 	h := &Host{
-		cfg:          cfg.withDefaults(),
-		log:          o.log,
-		linkAttempts: o.linkAttempts,
-		linkInterval: o.linkInterval,
+		cfg:             cfg.withDefaults(),
+		log:             o.log,
+		linkAttempts:    o.linkAttempts,
+		linkInterval:    o.linkInterval,
+		connmarkBackend: o.backend,
+	}
+	if h.connmarkBackend == "" {
+		h.connmarkBackend = ConnmarkBackend()
+		logBackendOnce.Do(func() {
+			h.log.Info("connmark backend chosen from iptables --version",
+				"backend", h.connmarkBackend, "iptables", backendVersion)
+		})
 	}
 	if err := h.open(o.netnsPath); err != nil {
 		h.Close()

@@ -39,7 +39,7 @@ func baseConfig() Config {
 // host opens a Host on the node namespace whose iptables calls are counted.
 func (n *testNode) host(t *testing.T, cfg Config) (*Host, *countingIPT) {
 	t.Helper()
-	h, err := New(cfg, WithNetNS(n.path), WithLinkRetry(3, 20*time.Millisecond))
+	h, err := New(cfg, WithNetNS(n.path), WithLinkRetry(3, 20*time.Millisecond), withConnmarkBackend(BackendIPTables))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, h.Close()) })
 	c := &countingIPT{ipTables: h.ipt}

@@ -21,16 +21,12 @@ var (
 	registerOnce sync.Once
 )
 
-// ConnmarkBackend is the backend this build programs connmark with on every
-// host (see the package doc): the iptables rules of the nat table.
-const ConnmarkBackend = "iptables"
-
 // RegisterMetrics registers the connmark metrics with the default registry
 // (once per process), with both results of the reconcile counter present
-// from the start and the backend gauge set.
+// from the start and the backend gauge set to the chosen backend.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		connmarkBackend.WithLabelValues(ConnmarkBackend).Set(1)
+		connmarkBackend.WithLabelValues(ConnmarkBackend()).Set(1)
 		for _, r := range []string{"success", "error"} {
 			connmarkReconciles.WithLabelValues(r)
 		}

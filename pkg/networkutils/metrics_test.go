@@ -39,7 +39,7 @@ func TestConnmarkMetrics(t *testing.T) {
 	ctx := context.Background()
 	node := newTestNode(t)
 	h, _ := node.host(t, baseConfig())
-	assert.Equal(t, map[string]float64{"backend=iptables": 1}, familyOf(t, "awscni_connmark_backend"))
+	assert.Equal(t, map[string]float64{"backend=" + ConnmarkBackend(): 1}, familyOf(t, "awscni_connmark_backend"))
 	results := familyOf(t, "awscni_connmark_reconcile_total")
 	require.Contains(t, results, "result=success")
 	require.Contains(t, results, "result=error")

@@ -29,7 +29,8 @@ const (
 // UpdateSNATRules reconciles the IPv4 iptables rules for SNAT (nat
 // POSTROUTING → AWS-SNAT-CHAIN-0), the primary-ENI connmark rules (mangle
 // PREROUTING) and the connmark of SNATed pod traffic (nat PREROUTING →
-// AWS-CONNMARK-CHAIN-0) for the given VPC CIDRs (IPv6 entries ignored).
+// AWS-CONNMARK-CHAIN-0, or the nftables table `ip aws-cni`, by backend)
+// for the given VPC CIDRs (IPv6 entries ignored).
 // ipamd calls it at start and whenever the VPC's CIDR set changes. All
 // three parts are attempted; the errors are joined. In IPv6 mode it does
 // nothing, as upstream: pods' IPv6 addresses are not translated, and the

@@ -37,10 +37,12 @@ type Box struct {
 }
 
 // binds are the node paths backed by a directory of the node's own (on the
-// host's real filesystem, as containerd's snapshotter needs).
+// host's real filesystem, as containerd's snapshotter and CRI-O's overlay
+// storage need).
 var binds = []string{
 	"/opt/cni/bin", "/etc/cni/net.d", "/var/lib/kubelet", "/var/lib/containerd", "/var/lib/cni",
 	"/var/log/pods", "/var/log/containers", "/var/log/aws-routed-eni", "/etc/containerd",
+	"/var/lib/containers", // CRI-O's storage (overlay layers cannot live on overlayfs)
 }
 
 // hostSysctls are the host-wide (not per network namespace) sysctls the

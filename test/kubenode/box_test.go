@@ -85,19 +85,27 @@ func TestANodeWritesNothingOnTheHost(t *testing.T) {
 }
 
 // A test run killed with its node running (containerd, a sandbox and its
-// shim) leaves nothing once the next run's sweep has run: no process,
-// cgroup, network namespace or directory of the node.
+// shim; or CRI-O, a sandbox and its conmon) leaves nothing once the next
+// run's sweep has run: no process, cgroup, network namespace or directory
+// of the node.
 func TestAKilledNodeLeavesNothingOnTheHost(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		runKilledChild(t)
 		return
 	}
 	netnsutil.RequireRoot(t)
+	for _, kind := range []string{Containerd, CRIO} {
+		t.Run(kind, func(t *testing.T) { killANode(t, kind) })
+	}
+}
+
+func killANode(t *testing.T, kind string) {
 	art := e2e.BuildArtifacts(t)
-	containerd := components.Dir(t, "containerd")
+	bin := components.Dir(t, kind)
 	before := readHostState(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestAKilledNodeLeavesNothingOnTheHost$", "-test.v")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "KUBENODE_PAUSE="+art.PauseTar, "KUBENODE_CONTAINERD="+containerd)
+	cmd.Env = append(os.Environ(), childEnv+"=1", "KUBENODE_PAUSE="+art.PauseTar, "KUBENODE_RUNTIME="+kind,
+		"KUBENODE_RUNTIME_BIN="+bin)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -143,11 +151,12 @@ func TestAKilledNodeLeavesNothingOnTheHost(t *testing.T) {
 	}
 }
 
-// runKilledChild brings a node up (containerd with a host-network
-// sandbox, so a shim runs) and waits to be killed.
+// runKilledChild brings a node up (the runtime with a host-network
+// sandbox, so a shim or a conmon and the pause process run) and waits to
+// be killed.
 func runKilledChild(t *testing.T) {
 	b := NewBox(t, netip.MustParseAddr("10.0.0.10"), netip.MustParsePrefix(nodeSubnet))
-	rt, err := StartRuntime(b, os.Getenv("KUBENODE_CONTAINERD"))
+	rt, err := StartRuntime(b, os.Getenv("KUBENODE_RUNTIME"), os.Getenv("KUBENODE_RUNTIME_BIN"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,9 @@ const agentSelector = "k8s-app=aws-node"
 // chartValues are the values `helm install` would be given on this node:
 // the locally imported images (never pulled), no network policy agent
 // (AWS's image, not available offline), and ipamd and the init container
-// pointed at the simulator. extra env values are added ("" removes one).
+// pointed at the simulator; on CRI-O, criSocket at its socket (the
+// chart's default is containerd's). extra env values are added ("" removes
+// one).
 func (n *Node) chartValues(extra map[string]string) map[string]interface{} {
 	env := map[string]interface{}{
 		"AWS_ENDPOINT_URL_EC2":              n.Sim.EC2Endpoint(),
@@ -42,7 +44,7 @@ func (n *Node) chartValues(extra map[string]string) map[string]interface{} {
 			delete(env, k)
 		}
 	}
-	return map[string]interface{}{
+	values := map[string]interface{}{
 		"image": map[string]interface{}{"override": n.Images.AWSNodeRef, "pullPolicy": "Never"},
 		"init": map[string]interface{}{
 			"image": map[string]interface{}{"override": n.Images.InitRef, "pullPolicy": "Never"},
@@ -51,6 +53,10 @@ func (n *Node) chartValues(extra map[string]string) map[string]interface{} {
 		"nodeAgent": map[string]interface{}{"enabled": false},
 		"env":       env,
 	}
+	if n.Opts.Runtime == CRIO {
+		values["criSocket"] = map[string]interface{}{"enabled": true, "hostDir": "/var/run/crio", "socket": "crio.sock"}
+	}
+	return values
 }
 
 // installChart applies the chart (again: an upgrade) with extra env.

@@ -19,18 +19,16 @@ func TestTheChartOnAKubeletGivesEveryPodAnAddress(t *testing.T) {
 	for _, c := range []struct {
 		instanceType string
 		pods         int
-		containerd16 bool
+		runtime      string
 	}{
-		{"m5.xlarge", 30, false},   // two ENIs' worth: the pool grows once while pods wait
-		{"m5.4xlarge", 110, false}, // the kubelet's default max pods, on four ENIs
-		{"m5.xlarge", 30, true},    // Debian's containerd 1.6
+		{"m5.xlarge", 30, Containerd},   // two ENIs' worth: the pool grows once while pods wait
+		{"m5.4xlarge", 110, Containerd}, // the kubelet's default max pods, on four ENIs
+		{"m5.xlarge", 30, Containerd16}, // Debian's containerd 1.6
+		{"m5.xlarge", 30, CRIO},         // CRI-O 1.34
 	} {
-		rt := "containerd 2.x"
-		if c.containerd16 {
-			rt = "containerd 1.6"
-		}
+		rt := map[string]string{Containerd: "containerd 2.x", Containerd16: "containerd 1.6", CRIO: "CRI-O"}[c.runtime]
 		t.Run(fmt.Sprintf("%d pods on %s, %s", c.pods, c.instanceType, rt), func(t *testing.T) {
-			podsGetAddresses(t, Options{InstanceType: c.instanceType, Containerd16: c.containerd16}, c.pods)
+			podsGetAddresses(t, Options{InstanceType: c.instanceType, Runtime: c.runtime}, c.pods)
 		})
 	}
 }

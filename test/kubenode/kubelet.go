@@ -15,7 +15,7 @@ import (
 // root, no kernel-default checks (the host's sysctls are not the node's to
 // set), image and eviction thresholds that never fire on a test machine,
 // no authentication or authorization of its own API (nothing outside the
-// node reaches it), containerd at its default socket.
+// node reaches it), the runtime at its default socket.
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
@@ -62,10 +62,10 @@ type Kubelet struct {
 	cmd  *exec.Cmd
 }
 
-// StartKubelet writes the kubelet's config and kubeconfig and starts it;
-// it registers the node as name with nodeIP.
-func StartKubelet(box *Box, bin string, kubeconfig []byte, name, nodeIP string, maxPods int) (*Kubelet, error) {
-	cfg := strings.NewReplacer("{{cgroup}}", box.Cgroup, "{{sock}}", runtimeSocket,
+// StartKubelet writes the kubelet's config and kubeconfig and starts it
+// on the runtime at sock (inside the node); it registers the node as name with nodeIP.
+func StartKubelet(box *Box, bin, sock string, kubeconfig []byte, name, nodeIP string, maxPods int) (*Kubelet, error) {
+	cfg := strings.NewReplacer("{{cgroup}}", box.Cgroup, "{{sock}}", sock,
 		"{{maxPods}}", fmt.Sprint(maxPods)).Replace(kubeletConfig)
 	cfgPath, kcPath := filepath.Join(box.Dir, "kubelet.yaml"), filepath.Join(box.Dir, "kubelet.kubeconfig")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {

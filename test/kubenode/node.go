@@ -43,14 +43,15 @@ type Options struct {
 	Env map[string]string
 	// ProxyMode is kube-proxy's mode: "iptables" (default) or "nftables".
 	ProxyMode string
-	// Containerd16 runs Debian's containerd 1.6 instead of 2.x.
-	Containerd16 bool
+	// Runtime is the container runtime: Containerd (2.x, the default, also
+	// ""), Containerd16 (Debian's 1.6) or CRIO (CRI-O).
+	Runtime string
 }
 
 // Node is a single-node Kubernetes in a box: the control plane on the
 // host's loopback (reached from the node through a forwarder at the
-// node's address), and in the node containerd 2.x, the kubelet,
-// kube-proxy, and the chart's aws-node DaemonSet running this project's
+// node's address), and in the node containerd 2.x (or 1.6, or CRI-O),
+// the kubelet, kube-proxy, and the chart's aws-node DaemonSet running this project's
 // image against the EC2 simulator, every attached ENI a link with its MAC.
 type Node struct {
 	T       testing.TB
@@ -126,6 +127,9 @@ func New(t testing.TB, o Options) *Node {
 	if o.InstanceType == "" {
 		o.InstanceType = "m5.xlarge"
 	}
+	if o.Runtime == "" {
+		o.Runtime = Containerd
+	}
 	if o.ProxyMode == "" {
 		o.ProxyMode = "iptables"
 	}
@@ -169,12 +173,15 @@ func New(t testing.TB, o Options) *Node {
 	t.Cleanup(func() { _ = n.Sim.Close() })
 
 	n.startControlPlane(t)
-	rtBin := Debian16
-	if !o.Containerd16 {
+	var rtBin string
+	switch o.Runtime {
+	case Containerd:
 		rtBin = components.Dir(t, "containerd")
+	case CRIO:
+		rtBin = components.Dir(t, "crio")
 	}
-	if n.Runtime, err = StartRuntime(n.Box, rtBin); err != nil {
-		t.Fatalf("kubenode: containerd: %v", err)
+	if n.Runtime, err = StartRuntime(n.Box, o.Runtime, rtBin); err != nil {
+		t.Fatalf("kubenode: %s: %v", o.Runtime, err)
 	}
 	if err := n.Runtime.Import(art.PauseTar, n.Images.AWSNode, n.Images.Init); err != nil {
 		t.Fatalf("kubenode: %v", err)
@@ -184,7 +191,7 @@ func New(t testing.TB, o Options) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Kubelet, err = StartKubelet(n.Box, components.Bin(t, "kubelet"), kc, n.Name, n.IP.String(), n.Opts.MaxPods); err != nil {
+	if n.Kubelet, err = StartKubelet(n.Box, components.Bin(t, "kubelet"), socketOf(o.Runtime), kc, n.Name, n.IP.String(), n.Opts.MaxPods); err != nil {
 		t.Fatalf("kubenode: kubelet: %v", err)
 	}
 	n.Installed = time.Now()

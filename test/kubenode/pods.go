@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/aws/amazon-vpc-cni-k8s/test/e2e"
@@ -45,13 +46,18 @@ func (n *Node) Deployment(t testing.TB, name string, replicas int32) {
 		},
 	}
 	deps := n.Admin.AppsV1().Deployments(WorkloadNamespace)
-	cur, err := deps.Get(ctx, name, metav1.GetOptions{})
-	if err == nil {
+	// Again on a conflict: the controller may write the Deployment's
+	// status between the Get and the Update.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := deps.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			_, err = deps.Create(ctx, d, metav1.CreateOptions{})
+			return err
+		}
 		cur.Spec.Replicas = &replicas
 		_, err = deps.Update(ctx, cur, metav1.UpdateOptions{})
-	} else {
-		_, err = deps.Create(ctx, d, metav1.CreateOptions{})
-	}
+		return err
+	})
 	if err != nil {
 		t.Fatalf("kubenode: deployment %s: %v", name, err)
 	}
@@ -143,7 +149,8 @@ func (n *Node) WaitGone(t testing.TB, selector string, timeout time.Duration) {
 
 // PodNetns opens the network namespace of a running pod (through its
 // sandbox's process, which the host sees: the node shares its PID
-// namespace).
+// namespace; or, on CRI-O with no infra container, its pinned namespace
+// file in the node).
 func (n *Node) PodNetns(p *corev1.Pod) (ns.NetNS, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -158,6 +165,9 @@ func (n *Node) PodNetns(p *corev1.Pod) (ns.NetNS, error) {
 		info, err := n.Runtime.CRI.PodSandboxStatus(ctx, sb.GetId())
 		if err != nil {
 			return nil, err
+		}
+		if info.PID == 0 && info.Netns != "" { // CRI-O without an infra container: its pinned netns in the node
+			return ns.GetNS(n.Box.Root(info.Netns))
 		}
 		if info.PID == 0 {
 			return nil, fmt.Errorf("pod %s: sandbox %s reports no PID", p.Name, sb.GetId())

@@ -1,9 +1,11 @@
 package networkutils
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Connmark backends, as the awscni_connmark_backend gauge labels them.
@@ -38,15 +40,19 @@ func ConnmarkBackend() string {
 	return backendChosen
 }
 
-// iptablesVersion runs `iptables --version`; "" when it cannot.
+// iptablesVersion runs `iptables --version` (10 s at most). When it
+// cannot, the answer says why: it contains no "legacy", so the nftables
+// backend is chosen, as upstream does, and the log names the reason.
 func iptablesVersion() string {
 	path, err := binaryPath("iptables")
 	if err != nil {
-		return ""
+		return "(no answer: " + err.Error() + ")"
 	}
-	out, err := exec.Command(path, "--version").Output()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
 	if err != nil {
-		return ""
+		return "(no answer: " + path + " --version: " + err.Error() + ")"
 	}
 	return strings.TrimSpace(string(out))
 }

@@ -3,7 +3,8 @@ package networkutils
 import (
 	"errors"
 	"net/netip"
-	"strings"
+
+	"github.com/google/nftables"
 )
 
 // The iptables connmark backend (iptables-legacy hosts): nat PREROUTING
@@ -31,13 +32,10 @@ func (h *Host) syncIPTConnmark(exempt []netip.Prefix) error {
 // syncIPTConnmarkRules sets the iptables connmark rules up (want) or
 // removes them (!want). The nftables backend removes them this way too.
 func (h *Host) syncIPTConnmarkRules(exempt []netip.Prefix, want bool) error {
-	owned := ownedByComment(commentOutbound, commentConnmark)
 	if !want {
-		return errors.Join(
-			syncTaggedRules(h.ipt, tableNAT, "PREROUTING", owned, nil),
-			removeChain(h.ipt, tableNAT, connmarkChain),
-		)
+		return removeIPTConnmarkRules(h.ipt)
 	}
+	owned := ownedByComment(commentOutbound, commentConnmark)
 	mark := hexMark(h.cfg.ConnmarkMark)
 	jump := ruleSpec{"-i", h.cfg.VethPrefix + "+", "-m", "comment", "--comment", commentOutbound, "-j", connmarkChain}
 	restore := ruleSpec{"-m", "comment", "--comment", commentConnmark,
@@ -51,6 +49,15 @@ func (h *Host) syncIPTConnmarkRules(exempt []netip.Prefix, want bool) error {
 	)
 }
 
+// removeIPTConnmarkRules removes the iptables backend's connmark rules
+// (the PREROUTING jump and restore rule, the chain) from ipt's tables.
+func removeIPTConnmarkRules(ipt ipTables) error {
+	return errors.Join(
+		syncTaggedRules(ipt, tableNAT, "PREROUTING", ownedByComment(commentOutbound, commentConnmark), nil),
+		removeChain(ipt, tableNAT, connmarkChain),
+	)
+}
+
 // connmarkExemptRules RETURN early for the exempt CIDRs.
 func connmarkExemptRules(exempt []netip.Prefix) []ruleSpec {
 	var rules []ruleSpec
@@ -61,37 +68,28 @@ func connmarkExemptRules(exempt []netip.Prefix) []ruleSpec {
 }
 
 // dropNFTConnmarkTable deletes the nftables backend's table once per
-// Host, so a node that ran the nftables backend is not marked by two
-// diverging rule sets. It is best effort: without the nft tool there is
-// nothing to do, and a failing nft (a kernel without nf_tables) is logged
-// once rather than failing every SNAT update.
+// Host (over netlink: the image carries no nft tool), so a node that ran
+// the nftables backend is not marked by two diverging rule sets. It is
+// best effort: a kernel without nf_tables has no such table, and a
+// failure is logged once rather than failing every SNAT update.
 func (h *Host) dropNFTConnmarkTable() {
 	if h.nftChecked {
 		return
 	}
 	h.nftChecked = true
-	out, found, err := runNFT(h.netns, "list", "tables", nftFamily)
+	c, err := h.nftConn()
+	if err == nil {
+		var t *nftables.Table
+		if t, err = nftFindTable(c); err == nil && t == nil {
+			return
+		}
+		if err == nil {
+			err = nftDeleteTable(c)
+		}
+	}
 	if err != nil {
-		h.log.Warn("cannot look for the nftables connmark table", "table", nftFamily+" "+nftTable, "error", err)
-		return
-	}
-	if !found || !hasNFTTable(out, nftFamily, nftTable) {
-		return
-	}
-	if _, _, err := runNFT(h.netns, "delete", "table", nftFamily, nftTable); err != nil {
-		h.log.Warn("cannot delete the nftables connmark table", "table", nftFamily+" "+nftTable, "error", err)
+		h.log.Warn("cannot remove the nftables connmark table", "table", nftFamily+" "+nftTable, "error", err)
 		return
 	}
 	h.log.Info("deleted the nftables connmark table", "table", nftFamily+" "+nftTable)
-}
-
-// hasNFTTable reports whether `nft list tables` output names the table.
-func hasNFTTable(listing, family, name string) bool {
-	want := "table " + family + " " + name
-	for _, line := range strings.Split(listing, "\n") {
-		if strings.TrimSpace(line) == want {
-			return true
-		}
-	}
-	return false
 }

@@ -1,8 +1,11 @@
 package networkutils
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
+
+	"github.com/coreos/go-iptables/iptables"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -77,6 +80,7 @@ func (h *Host) nftSetup(c *nftables.Conn, exempt []netip.Prefix) error {
 	}
 	changed := false
 	var base, mark *nftables.Chain
+	var foreign []*nftables.Chain // ours to remove: the table is ours alone
 	if table == nil {
 		table = c.AddTable(&nftables.Table{Family: nftTableFamily, Name: nftTable})
 		changed = true
@@ -94,6 +98,8 @@ func (h *Host) nftSetup(c *nftables.Conn, exempt []netip.Prefix) error {
 				base = ch
 			case nftMarkChain:
 				mark = ch
+			default:
+				foreign = append(foreign, ch)
 			}
 		}
 	}
@@ -166,6 +172,13 @@ func (h *Host) nftSetup(c *nftables.Conn, exempt []netip.Prefix) error {
 		}
 		changed = true
 	}
+	// Chains of an earlier writer (another layout, a hand edit) could mark
+	// beside ours. Last in the transaction: ours no longer jump to them.
+	for _, ch := range foreign {
+		c.FlushChain(ch)
+		c.DelChain(ch)
+		changed = true
+	}
 	if !changed {
 		return nil
 	}
@@ -190,13 +203,22 @@ func nftListRules(c *nftables.Conn, table *nftables.Table, chain *nftables.Chain
 
 // dropIPTConnmarkRules removes the iptables backend's connmark rules once
 // per Host (after the first success of the nftables backend), so a node
-// that ran the iptables backend is not marked twice. A failure is logged
-// and retried at the next reconcile.
+// that ran the iptables backend is not marked twice: from the tables the
+// node's iptables writes, and from iptables-legacy's when that tool is
+// there (an agent whose iptables was legacy wrote them there, and the
+// kernel runs both). A failure is logged and retried at the next
+// reconcile.
 func (h *Host) dropIPTConnmarkRules() {
 	if h.iptConnmarkDropped {
 		return
 	}
-	if err := h.syncIPTConnmarkRules(nil, false); err != nil {
+	err := removeIPTConnmarkRules(h.ipt)
+	if legacy, lerr := newNSIPTablesBinary(h.netns, "iptables-legacy", iptables.ProtocolIPv4); lerr == nil {
+		err = errors.Join(err, removeIPTConnmarkRules(legacy))
+	} else if !errors.Is(lerr, errNoBinary) {
+		err = errors.Join(err, lerr)
+	}
+	if err != nil {
 		h.log.Warn("cannot remove the iptables connmark rules", "chain", connmarkChain, "error", err)
 		return
 	}

@@ -232,3 +232,58 @@ func TestNFTConnmarkKeepsTheSameTableWrittenByNFT(t *testing.T) {
 	require.NoError(t, h.UpdateSNATRules(context.Background(), prefixes("10.0.0.0/16", "100.64.0.0/16", "172.16.0.0/12", "192.168.0.0/16")))
 	assert.Equal(t, before, node.nftHandleListing(t))
 }
+
+// A node whose earlier agent ran iptables-legacy keeps its connmark rules
+// in legacy's tables, which the kernel runs beside nf_tables: the nftables
+// backend removes them there too.
+func TestNFTConnmarkRemovesIptablesLegacyRules(t *testing.T) {
+	if _, err := binaryPath("iptables-legacy"); err != nil {
+		t.Skip("needs iptables-legacy (Debian's iptables package has it)")
+	}
+	node := newTestNode(t)
+	for _, cmd := range [][]string{
+		{"-t", "nat", "-N", connmarkChain},
+		{"-t", "nat", "-A", connmarkChain, "-d", "10.0.0.0/16", "-m", "comment", "--comment", commentConnmarkChain, "-j", "RETURN"},
+		{"-t", "nat", "-A", connmarkChain, "-m", "comment", "--comment", commentConnmark, "-j", "CONNMARK", "--set-xmark", "0x80/0x80"},
+		{"-t", "nat", "-A", "PREROUTING", "-i", "eni+", "-m", "comment", "--comment", commentOutbound, "-j", connmarkChain},
+		{"-t", "nat", "-A", "PREROUTING", "-m", "comment", "--comment", commentConnmark, "-j", "CONNMARK", "--restore-mark", "--mask", "0x80"},
+	} {
+		node.exec(t, append([]string{"iptables-legacy"}, cmd...)...)
+	}
+	h, _ := node.nftHost(t, baseConfig())
+	require.NoError(t, h.SetupHostNetwork(context.Background()))
+	legacy := node.exec(t, "iptables-legacy-save", "-t", "nat")
+	for _, gone := range []string{connmarkChain, commentOutbound, commentConnmark} {
+		assert.NotContains(t, legacy, gone, "iptables-legacy's nat table")
+	}
+	assert.Equal(t, wantNFTTable, node.nftTableListing(t))
+}
+
+// The iptables backend removes the nftables table over netlink: the
+// image has no nft tool.
+func TestIPTConnmarkRemovesTheNFTTableWithoutTheNFTTool(t *testing.T) {
+	node := newTestNode(t)
+	nft, _ := node.nftHost(t, baseConfig())
+	require.NoError(t, nft.SetupHostNetwork(context.Background()))
+	require.NotEmpty(t, node.nftTableListing(t))
+
+	t.Setenv("PATH", t.TempDir()) // no nft (nor anything else) on PATH
+	h, _ := node.host(t, baseConfig())
+	h.dropNFTConnmarkTable()
+	t.Setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+	assert.Empty(t, node.nftTableListing(t), "the table is gone")
+}
+
+// The table is ours alone: a chain of an earlier writer that could mark
+// beside ours goes at the next reconcile.
+func TestNFTConnmarkRemovesChainsNotItsOwn(t *testing.T) {
+	node := newTestNode(t)
+	h, _ := node.nftHost(t, baseConfig())
+	ctx := context.Background()
+	require.NoError(t, h.SetupHostNetwork(ctx))
+	node.exec(t, "nft", "add chain ip aws-cni old-prerouting { type nat hook prerouting priority -100; policy accept; }")
+	node.exec(t, "nft", "add rule ip aws-cni old-prerouting ct mark set ct mark | 0x80")
+	h2, _ := node.nftHost(t, baseConfig())
+	require.NoError(t, h2.SetupHostNetwork(ctx))
+	assert.Equal(t, wantNFTTable, node.nftTableListing(t))
+}

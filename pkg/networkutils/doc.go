@@ -45,7 +45,7 @@
 // rule order inside the nat hook, so a connection that kube-proxy DNATs
 // earlier in the same chain is not connmarked; that is upstream's
 // behaviour on legacy hosts too. Its first success deletes the nftables
-// table `ip aws-cni` (with the nft tool, when installed).
+// table `ip aws-cni` (over netlink: the image has no nft tool).
 //
 // The nftables backend (every other host) programs the native table
 // `ip aws-cni` over netlink (github.com/google/nftables): base chain
@@ -67,16 +67,21 @@
 // out of order are flushed and refilled; a base chain with another
 // type/hook/priority/policy is deleted and recreated; unknown snat-mark
 // rules and CIDRs no longer wanted are deleted one by one, new CIDRs
-// inserted at the top; external SNAT deletes the table. Its first success
+// inserted at the top; other chains in the table (an earlier writer's)
+// are deleted; external SNAT deletes the table. Its first success
 // removes the iptables backend's rules (our PREROUTING jump and restore
-// rule, and AWS-CONNMARK-CHAIN-0), so a node switched between backends is
-// never marked by two diverging rule sets.
+// rule, and AWS-CONNMARK-CHAIN-0) through the node's iptables and, when
+// installed, through iptables-legacy (an agent whose iptables was legacy
+// left them in the tables the kernel still runs), so a node switched
+// between backends is never marked by two diverging rule sets. When
+// `iptables --version` gives no answer (10 s at most), the nftables
+// backend is chosen, as upstream does, and the log says why.
 //
 // # Namespaces
 //
 // New can target a network namespace (WithNetNS). Netlink work then uses a
 // handle whose socket lives in that namespace (nf_tables too: its netlink
-// socket is opened in the namespace's fd); iptables and nft are run as
+// socket is opened in the namespace's fd); iptables is run as
 // child processes forked from an OS thread that is locked and switched
 // into the namespace for the duration of the call (containernetworking's
 // ns.Do), so the child inherits the namespace. Tests rely on this to work

@@ -1,7 +1,7 @@
 package networkutils
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -85,6 +85,12 @@ func newNSIPTables(netns ns.NetNS, proto iptables.Protocol) (*nsIPTables, error)
 	if proto == iptables.ProtocolIPv6 {
 		name = "ip6tables"
 	}
+	return newNSIPTablesBinary(netns, name, proto)
+}
+
+// newNSIPTablesBinary opens the named iptables tool (iptables-legacy, ...)
+// for proto; errNoBinary when it is not installed.
+func newNSIPTablesBinary(netns ns.NetNS, name string, proto iptables.Protocol) (*nsIPTables, error) {
 	path, err := binaryPath(name)
 	if err != nil {
 		return nil, err
@@ -111,8 +117,11 @@ func binaryPath(name string) (string, error) {
 			return dir + name, nil
 		}
 	}
-	return "", fmt.Errorf("%s binary not found in PATH, /usr/sbin or /sbin", name)
+	return "", fmt.Errorf("%s %w in PATH, /usr/sbin or /sbin", name, errNoBinary)
 }
+
+// errNoBinary: the tool is not installed.
+var errNoBinary = errors.New("binary not found")
 
 // inNetNS runs fn on an OS thread switched into netns (ns.Do locks the
 // thread, and scraps it if switching back fails). Processes that fn
@@ -245,23 +254,4 @@ func splitRuleLine(line string) ([]string, error) {
 		out = append(out, cur.String())
 	}
 	return out, nil
-}
-
-// runNFT runs the nft tool inside netns. It reports found=false when nft
-// is not installed.
-func runNFT(netns ns.NetNS, args ...string) (stdout string, found bool, err error) {
-	path, lerr := binaryPath("nft")
-	if lerr != nil {
-		return "", false, nil
-	}
-	var out, errOut bytes.Buffer
-	err = inNetNS(netns, func() error {
-		cmd := exec.Command(path, args...)
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		return cmd.Run()
-	})
-	if err != nil {
-		return "", true, fmt.Errorf("nft %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
-	}
-	return out.String(), true, nil
 }

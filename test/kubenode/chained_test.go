@@ -336,20 +336,8 @@ func TestAnAddressWhoseSandboxCannotBeTornDownIsNeverHandedOut(t *testing.T) {
 	t.Logf("kubenode: DEL failed for %s (sandboxes NOTREADY for %s) with every stuck address held; after DEL succeeded again every stuck address released within %s, every stuck sandbox gone within %s; %d pods Ready %s after",
 		clearAt.Sub(flagAt).Round(time.Second), clearAt.Sub(stuckAt).Round(time.Second), lastRelease.Round(time.Millisecond), lastGone.Round(time.Millisecond), running+1, time.Since(clearAt).Round(time.Millisecond))
 
-	n.Deployment(t, "chain", 0)
-	n.WaitGone(t, sel, 3*time.Minute)
-	var left []string
-	if !poll(90*time.Second, func() bool {
-		entries, err := n.Checkpoint()
-		left = left[:0]
-		for _, e := range entries {
-			left = append(left, e.IP.String()+" "+e.Key.ContainerID)
-		}
-		return err == nil && len(left) == 0
-	}) {
-		t.Errorf("addresses still allocated after every pod went: %v", left)
-	}
-	t.Logf("kubenode: %d promise violations seen; addresses allocated at the end: %d", violations, len(left))
+	left := n.ScaleToZeroLeavesNothing(t, "chain", sel, 90*time.Second)
+	t.Logf("kubenode: %d promise violations seen; addresses allocated at the end: %d", violations, left)
 }
 
 // keepEvidence logs ipamd's and the plugin's lines about the stuck

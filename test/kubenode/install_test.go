@@ -2,7 +2,6 @@ package kubenode
 
 import (
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,39 +52,7 @@ func podsGetAddresses(t *testing.T, o Options, replicas int) {
 		time.Since(start).Round(time.Millisecond), rw.Latency.Summary())
 	rw.Stop()
 
-	entries, err := n.Checkpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) < replicas {
-		t.Fatalf("ipamd's checkpoint has %d entries for %d pods", len(entries), replicas)
-	}
-	allocated := map[netip.Addr]string{} // address -> sandbox ID
-	for _, e := range entries {
-		allocated[e.IP] = e.Key.ContainerID
-	}
-	sandboxes, err := n.SandboxIDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	subnet := netip.MustParsePrefix(nodeSubnet)
-	seen := map[netip.Addr]string{}
-	for _, p := range pods {
-		ip, err := PodIP(&p)
-		if err != nil {
-			t.Fatalf("pod %s: %v", p.Name, err)
-		}
-		if !subnet.Contains(ip) || ip == n.IP {
-			t.Errorf("pod %s has %s, not a pool address of subnet %s", p.Name, ip, subnet)
-		}
-		if other, dup := seen[ip]; dup {
-			t.Errorf("pods %s and %s share %s", other, p.Name, ip)
-		}
-		seen[ip] = p.Name
-		if id := sandboxes[string(p.UID)]; allocated[ip] != id {
-			t.Errorf("pod %s (sandbox %s) has %s, which ipamd's checkpoint gives to %q", p.Name, id, ip, allocated[ip])
-		}
-	}
+	n.CheckPodsHoldTheirAddresses(t, pods)
 
 	// Traffic: each of a few pods to another pod and to the node.
 	for i := 0; i < 3; i++ {
@@ -104,18 +71,6 @@ func podsGetAddresses(t *testing.T, o Options, replicas int) {
 		_ = nsh.Close()
 	}
 
-	n.Deployment(t, "web", 0)
-	n.WaitGone(t, "app=web", 4*time.Minute)
-	var left []string
-	if !poll(30*time.Second, func() bool {
-		entries, err := n.Checkpoint()
-		left = left[:0]
-		for _, e := range entries {
-			left = append(left, e.IP.String()+" "+e.Key.ContainerID)
-		}
-		return err == nil && len(left) == 0
-	}) {
-		t.Errorf("addresses still allocated after every pod went: %v", left)
-	}
-	t.Logf("kubenode: addresses leaked at the end: %d", len(left))
+	left := n.ScaleToZeroLeavesNothing(t, "web", "app=web", 30*time.Second)
+	t.Logf("kubenode: addresses leaked at the end: %d", left)
 }

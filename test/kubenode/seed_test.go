@@ -1,7 +1,6 @@
 package kubenode
 
 import (
-	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
@@ -110,46 +109,9 @@ func TestANodeLeakingThroughRealFaultsRunsEveryPodItHasRoomFor(t *testing.T) {
 		}
 	}
 
-	entries, err := n.Checkpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	holder := map[netip.Addr]string{}
-	for _, e := range entries {
-		holder[e.IP] = e.Key.ContainerID
-	}
-	sandboxes, err := n.SandboxIDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[netip.Addr]string{}
-	for _, p := range pods {
-		ip, err := PodIP(&p)
-		if err != nil {
-			t.Fatalf("pod %s: %v", p.Name, err)
-		}
-		if other, dup := seen[ip]; dup {
-			t.Errorf("pods %s and %s share %s", other, p.Name, ip)
-		}
-		seen[ip] = p.Name
-		if id := sandboxes[string(p.UID)]; holder[ip] != id {
-			t.Errorf("pod %s (sandbox %s) has %s, which the checkpoint gives to %q", p.Name, id, ip, holder[ip])
-		}
-	}
+	n.CheckPodsHoldTheirAddresses(t, pods)
 
-	n.Deployment(t, "seed", 0)
-	n.WaitGone(t, "app=seed", 3*time.Minute)
-	var left []string
-	if !poll(90*time.Second, func() bool {
-		entries, err := n.Checkpoint()
-		left = left[:0]
-		for _, e := range entries {
-			left = append(left, e.IP.String()+" "+e.Key.ContainerID)
-		}
-		return err == nil && len(left) == 0
-	}) {
-		t.Errorf("addresses still allocated after every pod went: %v", left)
-	}
-	t.Logf("kubenode: addresses leaked at the end: %d; the reconciler reclaimed %d", len(left),
+	left := n.ScaleToZeroLeavesNothing(t, "seed", "app=seed", 90*time.Second)
+	t.Logf("kubenode: addresses leaked at the end: %d; the reconciler reclaimed %d", left,
 		strings.Count(lastBytes(n.Box.HostPath("/var/log/aws-routed-eni/ipamd.log"), 64<<20), `"msg":"reclaimed leaked pod IP`))
 }

@@ -94,12 +94,19 @@ func Start(t testing.TB, bin Binaries) *Server {
 // exist) and waits for /readyz; the caller stops them (Stop). Shared by
 // the tests of one binary (the e2e suite), it outlives any one test.
 func Launch(bin Binaries, dir string) (*Server, error) {
-	for _, b := range []string{bin.Etcd, bin.KubeAPIServer} {
+	return launch(bin, dir, nil, []string{bin.Etcd, bin.KubeAPIServer})
+}
+
+// launch checks that every binary of need exists, then runs etcd and
+// kube-apiserver (in cluster mode when cluster is set) and waits for
+// /readyz.
+func launch(bin Binaries, dir string, cluster *ClusterOptions, need []string) (*Server, error) {
+	for _, b := range need {
 		if _, err := os.Stat(b); err != nil {
 			return nil, fmt.Errorf("%s: %v (scripts/ci/components.sh builds it; make test runs that as root)", b, err)
 		}
 	}
-	s := &Server{dir: dir, bin: bin}
+	s := &Server{dir: dir, bin: bin, cluster: cluster}
 	etcdURL, err := s.startEtcd(bin.Etcd)
 	if err != nil {
 		s.Stop()

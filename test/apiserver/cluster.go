@@ -86,26 +86,10 @@ func LaunchCluster(bin Binaries, dir string, o ClusterOptions) (*Server, error) 
 			bins = append(bins, b)
 		}
 	}
-	for _, b := range bins {
-		if _, err := os.Stat(b); err != nil {
-			return nil, fmt.Errorf("%s: %v (scripts/ci/components.sh builds it; make test runs that as root)", b, err)
-		}
-	}
 	start := time.Now()
-	s := &Server{dir: dir, bin: bin, cluster: &o}
-	etcdURL, err := s.startEtcd(bin.Etcd)
+	s, err := launch(bin, dir, &o, bins)
 	if err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("etcd: %w", err)
-	}
-	s.etcdURL = etcdURL
-	if err := s.startAPIServer(); err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("kube-apiserver: %w", err)
-	}
-	if err := s.waitReady(90 * time.Second); err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("kube-apiserver not ready: %v\n%s", err, s.logTail("kube-apiserver.log"))
+		return nil, err
 	}
 	s.apiserverTook = time.Since(start)
 	start = time.Now()

@@ -49,8 +49,12 @@ func TestAnENIGivenBackLeavesNoLinkRuleOrRoute(t *testing.T) {
 	require.Truef(t, ok, "no secondary ENI was given back within 4 minutes of the pool going idle")
 	t.Logf("an idle ENI was given back %v after the pods went", took.Round(time.Millisecond))
 
+	// ipamd removes the ENI's rule once EC2 has detached and deleted it,
+	// so the check waits a little past the detachment.
 	for _, e := range gone {
-		require.NoError(t, leftInNode(n, e), "ENI %s (device %d)", e.ID, e.DeviceIndex)
+		var left error
+		WaitFor(15*time.Second, func() bool { left = leftInNode(n, e); return left == nil })
+		require.NoError(t, left, "ENI %s (device %d), 15 s after its detachment", e.ID, e.DeviceIndex)
 	}
 	_, err = n.CheckENILinks()
 	require.NoError(t, err, "the ENIs that stay")

@@ -54,7 +54,9 @@ func (s *CIDRSet) Strings() []string {
 // mode has no SNAT for pod addresses: its blocks only reach the AddNetwork
 // replies; upstream reads them from IMDS on every AddNetwork, here a block
 // associated while the node runs arrives within one refresh period).
-// Failures are logged and counted; the last known set stays in use.
+// Failures are logged and counted; the last known set stays in use. A
+// SNAT update that failed is tried again at every refresh until it
+// succeeds, changed blocks or not.
 func (r *Refresher) RefreshVPCCIDRs(ctx context.Context) {
 	read, known, family := r.AWS.VPCIPv4CIDRs, r.IPv4CIDRs, "IPv4"
 	if r.cfg.IPv6 {
@@ -67,15 +69,18 @@ func (r *Refresher) RefreshVPCCIDRs(ctx context.Context) {
 		return
 	}
 	old := known.Get()
-	if !known.Set(list) {
-		return
+	changed := known.Set(list)
+	if changed {
+		r.cfg.Log.Info("the VPC's CIDR blocks changed: updating the AddNetwork replies and SNAT exclusions", "family", family, "was", old, "now", list)
 	}
-	r.cfg.Log.Info("the VPC's CIDR blocks changed: updating the AddNetwork replies and SNAT exclusions", "family", family, "was", old, "now", list)
-	if r.cfg.IPv6 || r.SNAT == nil {
+	if r.cfg.IPv6 || r.SNAT == nil || !changed && !r.snatStale {
 		return
 	}
 	if err := r.SNAT.UpdateSNATRules(ctx, r.IPv4CIDRs.Get()); err != nil {
+		r.snatStale = true
 		r.Errors.WithLabelValues("updateSNATRulesFailed").Inc()
-		r.cfg.Log.Error("could not update the SNAT rules for the VPC's new CIDR blocks", "error", err)
+		r.cfg.Log.Error("could not update the SNAT rules for the VPC's new CIDR blocks; trying again at the next refresh", "error", err)
+		return
 	}
+	r.snatStale = false
 }

@@ -76,6 +76,10 @@ type Refresher struct {
 	// known are the groups each ENI is known to carry, sorted (SeedGroups,
 	// or given by a refresh).
 	known map[string][]string
+	// snatStale: the last SNAT update for the VPC's blocks failed, so the
+	// host's exclusions lag the known blocks (RefreshVPCCIDRs, from Run's
+	// one goroutine).
+	snatStale bool
 }
 
 // New returns a refresher; Run drives it, Pass runs one refresh.

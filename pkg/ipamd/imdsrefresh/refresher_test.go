@@ -146,6 +146,30 @@ func TestVPCCIDRBlocksSNATUpdate(t *testing.T) {
 	assert.Equal(t, 1.0, n.errorCount("updateSNATRulesFailed"))
 }
 
+// A SNAT update that failed is tried again at the next refresh, although
+// the blocks did not change again, until the host's exclusions follow
+// them; after that an unchanged set changes nothing.
+func TestAFailedSNATUpdateIsRetried(t *testing.T) {
+	n := newNode(t, ec2sim.Config{}, false)
+	snat := &snatRules{fail: true}
+	r := n.refresher(Config{}, nil, listed{}, snat)
+	ctx := context.Background()
+	require.NoError(t, n.sim.AssociateVPCCIDR("100.64.0.0/16"))
+	r.RefreshVPCCIDRs(ctx)
+	r.RefreshVPCCIDRs(ctx)
+	assert.Equal(t, 2.0, n.errorCount("updateSNATRulesFailed"), "tried again while failing")
+	assert.Empty(t, snat.updates)
+
+	snat.mu.Lock()
+	snat.fail = false
+	snat.mu.Unlock()
+	r.RefreshVPCCIDRs(ctx)
+	require.Len(t, snat.updates, 1, "the retry reaches the host")
+	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/16"), netip.MustParsePrefix("100.64.0.0/16")}, snat.updates[0])
+	r.RefreshVPCCIDRs(ctx)
+	assert.Len(t, snat.updates, 1, "done: nothing more to update")
+}
+
 // In IPv6 mode a block associated with the VPC reaches the AddNetwork
 // replies at the next refresh; the IPv4 blocks, unused in IPv6 mode, are
 // not re-read, and there is no SNAT for pod addresses.

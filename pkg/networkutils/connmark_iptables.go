@@ -3,8 +3,6 @@ package networkutils
 import (
 	"errors"
 	"net/netip"
-
-	"github.com/google/nftables"
 )
 
 // The iptables connmark backend (iptables-legacy hosts): nat PREROUTING
@@ -77,19 +75,16 @@ func (h *Host) dropNFTConnmarkTable() {
 		return
 	}
 	h.nftChecked = true
+	deleted := false
 	c, err := h.nftConn()
 	if err == nil {
-		var t *nftables.Table
-		if t, err = nftFindTable(c); err == nil && t == nil {
-			return
-		}
-		if err == nil {
-			err = nftDeleteTable(c)
-		}
+		deleted, err = nftDeleteTable(c)
 	}
 	if err != nil {
 		h.log.Warn("cannot remove the nftables connmark table", "table", nftFamily+" "+nftTable, "error", err)
 		return
 	}
-	h.log.Info("deleted the nftables connmark table", "table", nftFamily+" "+nftTable)
+	if deleted {
+		h.log.Info("deleted the nftables connmark table", "table", nftFamily+" "+nftTable)
+	}
 }

@@ -20,7 +20,7 @@ func (h *Host) syncNFTConnmark(exempt []netip.Prefix) error {
 		return err
 	}
 	if h.cfg.ExternalSNAT {
-		err = nftDeleteTable(c)
+		_, err = nftDeleteTable(c)
 	} else {
 		err = h.nftSetup(c, exempt)
 	}
@@ -58,17 +58,17 @@ func nftFindTable(c *nftables.Conn) (*nftables.Table, error) {
 	return nil, nil
 }
 
-// nftDeleteTable deletes our table if it exists.
-func nftDeleteTable(c *nftables.Conn) error {
+// nftDeleteTable deletes our table if it exists, and reports whether it did.
+func nftDeleteTable(c *nftables.Conn) (deleted bool, err error) {
 	t, err := nftFindTable(c)
 	if err != nil || t == nil {
-		return err
+		return false, err
 	}
 	c.DelTable(t)
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("delete table %s %s: %w", nftFamily, nftTable, err)
+		return false, fmt.Errorf("delete table %s %s: %w", nftFamily, nftTable, err)
 	}
-	return nil
+	return true, nil
 }
 
 // nftSetup brings the table to the wanted layout in one transaction,

@@ -58,7 +58,8 @@ func parseNewc(t *testing.T, b []byte) []cpioEntry {
 
 // The archive the kernel unpacks holds every file with its mode, preceded
 // by an entry for each directory above it (the kernel makes none itself),
-// each written once; sizes of every remainder mod 4 are padded.
+// each written once; names and data of every length mod 4 are padded so
+// that each header starts 4-aligned.
 func TestTheCPIOArchiveHoldsEachFileAfterItsDirectories(t *testing.T) {
 	cases := []struct {
 		name  string

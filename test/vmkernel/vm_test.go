@@ -1,6 +1,7 @@
 package vmkernel
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -52,5 +53,54 @@ func TestThePluginsVLANDatapathRunsInARealKernel(t *testing.T) {
 func logLoad(t *testing.T) {
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		t.Logf("load average: %s", strings.TrimSpace(string(b)))
+	}
+}
+
+// fatalTB is t, except that a failure stops the caller without failing t
+// and is recorded: it lets a test watch Run fail.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+type stopped struct{}
+
+func (f *fatalTB) Helper() {}
+func (f *fatalTB) Fatal(args ...any) {
+	f.msg = fmt.Sprint(args...)
+	panic(stopped{})
+}
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	panic(stopped{})
+}
+
+// failureOf runs call with a fatalTB and returns its failure message ("" if
+// it returned normally).
+func failureOf(t *testing.T, call func(testing.TB)) (msg string) {
+	tb := &fatalTB{TB: t}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(stopped); !ok {
+				panic(r)
+			}
+			msg = tb.msg
+		}
+	}()
+	call(tb)
+	return ""
+}
+
+// A -test.run filter that matches none of the package's tests fails the
+// run in the VM too, although the guest binary exits 0.
+func TestAFilterThatMatchesNothingFailsTheVMRun(t *testing.T) {
+	if _, err := findComponent(); err != nil && os.Geteuid() != 0 {
+		t.Skipf("vmkernel: not root and %v", err)
+	}
+	msg := failureOf(t, func(tb testing.TB) {
+		Run(tb, Options{Package: "./test/vmkernel/guest", RunRegexp: "NoSuchTestAnywhere", Timeout: 5 * time.Minute})
+	})
+	if !strings.Contains(msg, "ran no test") {
+		t.Errorf("Run with a filter matching nothing: failure %q, want one saying the guest ran no test", msg)
 	}
 }

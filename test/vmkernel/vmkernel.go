@@ -27,6 +27,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -64,6 +65,7 @@ type Result struct {
 	Status  int           // the test binary's exit status (-1: no marker)
 	Boot    time.Duration // kernel start to the guest's /init running tests
 	Wall    time.Duration // QEMU start to exit
+	QEMURSS int64         // QEMU's peak resident memory, bytes (0 if unknown)
 }
 
 const (
@@ -115,8 +117,8 @@ func Run(t testing.TB, opts Options) Result {
 
 	res, err := boot(vm, dir, initrd, cmdline, opts)
 	res.Status, _ = exitStatus(res.Output)
-	t.Logf("vmkernel: %s in the VM (%s, %d MB): boot %s, wall %s; guest output:\n%s",
-		opts.Package, vm.release, opts.MemoryMB, res.Boot, res.Wall.Round(time.Millisecond), res.Output)
+	t.Logf("vmkernel: %s in the VM (%s, %d MB): boot %s, QEMU wall %s, QEMU peak RSS %d MB; guest output:\n%s",
+		opts.Package, vm.release, opts.MemoryMB, res.Boot, res.Wall.Round(time.Millisecond), res.QEMURSS>>20, res.Output)
 	if err == nil {
 		err = verdict(res.Output)
 	}
@@ -143,6 +145,11 @@ func boot(vm component, dir, initrd, cmdline string, opts Options) (Result, erro
 	qemuOut, runErr := cmd.CombinedOutput()
 	var res Result
 	res.Wall = time.Since(start)
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			res.QEMURSS = ru.Maxrss * 1024 // Linux reports kilobytes
+		}
+	}
 	console, _ := os.ReadFile(files.Console)
 	results, _ := os.ReadFile(files.Results)
 	res.Console = strings.ReplaceAll(string(console), "\r", "")

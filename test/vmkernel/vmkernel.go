@@ -49,6 +49,9 @@ type Options struct {
 	// travel on the kernel command line: no spaces or quotes.
 	Args []string
 	// ExtraFiles are copied into the guest: guest absolute path -> host path.
+	// The package's testdata directory goes along without being listed, to
+	// /vmtest/testdata beside the binary (the guest test's working
+	// directory), so relative testdata paths work as under go test.
 	ExtraFiles map[string]string
 	// Timeout bounds the VM's run (boot, tests, power-off); QEMU is killed
 	// after it. The guest binary gets -test.timeout of four fifths of it, so
@@ -92,8 +95,16 @@ func Run(t testing.TB, opts Options) Result {
 	if err := BuildTestBinary(opts.Package, bin); err != nil {
 		t.Fatal(err)
 	}
-	guestBin := "/vmtest/" + path.Base(filepath.ToSlash(opts.Package)) + ".test"
-	files := map[string]string{guestBin: bin}
+	guestBin := path.Join(guestDir, path.Base(filepath.ToSlash(opts.Package))+".test")
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := testdataFiles(filepath.Join(root, filepath.FromSlash(opts.Package)))
+	if err != nil {
+		t.Fatalf("vmkernel: %s's testdata: %v", opts.Package, err)
+	}
+	files[guestBin] = bin
 	for g, h := range opts.ExtraFiles {
 		if g == guestBin {
 			t.Fatalf("vmkernel: extra file %s would replace the test binary", g)

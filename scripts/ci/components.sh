@@ -24,7 +24,7 @@
 #                    for the VM harness (test/vmkernel, QEMU under TCG):
 #                    bin/vmlinuz, bin/base.cpio.gz, bin/release and the
 #                    recipe (scripts/ci/vmkernel/{init,modules}); apt
-#                    (root): qemu-system-x86. Details below build_vmkernel.
+#                    (root): qemu-system-x86. Details above build_vmkernel.
 #
 # usage: scripts/ci/components.sh [all|containerd2|crio|etcd|kubernetes|vmkernel]
 #        scripts/ci/components.sh path NAME     (prints NAME's bin directory)
@@ -195,7 +195,8 @@ build_kubernetes() { # OUT WORK
 }
 
 # vmkernel: the VM harness's kernel and base initramfs (test/vmkernel boots
-# them under QEMU's TCG; docs/shared recipe "A kernel with VLAN in a VM").
+# them under QEMU's TCG; docs/testing.md, "A kernel with VLAN links in a
+# VM").
 #
 # Pinning. Debian's archive carries only the current ABI of its kernel
 # (linux-image-6.1.0-NN-cloud-amd64) and drops the previous one when the
@@ -215,8 +216,9 @@ build_kubernetes() { # OUT WORK
 # links made at boot), the modules scripts/ci/vmkernel/modules lists with a
 # busybox depmod, the host's ip, nft, xtables-nft-multi and
 # xtables-legacy-multi (with the iptables names, the xtables extensions,
-# every ldd library and the loader), and scripts/ci/vmkernel/init as /init. It is gzip'd and zero-padded to a
-# multiple of 4 bytes, so an uncompressed cpio can be appended to it.
+# every ldd library and the loader), and scripts/ci/vmkernel/init as
+# /init. It is gzip'd and zero-padded to a multiple of 4 bytes, so an
+# uncompressed cpio can be appended to it.
 #
 # Cold cost, measured 2026-12-06 on 2 cores: 15 s at load 1.5, 25 s at
 # load 10 (downloads 27 MB of .debs, mostly the kernel); 21 MB cached

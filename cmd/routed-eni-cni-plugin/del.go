@@ -267,7 +267,7 @@ func (inv *invocation) teardownBranch(vlan int, ips []net.IP) error {
 	if len(ips) > 0 {
 		ip = ips[0]
 	}
-	if err := driver.TeardownBranchENI(vlan, ip, inv.log); err != nil {
+	if err := driver.TeardownBranchENI(vlan, ip, inv.hostPeer(), inv.addressLocks(), inv.log); err != nil {
 		return fmt.Errorf("tear down branch-ENI pod (vlan %d): %w", vlan, err)
 	}
 	return nil

@@ -354,7 +354,7 @@ func TestTeardownBranchENI(t *testing.T) {
 	}
 	ip := net.IPv4(10, 1, 2, 3).To4()
 	require.NoError(t, h.RuleAdd(ruleTo(ip)))
-	require.NoError(t, inNode(t, node, func() error { return TeardownBranchENI(5, ip, quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return TeardownBranchENI(5, ip, 0, testLocks(t), quiet) }))
 	rules, err := h.RuleList(netlink.FAMILY_V4)
 	require.NoError(t, err)
 	for _, r := range rules {

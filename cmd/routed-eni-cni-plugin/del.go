@@ -95,8 +95,8 @@ type releaseResult struct {
 }
 
 // release asks ipamd to release the pod's address, unless prevResult shows
-// a branch-ENI pod set up by upstream's plugin (its address belongs to the
-// VPC resource controller). When ipamd does not release it, the DEL is
+// a branch-ENI pod (set up by this plugin or upstream's; its address
+// belongs to the VPC resource controller). When ipamd does not release it, the DEL is
 // queued; only a refusal (Success=false) fails the DEL.
 func (inv *invocation) release(prev *prevInfo) (releaseResult, error) {
 	if prev != nil && prev.VlanID != 0 {

@@ -14,10 +14,10 @@ import (
 // TeardownBranchENI removes a branch-ENI pod's node-side state, whichever
 // mode set it up (so a change of podSGEnforcingMode between ADD and DEL
 // still cleans everything): the VLAN link vlan.eth.<vlan>, every
-// priority-10 rule and every route of table vlan+100 (IPv4 and IPv6), the
-// 512/1536 rules of ip (nil: none known), and the main-table route to ip
-// through hostPeer (the node end of the pod's veth; 0 when the pair is
-// gone, as after the namespace's deletion). The veth pair itself goes
+// priority-10 rule of table vlan+100 (IPv4 and IPv6) and the table's
+// routes, the 512/1536 rules of ip (nil: none known), and the main-table
+// route to ip through hostPeer (the node end of the pod's veth; 0 when the
+// pair is gone, as after the namespace's deletion). The veth pair itself goes
 // with the pod's namespace. Things already gone are not an error.
 func TeardownBranchENI(vlanID int, ip net.IP, hostPeer int, locks AddressLocker, log *slog.Logger) error {
 	host, err := hostHandle()
@@ -49,8 +49,10 @@ func TeardownBranchENI(vlanID int, ip net.IP, hostPeer int, locks AddressLocker,
 	return nil
 }
 
-// removeBranchState deletes the VLAN link of vlanID, the rules and routes
-// of its table in both families, and the 512/1536 rules of ip (if any).
+// removeBranchState deletes the VLAN link of vlanID (and with it the
+// routes through it), the priority-10 rules of its table in both
+// families, the table's route to ip, and the 512/1536 rules of ip (if
+// any).
 func removeBranchState(host handle, vlanID int, ip net.IP) error {
 	var errs []error
 	name := VLANLinkName(vlanID)
@@ -71,14 +73,14 @@ func removeBranchState(host handle, vlanID int, ip net.IP) error {
 				errs = append(errs, fmt.Errorf("delete %s: %w", r, err))
 			}
 		}
-		routes, err := host.RouteListFiltered(family, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("list routes of table %d: %w", table, err))
-		}
-		for _, r := range routes {
-			if err := host.RouteDel(&r); err != nil && !isNotFound(err) {
-				errs = append(errs, fmt.Errorf("delete route %s: %w", r, err))
-			}
+	}
+	// The table's routes through the VLAN link went with it; the
+	// strict-mode route to the pod (through its veth) goes here, so none
+	// is left while the runtime keeps the namespace.
+	if ip != nil {
+		podRoute := &netlink.Route{Dst: podrules.HostPrefix(ip), Table: table, Scope: netlink.SCOPE_NOWHERE}
+		if err := host.RouteDel(podRoute); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete route %s in table %d: %w", podRoute.Dst, table, err))
 		}
 	}
 	if ip != nil {

@@ -264,4 +264,3 @@ func describe(t *testing.T, e *env, id string) ec2types.NetworkInterface {
 	require.NoError(t, err)
 	return out.NetworkInterfaces[0]
 }
-

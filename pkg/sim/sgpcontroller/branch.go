@@ -139,5 +139,6 @@ func (c *Controller) release(ctx context.Context, uid types.UID) error {
 	delete(c.vlans, b.VlanID)
 	c.mu.Unlock()
 	c.opts.Logger.Info("sgpcontroller: branch deleted", "eni", b.ENIID, "vlan", b.VlanID)
+	c.requeuePods() // a pod beyond the limit may have its turn
 	return nil
 }

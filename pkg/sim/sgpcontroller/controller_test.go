@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,8 @@ const (
 
 var nodes atomic.Int64
 
+const subnet6 = "2600:1f14:abc:de00::/64"
+
 // env is one node: its Node object, its simulator and a running stand-in.
 type env struct {
 	kube kubernetes.Interface
@@ -79,7 +82,11 @@ type env struct {
 	ctrl *sgpcontroller.Controller
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, false, 0) }
+
+// newEnvWith builds a node, dual-stack when ipv6 (the stand-in then
+// gives branches an IPv6 address too), with a branch limit (0: default).
+func newEnvWith(t *testing.T, ipv6 bool, limit int) *env {
 	t.Helper()
 	srv := realServer(t)
 	ctx := context.Background()
@@ -91,11 +98,17 @@ func newEnv(t *testing.T) *env {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.kube.CoreV1().Nodes().Delete(ctx, e.node, metav1.DeleteOptions{}) })
 	// Attachments take a while, as in EC2, so the trunk's wait is real.
-	e.sim = ec2simtest.Start(t, ec2sim.Config{InstanceType: "m5.large", AttachDelay: 200 * time.Millisecond})
+	cfg := ec2sim.Config{InstanceType: "m5.large", AttachDelay: 200 * time.Millisecond}
+	if ipv6 {
+		cfg.VPCIPv6CIDR = "2600:1f14:abc:de00::/56"
+		cfg.Subnets = []ec2sim.SubnetConfig{{CIDR: "10.0.0.0/20", IPv6CIDR: subnet6}}
+	}
+	e.sim = ec2simtest.Start(t, cfg)
 	e.ec2 = ec2.New(ec2.Options{Region: "us-west-2", BaseEndpoint: aws.String(e.sim.EC2Endpoint()),
 		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")})
 	e.ctrl, err = sgpcontroller.Start(ctx, sgpcontroller.Options{Kube: srv.Admin(), EC2Endpoint: e.sim.EC2Endpoint(),
-		NodeName: e.node, InstanceID: e.sim.InstanceID(), SubnetID: e.sim.SubnetIDs()[0], BranchCooldown: cooldown})
+		NodeName: e.node, InstanceID: e.sim.InstanceID(), SubnetID: e.sim.SubnetIDs()[0], BranchCooldown: cooldown, IPv6: ipv6,
+		BranchLimit: limit})
 	require.NoError(t, err)
 	t.Cleanup(e.ctrl.Stop)
 	return e
@@ -263,4 +276,38 @@ func describe(t *testing.T, e *env, id string) ec2types.NetworkInterface {
 	out, err := e.ec2.DescribeNetworkInterfaces(context.Background(), &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: []string{id}})
 	require.NoError(t, err)
 	return out.NetworkInterfaces[0]
+}
+
+// On an IPv6 node the branch also carries an IPv6 address of its subnet,
+// in ipv6Addr with the subnet's block in subnetV6Cidr.
+func TestABranchOnAnIPv6NodeCarriesItsIPv6Address(t *testing.T) {
+	e := newEnvWith(t, true, 0)
+	e.enableSGP(t)
+	e.waitTrunk(t)
+	pod := e.createPod(t, "v6", true)
+	got := e.waitAnnotation(t, pod.Name)
+	eni := describe(t, e, got.ENIID)
+	require.Len(t, eni.Ipv6Addresses, 1)
+	require.Equal(t, aws.ToString(eni.Ipv6Addresses[0].Ipv6Address), got.IPv6Addr)
+	require.Equal(t, subnet6, got.SubnetV6CIDR)
+	require.True(t, netip.MustParsePrefix(subnet6).Contains(netip.MustParseAddr(got.IPv6Addr)))
+	require.Equal(t, "10.0.0.0/20", got.SubnetCIDR)
+}
+
+// A node never holds more branches than it advertises: a pod beyond the
+// limit gets its branch only once a deleted pod's branch has gone.
+func TestAPodBeyondTheBranchLimitWaitsForAFreedBranch(t *testing.T) {
+	e := newEnvWith(t, false, 1)
+	ctx := context.Background()
+	e.enableSGP(t)
+	e.waitTrunk(t)
+	first := e.createPod(t, "first", true)
+	b := e.waitAnnotation(t, first.Name)
+	second := e.createPod(t, "second", true)
+	require.NoError(t, e.kube.CoreV1().Pods("default").Delete(ctx, first.Name, metav1.DeleteOptions{GracePeriodSeconds: aws.Int64(0)}))
+	got := e.waitAnnotation(t, second.Name)
+	_, err := e.ec2.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{NetworkInterfaceIds: []string{b.ENIID}})
+	require.Error(t, err, "the first branch was gone before the second pod got one")
+	require.NotEqual(t, b.ENIID, got.ENIID)
+	require.Equal(t, 1, e.ctrl.Branches())
 }

@@ -37,6 +37,9 @@ type Options struct {
 	EC2Endpoint string
 	Region      string // default us-west-2
 	AccessKeyID string // default AKIDSGPCONTROLLER
+	// HTTPClient carries the built client's requests (nil: the SDK's), e.g.
+	// one that dials inside the network namespace the simulator listens in.
+	HTTPClient aws.HTTPClient
 
 	NodeName   string // the Node and its CNINode
 	InstanceID string // the node's instance
@@ -84,6 +87,7 @@ func (o *Options) fill() error {
 			Region:       o.Region,
 			BaseEndpoint: aws.String(o.EC2Endpoint),
 			Credentials:  credentials.NewStaticCredentialsProvider(o.AccessKeyID, "sgpcontroller-secret", ""),
+			HTTPClient:   o.HTTPClient,
 		})
 	}
 	return nil

@@ -10,11 +10,12 @@ import (
 
 func TestVersionsFile(t *testing.T) {
 	want := map[string]string{ // component -> one binary it must list
-		"containerd": "containerd-shim-runc-v2",
-		"crio":       "pinns",
-		"etcd":       "etcd",
-		"kubernetes": "kube-apiserver",
-		"vmkernel":   "base.cpio.gz",
+		"containerd":   "containerd-shim-runc-v2",
+		"crio":         "pinns",
+		"etcd":         "etcd",
+		"kubernetes":   "kube-apiserver",
+		"vmkernel":     "base.cpio.gz",
+		"upstream-cni": "aws-cni",
 	}
 	if len(All()) != len(want) {
 		t.Errorf("versions.txt has %d components, want %d", len(All()), len(want))

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/amazon-vpc-cni-k8s/test/components"
 )
 
 // The harness boots its kernel, runs a package's tests there and reports
@@ -26,11 +28,12 @@ func TestTheGuestKernelCarriesTCPOverAVLANAndRunsTheNetworkTools(t *testing.T) {
 // needs: the plugin package's test binary (about 120 MB, with the
 // in-process ipamd its tests talk to) does not unpack into 256 MB.
 var pluginVLANPackages = []struct {
-	pkg      string
-	memoryMB int
+	pkg            string
+	memoryMB       int
+	upstreamPlugin bool
 }{
-	{"./cmd/routed-eni-cni-plugin/driver", 0},
-	{"./cmd/routed-eni-cni-plugin", 512},
+	{"./cmd/routed-eni-cni-plugin/driver", 0, false},
+	{"./cmd/routed-eni-cni-plugin", 512, true},
 }
 
 const pluginVLANTests = "Branch|VLAN"
@@ -43,7 +46,12 @@ func TestThePluginsVLANDatapathRunsInARealKernel(t *testing.T) {
 	}
 	for _, p := range pluginVLANPackages {
 		t.Run(strings.TrimPrefix(p.pkg, "./cmd/"), func(t *testing.T) {
-			Run(t, Options{Package: p.pkg, RunRegexp: pluginVLANTests, MemoryMB: p.memoryMB, Timeout: 8 * time.Minute})
+			o := Options{Package: p.pkg, RunRegexp: pluginVLANTests, MemoryMB: p.memoryMB, Timeout: 8 * time.Minute}
+			if p.upstreamPlugin {
+				// Upstream's aws-cni, for the interop tests beside ours.
+				o.ExtraFiles = map[string]string{"/vmtest/upstream/aws-cni": components.Bin(t, "aws-cni")}
+			}
+			Run(t, o)
 			logLoad(t)
 		})
 	}

@@ -290,6 +290,13 @@ func (k *Kube) PutENIConfig(t testing.TB, name, subnet string, securityGroups ..
 // bound to the node, in podNS (what ANNOTATE_POD_IP patches).
 func (k *Kube) CreatePod(t testing.TB, name string) *corev1.Pod {
 	t.Helper()
+	return k.CreatePodWith(t, name, nil)
+}
+
+// CreatePodWith is CreatePod with change applied to the object first (nil:
+// none), e.g. a resource limit; the node removes it at teardown.
+func (k *Kube) CreatePodWith(t testing.TB, name string, change func(*corev1.Pod)) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := k.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: podNS}},
 		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -297,6 +304,9 @@ func (k *Kube) CreatePod(t testing.TB, name string) *corev1.Pod {
 	}
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: podNS},
 		Spec: corev1.PodSpec{NodeName: k.NodeName, Containers: []corev1.Container{{Name: "pause", Image: PauseImage}}}}
+	if change != nil {
+		change(p)
+	}
 	created, err := k.Admin.CoreV1().Pods(podNS).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("e2e: create pod %s/%s: %v", podNS, name, err)

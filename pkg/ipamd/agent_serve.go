@@ -1,13 +1,17 @@
 package ipamd
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 )
 
 // stopGRPC reports NOT_SERVING, lets in-flight RPCs finish (bounded by
@@ -24,4 +28,31 @@ func (a *Agent) stopGRPC(srv *grpc.Server, hs *health.Server) {
 		srv.Stop()
 		<-done
 	}
+}
+
+// startPodCache starts the watch of this node's pods that security groups
+// for pods read on every ADD (ENABLE_POD_ENI; upstream's cached client
+// with its spec.nodeName field selector). It does not wait for the first
+// list: until then a lookup reads the pod directly.
+func (a *Agent) startPodCache(ctx context.Context, client kubernetes.Interface) error {
+	cfg := a.opts.Config
+	if !cfg.EnablePodENI {
+		return nil
+	}
+	if client == nil || cfg.NodeName == "" {
+		return errors.New("ENABLE_POD_ENI=true needs the Kubernetes API client and MY_NODE_NAME to read this node's pods")
+	}
+	a.podCache = k8sapi.NewPodCache(ctx, client, cfg.NodeName, a.log)
+	return nil
+}
+
+// wirePodENI gives the gRPC handlers what security groups for pods need:
+// the node's pods and the trunk ENI's link index (rpcserver.Deps
+// PodSource and TrunkLink). Nothing when ENABLE_POD_ENI is off.
+func (a *Agent) wirePodENI(deps *rpcserver.Deps) {
+	if a.podCache == nil {
+		return
+	}
+	deps.PodSource = a.podCache
+	deps.TrunkLink = a.trunkLinkIndex
 }

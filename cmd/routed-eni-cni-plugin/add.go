@@ -7,6 +7,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/plugins/pkg/ns"
 
 	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/driver"
@@ -29,22 +30,25 @@ func cmdAdd(args *skel.CmdArgs) error {
 	}
 	defer done()
 	began := time.Now()
-	err = inv.add()
+	res, err := inv.add()
 	if err != nil {
 		inv.log.Error("ADD failed", "error", err, "took", time.Since(began).String())
 		return err
 	}
 	inv.log.Info("ADD done", "took", time.Since(began).String())
-	return nil
+	return types.PrintResult(res, inv.conf.CNIVersion)
 }
 
-func (inv *invocation) add() error {
+// add asks ipamd for the pod's address and wires the pod: a regular pod,
+// or a branch-ENI pod when ipamd's reply names a VLAN. It returns the
+// result to print.
+func (inv *invocation) add() (*current.Result, error) {
 	args, conf, log := inv.args, inv.conf, inv.log
 	log.Info("ADD", "netns", args.Netns, "network", conf.Name, "mtu", conf.podMTU, "vethPrefix", conf.VethPrefix)
 
 	// Fail before asking for an address if the namespace is unusable.
 	if err := checkNetns(args.Netns); err != nil {
-		return err
+		return nil, err
 	}
 	if conf.multiNICRequested() {
 		log.Warn("pod asks for a multi-NIC attachment; not supported by this plugin, attaching one interface")
@@ -62,31 +66,34 @@ func (inv *invocation) add() error {
 	})
 	if err != nil {
 		if isUnreachable(err) {
-			return types.NewError(types.ErrTryAgainLater, "ipamd is not reachable", err.Error())
+			return nil, types.NewError(types.ErrTryAgainLater, "ipamd is not reachable", err.Error())
 		}
-		return fmt.Errorf("AddNetwork: %w", err)
+		return nil, fmt.Errorf("AddNetwork: %w", err)
 	}
 	if !reply.Success {
 		if reply.FailureCause != "" {
 			// One line: upstream's message, then ipamd's cause.
 			log.Error("ipamd could not assign an address", "cause", reply.FailureCause)
-			return fmt.Errorf("%s: %s", errAssignFailed, reply.FailureCause)
+			return nil, fmt.Errorf("%s: %s", errAssignFailed, reply.FailureCause)
 		}
 		log.Error("ipamd could not assign an address")
-		return errAssignFailed
+		return nil, errAssignFailed
 	}
-	log.Info("ipamd assigned", "allocations", reply.IPAllocationMetadata, "networkPolicyMode", reply.NetworkPolicyMode)
-
-	a, rawTable, err := singleAddress(reply)
-	if err != nil {
-		inv.giveBack(client)
-		return err
-	}
+	log.Info("ipamd assigned", "allocations", reply.IPAllocationMetadata, "podVlanId", reply.PodVlanId,
+		"networkPolicyMode", reply.NetworkPolicyMode)
 	if reply.NetworkPolicyMode != "" {
 		log.Warn("network policy enforcement is not supported by this plugin; the pod is not registered with a policy agent",
 			"networkPolicyMode", reply.NetworkPolicyMode)
 	}
+	if reply.PodVlanId != 0 {
+		return inv.addBranch(client, reply)
+	}
 
+	a, rawTable, err := singleAddress(reply)
+	if err != nil {
+		inv.giveBack(client)
+		return nil, err
+	}
 	hostVeth := hostVethName(conf.VethPrefix, inv.pod.Namespace, inv.pod.Name)
 	pn := driver.PodNetwork{
 		HostVeth:    hostVeth,
@@ -99,21 +106,16 @@ func (inv *invocation) add() error {
 	if err := driver.Setup(pn, inv.addressLocks(), log); err != nil {
 		log.Error("pod network setup failed; giving the address back", "ip", a.IP.String(), "error", err)
 		inv.giveBack(client)
-		return fmt.Errorf("setup pod network: %w", err)
+		return nil, fmt.Errorf("setup pod network: %w", err)
 	}
 	log.Info("pod network ready", "ip", a.IP.String(), "hostVeth", hostVeth,
 		"deviceNumber", a.DeviceNumber, "routeTable", a.RouteTable)
-
-	res := buildResult(hostVeth, args.IfName, args.Netns, dummyIfName(inv.pod.Namespace, inv.pod.Name), a, rawTable)
-	return types.PrintResult(res, conf.CNIVersion)
+	return buildResult(hostVeth, args.IfName, args.Netns, dummyIfName(inv.pod.Namespace, inv.pod.Name), a, rawTable), nil
 }
 
-// singleAddress extracts the one allocation this plugin can wire: an IPv4
-// address, or an IPv6 one in IPv6 mode.
+// singleAddress extracts the one allocation this plugin wires for a
+// regular pod: an IPv4 address, or an IPv6 one in IPv6 mode.
 func singleAddress(reply *rpc.AddNetworkReply) (attachment, int, error) {
-	if reply.PodVlanId != 0 {
-		return attachment{}, 0, errors.New("ipamd assigned a branch ENI (security groups for pods); not supported by this plugin")
-	}
 	if len(reply.IPAllocationMetadata) != 1 {
 		return attachment{}, 0, fmt.Errorf("ipamd returned %d addresses; this plugin wires exactly one", len(reply.IPAllocationMetadata))
 	}

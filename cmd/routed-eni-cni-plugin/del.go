@@ -95,8 +95,8 @@ type releaseResult struct {
 }
 
 // release asks ipamd to release the pod's address, unless prevResult shows
-// a branch-ENI pod set up by upstream's plugin (its address belongs to the
-// VPC resource controller). When ipamd does not release it, the DEL is
+// a branch-ENI pod (set up by this plugin or upstream's; its address
+// belongs to the VPC resource controller). When ipamd does not release it, the DEL is
 // queued; only a refusal (Success=false) fails the DEL.
 func (inv *invocation) release(prev *prevInfo) (releaseResult, error) {
 	if prev != nil && prev.VlanID != 0 {
@@ -267,7 +267,7 @@ func (inv *invocation) teardownBranch(vlan int, ips []net.IP) error {
 	if len(ips) > 0 {
 		ip = ips[0]
 	}
-	if err := driver.TeardownBranchENI(vlan, ip, inv.log); err != nil {
+	if err := driver.TeardownBranchENI(vlan, ip, inv.hostPeer(), inv.addressLocks(), inv.log); err != nil {
 		return fmt.Errorf("tear down branch-ENI pod (vlan %d): %w", vlan, err)
 	}
 	return nil

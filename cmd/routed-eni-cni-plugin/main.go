@@ -1,7 +1,9 @@
 // Command aws-cni is the AWS VPC CNI plugin: the runtime execs it for every
 // pod sandbox, and it asks ipamd (over /var/run/aws-node/ipamd.sock) for
 // the pod's VPC address, then wires the pod to the node with a veth pair,
-// a /32 route and policy rules (see the driver package).
+// a /32 route and policy rules, and, for a branch-ENI (security groups for
+// pods) pod, a VLAN link on the trunk ENI with its own route table (see
+// the driver package).
 //
 // Verbs: ADD, DEL, CHECK, and the CNI 1.1 STATUS and GC. The plugin reads
 // no environment variables of its own: everything comes from the netconf

@@ -3,6 +3,8 @@ package main
 import (
 	"crypto/sha1"
 	"encoding/hex"
+
+	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/driver"
 )
 
 // hashLen is how many hex digits of the pod hash go into a link name:
@@ -12,6 +14,10 @@ const hashLen = 11
 // dummyPrefix names the pseudo interface entry of the CNI result; it is
 // never created as a link.
 const dummyPrefix = "dummy"
+
+// strictBranchVethPrefix names the host veths of branch-ENI pods in strict
+// mode.
+const strictBranchVethPrefix = "vlan"
 
 // podHash is the first hashLen hex digits of SHA-1("<namespace>.<name>").
 // ipamd (restore) and policy engines derive the same value, so it must not
@@ -24,6 +30,16 @@ func podHash(namespace, name string) string {
 // hostVethName is the node-side end of the pod's veth pair.
 func hostVethName(prefix, namespace, name string) string {
 	return prefix + podHash(namespace, name)
+}
+
+// branchVethPrefix is the host veth prefix of a branch-ENI pod: "vlan" in
+// strict mode, the netconf's vethPrefix in standard mode (policy engines
+// tell the modes apart by it).
+func branchVethPrefix(vethPrefix string, mode driver.SGMode) string {
+	if mode == driver.SGModeStandard {
+		return vethPrefix
+	}
+	return strictBranchVethPrefix
 }
 
 // dummyIfName is the name of the result's pseudo interface entry.

@@ -10,6 +10,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	cniversion "github.com/containernetworking/cni/pkg/version"
 
+	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/driver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/hostlock"
 )
@@ -19,7 +20,7 @@ const (
 	defaultVethPrefix     = "eni"
 	defaultMTU            = 9001
 	minMTU                = 576
-	defaultSGMode         = "strict"
+	defaultSGMode         = string(driver.SGModeStrict)
 	defaultLogFile        = "/var/log/aws-routed-eni/plugin.log"
 	defaultLogLevel       = "Debug"
 	defaultIPAMDSocket    = "/var/run/aws-node/ipamd.sock"
@@ -98,7 +99,7 @@ func loadNetConf(data []byte) (*NetConf, *types.Error) {
 	if conf.PodSGEnforcingMode == "" {
 		conf.PodSGEnforcingMode = defaultSGMode
 	}
-	if conf.PodSGEnforcingMode != "strict" && conf.PodSGEnforcingMode != "standard" {
+	if m := driver.SGMode(conf.PodSGEnforcingMode); m != driver.SGModeStrict && m != driver.SGModeStandard {
 		return nil, types.NewError(types.ErrInvalidNetworkConfig,
 			fmt.Sprintf("podSGEnforcingMode %q is neither strict nor standard", conf.PodSGEnforcingMode), "")
 	}

@@ -66,10 +66,36 @@ func buildResult(hostVeth, contIf, netns, dummy string, a attachment, rawTable i
 	}
 }
 
+// buildBranchResult is the ADD result of a branch-ENI pod in upstream's
+// shape:
+//
+//	interfaces[0] = {name: <host veth>}
+//	interfaces[1] = {name: CNI_IFNAME, sandbox: <netns>, mac: "<route table>"}
+//	interfaces[2] = {name: "dummy<hash>", mac: "<VLAN id>"}
+//	ips[0]        = {interface: 1, address: <pod IP>/32 (or /128), gateway: <subnet gateway>}
+//
+// The VLAN in the dummy entry's mac is what lets a DEL tear the pod down
+// from prevResult alone, without ipamd (branch addresses are not ipamd's).
+func buildBranchResult(hostVeth, contIf, netns, dummy string, b branchAttachment) *current.Result {
+	return &current.Result{
+		CNIVersion: current.ImplementedSpecVersion,
+		Interfaces: []*current.Interface{
+			{Name: hostVeth},
+			{Name: contIf, Sandbox: netns, Mac: strconv.Itoa(b.RawTable)},
+			{Name: dummy, Mac: strconv.Itoa(b.VlanID)},
+		},
+		IPs: []*current.IPConfig{{
+			Interface: current.Int(1),
+			Address:   hostNet(b.IP),
+			Gateway:   b.SubnetGW,
+		}},
+	}
+}
+
 // prevInfo is what a previous ADD result says about the pod.
 type prevInfo struct {
-	// VlanID is set for branch-ENI (security-groups-for-pods) pods set up
-	// by upstream's plugin: their dummy entry carries the VLAN in mac.
+	// VlanID is set for branch-ENI (security-groups-for-pods) pods: their
+	// dummy entry carries the VLAN in mac.
 	VlanID      int
 	Attachments []attachment
 }

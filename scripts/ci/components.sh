@@ -20,13 +20,20 @@
 #                    kube-controller-manager, kube-scheduler and kube-proxy
 #                    from a writable copy of k8s.io/kubernetes, staging
 #                    replaces swapped for the released staging modules
+#   vmkernel         a Debian kernel with 802.1Q VLAN and a base initramfs
+#                    for the VM harness (test/vmkernel, QEMU under TCG):
+#                    bin/vmlinuz, bin/base.cpio.gz, bin/release and the
+#                    recipe (scripts/ci/vmkernel/{init,modules}); apt
+#                    (root): qemu-system-x86. Details above build_vmkernel.
 #
-# usage: scripts/ci/components.sh [all|containerd2|crio|etcd|kubernetes]
+# usage: scripts/ci/components.sh [all|containerd2|crio|etcd|kubernetes|vmkernel]
 #        scripts/ci/components.sh path NAME     (prints NAME's bin directory)
 # (containerd2 and containerd name the same component; kube-apiserver and
 # kubelet name kubernetes.) One line per
 # component: "components: NAME VERSION ready (built in Ns)" or "... cached".
-# First run on 2 cores: about 12 minutes in all, 610 MB (docs/testing.md).
+# First run on 2 cores: about 12 minutes in all, 610 MB (docs/testing.md);
+# vmkernel adds 15-25 s and 21 MB (with qemu-system-x86 missing, apt adds
+# about 22 s and 81 MB installed).
 # A build that fails is an error on CI (CI=true), a warning elsewhere.
 set -euo pipefail
 
@@ -52,6 +59,7 @@ CONTAINERD_VERSION=$(pinned containerd)
 CRIO_VERSION=$(pinned crio)
 ETCD_VERSION=$(pinned etcd)
 KUBERNETES_VERSION=$(pinned kubernetes)
+VMKERNEL_VERSION=$(pinned vmkernel)
 
 # Debian packages CRI-O needs, as "tool package".
 CRIO_APT="conmon conmon
@@ -186,11 +194,157 @@ build_kubernetes() { # OUT WORK
 	)
 }
 
+# vmkernel: the VM harness's kernel and base initramfs (test/vmkernel boots
+# them under QEMU's TCG; docs/testing.md, "A kernel with VLAN links in a
+# VM").
+#
+# Pinning. Debian's archive carries only the current ABI of its kernel
+# (linux-image-6.1.0-NN-cloud-amd64) and drops the previous one when the
+# ABI moves, so an exact pin breaks on a fresh machine. versions.txt names
+# instead SERIES-FLAVOUR.REVISION, e.g. 6.1-cloud.1: the build resolves the
+# meta package linux-image-FLAVOUR-amd64 to its current ABI, refuses one
+# outside SERIES, and records the ABI and package versions it used in
+# bin/release. REVISION counts changes to the recipe's files,
+# scripts/ci/vmkernel/{init,modules}: the build keeps copies in bin/, and
+# test/vmkernel fails when they differ from the repository's, asking for a
+# new revision. When the resolved ABI cannot be downloaded (stale apt
+# lists) it runs apt-get update once, as root, and resolves again.
+#
+# Nothing is installed but qemu-system-x86 (apt, root, when
+# qemu-system-x86_64 is missing): the kernel and busybox-static are
+# downloaded and extracted (dpkg -x). The initramfs holds busybox (its
+# links made at boot), the modules scripts/ci/vmkernel/modules lists with a
+# busybox depmod, the host's ip, nft, xtables-nft-multi and
+# xtables-legacy-multi (with the iptables names, the xtables extensions,
+# every ldd library and the loader), and scripts/ci/vmkernel/init as
+# /init. It is gzip'd and zero-padded to a multiple of 4 bytes, so an
+# uncompressed cpio can be appended to it.
+#
+# Cold cost, measured 2026-12-06 on 2 cores: 15 s at load 1.5, 25 s at
+# load 10 (downloads 27 MB of .debs, mostly the kernel); 21 MB cached
+# (vmlinuz 14 MB, base.cpio.gz 7.7 MB). qemu-system-x86 when missing:
+# about 22 s, 81 MB installed.
+VMKERNEL_APT="qemu-system-x86_64 qemu-system-x86"
+VMKERNEL_TOOLS="ip nft xtables-nft-multi xtables-legacy-multi"
+
+# vmkernel_abi FLAVOUR: the ABI the meta package depends on now, e.g.
+# 6.1.0-57-cloud-amd64
+vmkernel_abi() {
+	apt-cache depends "linux-image-$1-amd64" 2>/dev/null |
+		awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { sub(/^linux-image-/, "", $2); print $2; exit }'
+}
+
+# vmkernel_download SERIES FLAVOUR DIR: downloads the kernel and
+# busybox-static .debs into DIR, prints the ABI.
+vmkernel_download() {
+	local series=$1 flavour=$2 dir=$3 abi try
+	for try in 1 2; do
+		abi=$(vmkernel_abi "$flavour")
+		case "$abi" in
+		"$series".*-"$flavour"-amd64)
+			# apt-get download, as root, fetches as the user _apt: DIR
+			# must be its to write (else a warning and an unsandboxed fetch)
+			chmod 755 "$(dirname "$dir")"
+			[ "$(id -u)" -ne 0 ] || ! id _apt >/dev/null 2>&1 || chown _apt "$dir"
+			if (cd "$dir" && apt-get download -qq "linux-image-$abi" busybox-static) >&2; then
+				echo "$abi"
+				return 0
+			fi
+			;;
+		*) note "vmkernel: linux-image-$flavour-amd64 resolves to '${abi:-nothing}', not a $series kernel" ;;
+		esac
+		[ "$try" = 1 ] && [ "$(id -u)" -eq 0 ] || break
+		note "vmkernel: apt-get update, then resolving again"
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || break
+	done
+	return 1
+}
+
+# vmkernel_libs ROOT FILE: copies every library ldd lists for FILE, and
+# the loader, to the same path under ROOT (merged /usr, like the host).
+vmkernel_libs() {
+	local lib
+	for lib in $(ldd "$2" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+		[ -e "$1$lib" ] && continue
+		mkdir -p "$1$(dirname "$lib")"
+		cp -L "$lib" "$1$lib" || return 1
+	done
+}
+
+build_vmkernel() { # OUT WORK
+	local out=$1 work=$2 series flavour abi kdir mods root m t p xt
+	# 6.1-cloud.1: series 6.1, flavour cloud, recipe revision 1
+	series=${VMKERNEL_VERSION%%-*}
+	flavour=${VMKERNEL_VERSION#*-}
+	flavour=${flavour%.*}
+	apt_need "$VMKERNEL_APT" || return 1
+	mkdir -p "$work/debs"
+	abi=$(vmkernel_download "$series" "$flavour" "$work/debs") || return 1
+	for p in "$work"/debs/*.deb; do dpkg -x "$p" "$work/x" || return 1; done
+	cp "$work/x/boot/vmlinuz-$abi" "$out/vmlinuz" || return 1
+	kdir=$(find "$work/x" -type d -path "*/modules/$abi" | head -n 1)
+	[ -n "$kdir" ] || {
+		note "vmkernel: no modules directory for $abi in the package"
+		return 1
+	}
+
+	root=$work/root
+	mkdir -p "$root"/usr/{bin,sbin,lib,lib64} "$root"/{proc,sys,dev,run,tmp,etc,root}
+	for p in bin sbin lib lib64; do ln -s "usr/$p" "$root/$p"; done
+	mkdir -p "$root/var" && ln -s ../run "$root/var/run"
+	cp "$work/x/bin/busybox" "$root/usr/bin/busybox" || return 1
+	cp "$ROOT/scripts/ci/vmkernel/init" "$root/init" || return 1
+	chmod 755 "$root/init"
+	mods=$root/usr/lib/modules/$abi
+	for m in $(grep -v '^#' "$ROOT/scripts/ci/vmkernel/modules"); do
+		[ -e "$kdir/$m" ] || continue
+		mkdir -p "$mods/$(dirname "$m")"
+		cp -r "$kdir/$m" "$mods/$(dirname "$m")/"
+	done
+	"$root/usr/bin/busybox" depmod -b "$root" "$abi" || return 1
+
+	for t in $VMKERNEL_TOOLS; do
+		p=$(command -v "$t") || {
+			note "vmkernel: no $t on this host (apt: iproute2, nftables, iptables)"
+			return 1
+		}
+		p=$(readlink -f "$p")
+		cp "$p" "$root/usr/sbin/$t" && vmkernel_libs "$root" "$p" || return 1
+	done
+	for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+		ln -s xtables-nft-multi "$root/usr/sbin/$t"
+		ln -s xtables-nft-multi "$root/usr/sbin/${t/tables/tables-nft}"
+		ln -s xtables-legacy-multi "$root/usr/sbin/${t/tables/tables-legacy}"
+	done
+	# the iptables extensions are dlopen'd: ldd does not see them
+	xt=$(dirname "$(ldd "$(command -v xtables-nft-multi)" | awk '$1 ~ /^libxtables/ { print $3 }')")/xtables
+	if [ -d "$xt" ]; then
+		mkdir -p "$root$xt"
+		cp -L "$xt"/*.so "$root$xt/"
+		for p in "$xt"/*.so; do vmkernel_libs "$root" "$p" || return 1; done
+	fi
+	for p in /etc/protocols /etc/services /etc/ethertypes /etc/iproute2; do
+		[ -e "$p" ] && cp -rL "$p" "$root/etc/"
+	done
+	printf '127.0.0.1 localhost\n::1 localhost\n' >"$root/etc/hosts"
+
+	(cd "$root" && find . | LC_ALL=C sort | "$root/usr/bin/busybox" cpio -o -H newc 2>/dev/null) |
+		gzip -9 >"$out/base.cpio.gz" || return 1
+	truncate -s %4 "$out/base.cpio.gz"
+	cp "$ROOT/scripts/ci/vmkernel/init" "$ROOT/scripts/ci/vmkernel/modules" "$out/"
+	{
+		echo "abi $abi"
+		dpkg-deb -f "$work/debs/linux-image-${abi}"_*.deb Package Version | paste -sd' '
+		dpkg-deb -f "$work/debs"/busybox-static_*.deb Package Version | paste -sd' '
+		echo "host tools: $(ip -V) / $(nft -v) / $(xtables-nft-multi iptables -V)"
+	} >"$out/release"
+}
+
 # component NAME: canonical name (containerd2 is containerd)
 component() {
 	case "$1" in
 	containerd | containerd2) echo containerd ;;
-	crio | etcd) echo "$1" ;;
+	crio | etcd | vmkernel) echo "$1" ;;
 	kubernetes | kube-apiserver | kubelet) echo kubernetes ;;
 	*) return 1 ;;
 	esac
@@ -235,7 +389,7 @@ ensure() {
 }
 
 usage() {
-	echo "usage: $0 [all|containerd2|crio|etcd|kubernetes] ... | path NAME" >&2
+	echo "usage: $0 [all|containerd2|crio|etcd|kubernetes|vmkernel] ... | path NAME" >&2
 	exit 2
 }
 
@@ -254,7 +408,7 @@ if mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ]; then
 fi
 for arg in "$@"; do
 	if [ "$arg" = all ]; then
-		for name in containerd crio etcd kubernetes; do ensure "$name"; done
+		for name in containerd crio etcd kubernetes vmkernel; do ensure "$name"; done
 		continue
 	fi
 	name=$(component "$arg") || usage

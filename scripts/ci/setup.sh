@@ -9,7 +9,8 @@
 #           deadcode) with `go install`, when missing or at another version.
 #   components
 #           as root, builds once the real components beyond Debian's
-#           (containerd 2, CRI-O, etcd, Kubernetes) into their cache
+#           (containerd 2, CRI-O, etcd, Kubernetes, the VM harness's
+#           kernel and initramfs) into their cache
 #           (scripts/ci/components.sh; about 12 minutes the first time, a
 #           line per component after that); not root: builds nothing
 #           unless E2E_COMPONENTS_DIR names a directory to build into.

@@ -1,7 +1,8 @@
 // Package components finds, for tests, the real components that
 // scripts/ci/components.sh builds once from the Go module proxy
 // (containerd 2, CRI-O, etcd, and Kubernetes: kube-apiserver, kubelet,
-// kube-controller-manager, kube-scheduler, kube-proxy) and caches in
+// kube-controller-manager, kube-scheduler, kube-proxy) or from Debian's
+// archive (vmkernel: the VM harness's kernel and initramfs) and caches in
 //
 //	$E2E_COMPONENTS_DIR/<name>-<version>/bin/   (default /var/cache/aws-vpc-cni-e2e)
 //
@@ -88,16 +89,27 @@ func CacheDir() string {
 // when the component is not built.
 func Dir(t testing.TB, name string) string {
 	t.Helper()
+	dir, err := Built(name)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return dir
+}
+
+// Built is the bin directory of the named component, or an error that
+// says how to build it; for a caller that decides itself between failing
+// and skipping (test/vmkernel skips when not root).
+func Built(name string) (string, error) {
 	c, ok := pinned[name]
 	if !ok {
-		t.Fatalf("components: no component %q in test/components/versions.txt", name)
+		return "", fmt.Errorf("components: no component %q in test/components/versions.txt", name)
 	}
 	root := filepath.Join(CacheDir(), c.Name+"-"+c.Version)
 	if _, err := os.Stat(filepath.Join(root, ".done")); err != nil {
-		t.Fatalf("components: %s %s is not built in %s: run `%s %s` (as root, or with E2E_COMPONENTS_DIR set to a writable directory; `make test` runs it as root)",
+		return "", fmt.Errorf("components: %s %s is not built in %s: run `%s %s` (as root, or with E2E_COMPONENTS_DIR set to a writable directory; `make test` runs it as root)",
 			c.Name, c.Version, root, Script, c.Name)
 	}
-	return filepath.Join(root, "bin")
+	return filepath.Join(root, "bin"), nil
 }
 
 // Bin is the path of a component's binary, named by the binary (containerd,

@@ -14,6 +14,7 @@ func TestVersionsFile(t *testing.T) {
 		"crio":       "pinns",
 		"etcd":       "etcd",
 		"kubernetes": "kube-apiserver",
+		"vmkernel":   "base.cpio.gz",
 	}
 	if len(All()) != len(want) {
 		t.Errorf("versions.txt has %d components, want %d", len(All()), len(want))

@@ -1,13 +1,14 @@
-// Package driver does the aws-cni plugin's netlink work for regular
-// (non-branch-ENI) pods, IPv4 or IPv6: the veth pair between the pod and the node,
-// the pod's addressing and routes, and the node's per-pod route and policy
-// rules. It runs in the node's network namespace (the plugin's own) and
+// Package driver does the aws-cni plugin's netlink work, IPv4 or IPv6:
+// the veth pair between the pod and the node, the pod's addressing and
+// routes, and the node's per-pod route and policy rules; for branch-ENI
+// (security groups for pods) pods also the VLAN link on the trunk ENI and
+// its route table (branch.go, branch_plan.go, vlan.go). It runs in the node's network namespace (the plugin's own) and
 // reaches into the pod's namespace through a netlink handle opened there,
 // so no goroutine switches namespaces (except, for an IPv6 pod, to turn
 // IPv6 on inside it: enablePodIPv6).
 //
-// Node-side state per pod address X on an ENI with route table T (/128
-// and IPv6 rules for an IPv6 pod):
+// Node-side state per regular pod address X on an ENI with route table T
+// (/128 and IPv6 rules for an IPv6 pod; branch-ENI pods: PlanBranch):
 //
 //	route  X/32 dev <host veth> scope link            (main table)
 //	rule   512:  to X lookup main
@@ -52,7 +53,7 @@ type AddressLocker interface {
 const (
 	ToContainerRulePriority = podrules.ToPodPriority
 	FromPodRulePriority     = podrules.FromPodPriority
-	// VlanRulePriority is used by branch-ENI pods (teardown only here).
+	// VlanRulePriority is that of a strict-mode branch-ENI pod's iif rules.
 	VlanRulePriority = 10
 )
 

@@ -339,29 +339,40 @@ func TestSetupAndReleaseHoldTheAddressLock(t *testing.T) {
 	require.NoError(t, inNode(t, node, func() error { return Check(p) }))
 }
 
+// Teardown of a branch-ENI pod removes the VLAN link, the priority-10
+// rules of its table in both families, and the pod address's rules, on
+// this host too (a veth stands in for the VLAN link; the full datapath
+// is tested in the VM, branch_vlan_test.go).
 func TestTeardownBranchENI(t *testing.T) {
 	netnsutil.RequireRoot(t)
 	node, other := netnsutil.New(t), netnsutil.New(t)
-	// A veth stands in for the VLAN link (VLAN links are unavailable here).
 	netnsutil.Veth(t, node, "vlan.eth.5", other, "x0")
 	h := netnsutil.Handle(t, node)
-	for _, iif := range []string{"vlan.eth.5", "enixxxx"} {
-		r := netlink.NewRule()
-		r.Priority = VlanRulePriority
-		r.IifName = iif
-		r.Table = 105
-		require.NoError(t, h.RuleAdd(r))
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		for _, iif := range []string{"vlan.eth.5", "enixxxx"} {
+			r := netlink.NewRule()
+			r.Family = family
+			r.Priority = VlanRulePriority
+			r.IifName = iif
+			r.Table = 105
+			require.NoError(t, h.RuleAdd(r))
+		}
 	}
 	ip := net.IPv4(10, 1, 2, 3).To4()
 	require.NoError(t, h.RuleAdd(ruleTo(ip)))
-	require.NoError(t, inNode(t, node, func() error { return TeardownBranchENI(5, ip, quiet) }))
-	rules, err := h.RuleList(netlink.FAMILY_V4)
-	require.NoError(t, err)
-	for _, r := range rules {
-		assert.NotEqual(t, VlanRulePriority, r.Priority, "%s", r)
-		assert.NotEqual(t, ToContainerRulePriority, r.Priority, "%s", r)
+	require.NoError(t, h.RuleAdd(ruleFrom(ip, 105)))
+	require.NoError(t, inNode(t, node, func() error { return TeardownBranchENI(5, ip, 0, testLocks(t), quiet) }))
+	require.NoError(t, inNode(t, node, func() error { return TeardownBranchENI(5, ip, 0, testLocks(t), quiet) }), "twice")
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rules, err := h.RuleList(family)
+		require.NoError(t, err)
+		for _, r := range rules {
+			assert.NotEqual(t, VlanRulePriority, r.Priority, "%s", r)
+			assert.NotEqual(t, ToContainerRulePriority, r.Priority, "%s", r)
+			assert.NotEqual(t, FromPodRulePriority, r.Priority, "%s", r)
+		}
 	}
-	_, err = h.LinkByName("vlan.eth.5")
+	_, err := h.LinkByName("vlan.eth.5")
 	assert.Error(t, err)
 }
 

@@ -6,7 +6,6 @@ import (
 	"net"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
@@ -20,37 +19,12 @@ func Setup(p PodNetwork, locks AddressLocker, log *slog.Logger) (err error) {
 	if err := p.validate(); err != nil {
 		return err
 	}
-	host, err := hostHandle()
+	s, err := openSession(p.NetnsPath)
 	if err != nil {
 		return err
 	}
-	defer host.Close()
-	pod, podNs, err := podHandle(p.NetnsPath)
-	if err != nil {
-		return err
-	}
-	defer podNs.Close()
-	defer pod.Close()
-	// The calling thread is in the node namespace (nothing in this
-	// process switches namespaces), so this is the node namespace.
-	hostNs, err := netns.Get()
-	if err != nil {
-		return fmt.Errorf("open node network namespace: %w", err)
-	}
-	defer hostNs.Close()
-
-	if err := deleteLinkByName(host, p.HostVeth); err != nil {
-		return fmt.Errorf("delete stale host veth %s: %w", p.HostVeth, err)
-	}
-	links, err := host.LinkList()
-	if err != nil {
-		return fmt.Errorf("list node links: %w", err)
-	}
-	used := make([]net.HardwareAddr, 0, len(links))
-	for _, l := range links {
-		used = append(used, l.Attrs().HardwareAddr)
-	}
-	hostMAC, err := uniqueMAC(used)
+	defer s.close()
+	hostMAC, err := s.hostVethMAC(p.HostVeth)
 	if err != nil {
 		return err
 	}
@@ -62,51 +36,24 @@ func Setup(p PodNetwork, locks AddressLocker, log *slog.Logger) (err error) {
 	}
 	defer unlock()
 
-	attrs := netlink.NewLinkAttrs()
-	attrs.Name = p.ContainerIf
-	attrs.MTU = p.MTU
-	veth := &netlink.Veth{
-		LinkAttrs:        attrs,
-		PeerName:         p.HostVeth,
-		PeerHardwareAddr: hostMAC,
-		PeerMTU:          uint32(max(p.MTU, 0)),
-		PeerTxQLen:       -1,
-		PeerNamespace:    netlink.NsFd(int(hostNs)),
-	}
-	if err := pod.LinkAdd(veth); err != nil {
-		return fmt.Errorf("create veth pair %s (pod) / %s (node): %w", p.ContainerIf, p.HostVeth, err)
+	if err := s.addVethPair(p, hostMAC); err != nil {
+		return err
 	}
 	defer func() {
 		if err == nil {
 			return
 		}
-		// Deleting either end removes the pair, and with it the routes
-		// through it.
-		if derr := deleteLinkByName(host, p.HostVeth); derr != nil {
-			log.Error("rollback: could not delete host veth", "hostVeth", p.HostVeth, "error", derr)
-		}
-		if derr := deleteLinkByName(pod, p.ContainerIf); derr != nil {
-			log.Error("rollback: could not delete container interface", "ifName", p.ContainerIf, "error", derr)
-		}
-		if derr := podrules.Remove(host, p.IP); derr != nil {
+		s.removeVethPair(p, log)
+		if derr := podrules.Remove(s.host, p.IP); derr != nil {
 			log.Error("rollback: could not delete rules", "ip", p.IP.String(), "error", derr)
 		}
 	}()
 
-	hostLink, err := host.LinkByName(p.HostVeth)
+	hostLink, err := s.wireVeth(p, hostMAC)
 	if err != nil {
-		return fmt.Errorf("find host veth %s: %w", p.HostVeth, err)
-	}
-	if err := setHostVethSysctls(p.HostVeth); err != nil {
 		return err
 	}
-	if err := host.LinkSetUp(hostLink); err != nil {
-		return fmt.Errorf("set %s up: %w", p.HostVeth, err)
-	}
-	if err := setupPodSide(pod, p, hostMAC); err != nil {
-		return err
-	}
-	return setupHostRouting(host, p, hostLink.Attrs().Index, log)
+	return setupHostRouting(s.host, p, hostLink.Attrs().Index, log)
 }
 
 // setupPodSide configures the container end inside the pod namespace.

@@ -30,11 +30,14 @@ type IPAllocationMetadata struct {
 	RouteTableId int32  // 4
 }
 
-// AddNetworkReply is rpc.AddNetworkReply (fields 1, 2, 7 and 13).
+// AddNetworkReply is rpc.AddNetworkReply (fields 1, 2, 7-10 and 13).
 type AddNetworkReply struct {
 	Success              bool
 	IPAllocationMetadata []*IPAllocationMetadata
-	PodVlanId            int32
+	PodVlanId            int32  // 7
+	PodENIMAC            string // 8
+	PodENISubnetGW       string // 9
+	ParentIfIndex        int32  // 10
 	NetworkPolicyMode    string
 	// FailureCause is not in the message: it is the AddFailureTrailer of a
 	// reply with Success=false, ipamd's one line on why ("" from an ipamd
@@ -270,7 +273,21 @@ func unmarshalNetworkReply(b []byte, vlanNum, policyNum int,
 }
 
 func (r *AddNetworkReply) unmarshal(b []byte) error {
-	return unmarshalNetworkReply(b, 7, 13, &r.Success, &r.IPAllocationMetadata, &r.PodVlanId, &r.NetworkPolicyMode)
+	if err := unmarshalNetworkReply(b, 7, 13, &r.Success, &r.IPAllocationMetadata, &r.PodVlanId, &r.NetworkPolicyMode); err != nil {
+		return err
+	}
+	// The branch ENI's fields (security groups for pods).
+	return eachField(b, func(f field) error {
+		switch {
+		case f.num == 8 && f.typ == bytesType:
+			r.PodENIMAC = string(f.b)
+		case f.num == 9 && f.typ == bytesType:
+			r.PodENISubnetGW = string(f.b)
+		case f.num == 10 && f.typ == varintType:
+			r.ParentIfIndex = f.int32()
+		}
+		return nil
+	})
 }
 
 func (r *DelNetworkReply) unmarshal(b []byte) error {

@@ -77,7 +77,8 @@ func TestRepliesFromTheGeneratedTypes(t *testing.T) {
 	require.NoError(t, err)
 	var add AddNetworkReply
 	require.NoError(t, add.unmarshal(b))
-	assert.Equal(t, AddNetworkReply{Success: true, IPAllocationMetadata: want, PodVlanId: 7, NetworkPolicyMode: "strict"}, add)
+	assert.Equal(t, AddNetworkReply{Success: true, IPAllocationMetadata: want, PodVlanId: 7, PodENIMAC: "aa", PodENISubnetGW: "gw",
+		ParentIfIndex: 4, NetworkPolicyMode: "strict"}, add)
 
 	b, err = proto.Marshal(&rpc.DelNetworkReply{Success: true, IPAllocationMetadata: mds, PodVlanId: 9, NetworkPolicyMode: "standard"})
 	require.NoError(t, err)

@@ -136,11 +136,12 @@ func TestABranchPodIsAnsweredFromItsAnnotationOverTheSocket(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, pAdd.Success)
 	assert.Equal(t, int32(3), pAdd.PodVlanId)
+	assert.Equal(t, "02:6f:aa:bb:cc:01", pAdd.PodENIMAC)
+	assert.Equal(t, "10.0.32.1", pAdd.PodENISubnetGW)
+	assert.Equal(t, int32(42), pAdd.ParentIfIndex)
 	require.Len(t, pAdd.IPAllocationMetadata, 1)
 	assert.Equal(t, ipamdwire.IPAllocationMetadata{IPv4Addr: "10.0.40.7", DeviceNumber: -1}, *pAdd.IPAllocationMetadata[0])
-	// PodENIMAC, PodENISubnetGW and ParentIfIndex: the plugin's decoder
-	// reads them once its VLAN datapath lands (issue 38, the plugin side);
-	// assert them here then.
+	assert.Empty(t, pAdd.FailureCause)
 
 	reg, err := cni.AddNetwork(ctx, sgpAdd("regular"))
 	require.NoError(t, err)

@@ -21,6 +21,25 @@
 // and CreateTags; and DescribeVpcs, which
 // ipamd does not call, for tests. The IMDS side serves the metadata paths
 // ipamd reads, behind IMDSv2 session tokens, and shows only attached ENIs.
+//
+// Trunk and branch ENIs (security groups for pods) are modelled for the
+// VPC resource controller's stand-in (pkg/sim/sgpcontroller):
+// CreateNetworkInterface takes InterfaceType trunk or branch, which every
+// describe shows as interfaceType (plain ENIs are "interface"), and
+// AssociateTrunkInterface, DisassociateTrunkInterface and
+// DescribeTrunkInterfaceAssociations tie a branch to a trunk by a VLAN ID
+// (1..4094) or a GRE key, unique on the trunk. A trunk attaches like any
+// ENI (one slot, in IMDS, a node link; one trunk per instance); a branch
+// is never attached (refused), so it takes no slot and never shows in
+// IMDS, and reports status in-use while associated. The trunk must be
+// attached (else IncorrectState), the branch not associated yet; other
+// refusals are InvalidParameterValue, an unknown association
+// InvalidAssociationID.NotFound (EC2 documents no codes for these
+// actions: these are the nearest of its general ones). Deleting an
+// associated branch ENI ends its association, as in EC2 (the controller
+// disassociates first only because EC2 recommends it). Branch addresses
+// come from the subnet like any ENI's. Not modelled: the per-type limit
+// of branches per trunk (the stand-in enforces its own).
 // As in EC2, an ENI can be made in a subnet of any AZ but only attached
 // to the instance if it is in the instance's AZ.
 //

@@ -148,7 +148,7 @@ func (s *Sim) eniFilterValues(e *eni, name string) []string {
 	case "availability-zone":
 		return one(s.subnets[e.subnetID].az)
 	case "interface-type":
-		return one("interface")
+		return one(e.kind)
 	case "owner-id":
 		return one(accountID)
 	case "group-id":

@@ -64,6 +64,13 @@ func (s *Sim) createNetworkInterface(p params, now time.Time) (response, error) 
 	if v6.slots() > s.limits.ipv4PerENI {
 		return nil, errIPv6Limit("the new interface")
 	}
+	kind := kindInterface
+	if v, ok := p.get("InterfaceType"); ok {
+		if v != kindTrunk && v != kindBranch {
+			return nil, errBadValue("InterfaceType", v, "ec2sim models the types 'trunk' and 'branch' (efa and efa-only are not modelled).")
+		}
+		kind = v
+	}
 	var want *netip.Addr
 	if v, ok := p.get("PrivateIpAddress"); ok {
 		a, err := netip.ParseAddr(v)
@@ -84,7 +91,7 @@ func (s *Sim) createNetworkInterface(p params, now time.Time) (response, error) 
 		return nil, errInsufficient(subnetID)
 	}
 	desc, _ := p.get("Description")
-	e, err := s.newENI(subnetID, desc, sgs, want)
+	e, err := s.newENI(subnetID, kind, desc, sgs, want)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +156,11 @@ func (s *Sim) attachNetworkInterface(p params, now time.Time) (response, error) 
 	if e.att != nil {
 		return nil, newError(CodeENIInUse, "Interface: [%s] in use.", e.id)
 	}
+	if e.kind == kindBranch {
+		// A branch reaches the instance through its trunk, never by an
+		// attachment of its own.
+		return nil, errBadValue("NetworkInterfaceId", e.id, "A branch network interface cannot be attached to an instance; associate it with a trunk.")
+	}
 	if az := s.subnets[e.subnetID].az; az != s.cfg.AZ {
 		// EC2's text, with the two zones added; the ENI stays available.
 		return nil, errCombination("You may not attach a network interface to an instance if they are not in the same availability zone "+
@@ -156,6 +168,9 @@ func (s *Sim) attachNetworkInterface(p params, now time.Time) (response, error) 
 	}
 	total, onCard := 0, 0
 	for _, o := range s.attachedENIs() {
+		if e.kind == kindTrunk && o.kind == kindTrunk {
+			return nil, newError(CodeInvalidParameterValue, "Instance '%s' already has a trunk network interface (%s).", s.instance.id, o.id)
+		}
 		total++
 		if o.att.card == card {
 			onCard++

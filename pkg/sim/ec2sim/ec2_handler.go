@@ -52,7 +52,7 @@ var actions = map[string]actionDef{
 	},
 	"CreateNetworkInterface": {
 		params: []string{"SubnetId", "Description", "SecurityGroupId.#", "PrivateIpAddress",
-			"SecondaryPrivateIpAddressCount", "Ipv4PrefixCount", "ClientToken",
+			"SecondaryPrivateIpAddressCount", "Ipv4PrefixCount", "ClientToken", "InterfaceType",
 			"Ipv6AddressCount", "Ipv6Addresses.#.Ipv6Address", "Ipv6PrefixCount", "Ipv6Prefix.#.Ipv6Prefix",
 			"TagSpecification.#.ResourceType", "TagSpecification.#.Tag.#.Key", "TagSpecification.#.Tag.#.Value"},
 		mutates: true,
@@ -99,6 +99,20 @@ var actions = map[string]actionDef{
 		params:  []string{"NetworkInterfaceId", "Ipv6Addresses.#", "Ipv6Prefix.#"},
 		mutates: true,
 		run:     (*Sim).unassignIPv6Addresses,
+	},
+	"AssociateTrunkInterface": {
+		params:  []string{"BranchInterfaceId", "TrunkInterfaceId", "VlanId", "GreKey", "ClientToken"},
+		mutates: true,
+		run:     (*Sim).associateTrunkInterface,
+	},
+	"DisassociateTrunkInterface": {
+		params:  []string{"AssociationId", "ClientToken"},
+		mutates: true,
+		run:     (*Sim).disassociateTrunkInterface,
+	},
+	"DescribeTrunkInterfaceAssociations": {
+		params: append([]string{"AssociationId.#", "MaxResults", "NextToken"}, filterParams...),
+		run:    (*Sim).describeTrunkInterfaceAssociations,
 	},
 	"CreateTags": {
 		params:  []string{"ResourceId.#", "Tag.#.Key", "Tag.#.Value"},

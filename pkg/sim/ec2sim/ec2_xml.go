@@ -279,6 +279,36 @@ type unassignIPv6AddressesResponse struct {
 	Prefixes           set[string] `xml:"unassignedIpv6PrefixSet"`
 }
 
+// xmlTrunkAssociation is a TrunkInterfaceAssociation; only the ID of its
+// protocol (vlanId or greKey) is sent.
+type xmlTrunkAssociation struct {
+	AssociationID     string      `xml:"associationId"`
+	BranchInterfaceID string      `xml:"branchInterfaceId"`
+	TrunkInterfaceID  string      `xml:"trunkInterfaceId"`
+	InterfaceProtocol string      `xml:"interfaceProtocol"`
+	VlanID            *int        `xml:"vlanId,omitempty"`
+	GreKey            *int        `xml:"greKey,omitempty"`
+	Tags              set[xmlTag] `xml:"tagSet"`
+}
+
+type associateTrunkInterfaceResponse struct {
+	respHeader
+	Association xmlTrunkAssociation `xml:"interfaceAssociation"`
+	ClientToken string              `xml:"clientToken,omitempty"`
+}
+
+type disassociateTrunkInterfaceResponse struct {
+	respHeader
+	Return      bool   `xml:"return"`
+	ClientToken string `xml:"clientToken,omitempty"`
+}
+
+type describeTrunkInterfaceAssociationsResponse struct {
+	respHeader
+	Associations set[xmlTrunkAssociation] `xml:"interfaceAssociationSet"`
+	NextToken    string                   `xml:"nextToken,omitempty"`
+}
+
 // returnResponse answers actions whose result is just <return>true</return>.
 type returnResponse struct {
 	respHeader
@@ -325,7 +355,7 @@ func (s *Sim) xmlFromENI(e *eni, forInstance bool) xmlENI {
 		PrivateIPAddress:   e.primary.String(),
 		PrivateDNSName:     s.dnsName(e.primary),
 		SourceDestCheck:    true,
-		InterfaceType:      "interface",
+		InterfaceType:      e.kind,
 		Groups:             s.groupSet(e.sgs),
 	}
 	x.PrivateIPs.Items = append(x.PrivateIPs.Items, xmlPrivateIP{e.primary.String(), s.dnsName(e.primary), true})

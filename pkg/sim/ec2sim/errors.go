@@ -43,6 +43,10 @@ const (
 	CodeTagLimitExceeded              = "TagLimitExceeded"
 	CodeUnsupportedHTTPVerb           = "UnsupportedHttpVerb"
 	CodeAuthFailure                   = "AuthFailure"
+	CodeAssociationNotFound           = "InvalidAssociationID.NotFound"
+	CodeAssociationMalformed          = "InvalidAssociationID.Malformed"
+	CodeIncorrectState                = "IncorrectState"
+	CodeIdempotentParameterMismatch   = "IdempotentParameterMismatch"
 )
 
 // APIError is an EC2 error as the simulator sends it on the wire. The

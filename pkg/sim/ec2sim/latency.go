@@ -32,6 +32,10 @@ func DefaultLatencies() map[string]time.Duration {
 		"AssignIpv6Addresses":             150 * ms,
 		"UnassignIpv6Addresses":           120 * ms,
 		"CreateTags":                      100 * ms,
+		// The VPC resource controller's calls for trunks and branches.
+		"AssociateTrunkInterface":            150 * ms,
+		"DisassociateTrunkInterface":         120 * ms,
+		"DescribeTrunkInterfaceAssociations": 50 * ms,
 	}
 }
 

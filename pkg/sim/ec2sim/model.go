@@ -37,7 +37,7 @@ func (s *Sim) newMAC() string {
 
 // newENI creates an available ENI with a primary address from the subnet.
 // want, if valid, is the primary address asked for.
-func (s *Sim) newENI(subnetID, description string, sgs []string, want *netip.Addr) (*eni, error) {
+func (s *Sim) newENI(subnetID, kind, description string, sgs []string, want *netip.Addr) (*eni, error) {
 	sn := s.subnets[subnetID]
 	if s.faults.isExhausted(subnetID) {
 		return nil, errInsufficient(subnetID)
@@ -58,6 +58,7 @@ func (s *Sim) newENI(subnetID, description string, sgs []string, want *netip.Add
 	e := &eni{
 		id:          s.newID("eni"),
 		mac:         s.newMAC(),
+		kind:        kind,
 		subnetID:    subnetID,
 		description: description,
 		sgs:         sortedUnique(sgs),
@@ -79,6 +80,7 @@ func (s *Sim) releaseENI(e *eni) {
 		pool.releasePrefix(p)
 	}
 	s.releaseIPv6Locked(e, slices.Clone(e.ipv6s), slices.Clone(e.ipv6Pfxs))
+	s.dropAssociationsLocked(e.id)
 	delete(s.enis, e.id)
 }
 
@@ -99,9 +101,12 @@ func addrError(what any, subnetID string, err error) *APIError {
 	}
 }
 
-// status is the ENI's EC2 status.
+// status is the ENI's EC2 status. A branch ENI is never attached; the
+// simulator reports it in-use while it is associated with a trunk.
 func (e *eni) status() string {
 	switch {
+	case e.kind == kindBranch && e.assoc != "":
+		return "in-use"
 	case e.att == nil:
 		return "available"
 	case e.att.status == "attached":

@@ -28,7 +28,7 @@ func (s *Sim) CreateAttachedENI(tags map[string]string, secondaries int) (string
 	if total >= s.limits.maxENIs || onCard >= s.limits.cards[0] {
 		return "", newError(CodeAttachmentLimitExceeded, "Interface count %d exceeds the limit for %s", total+1, s.cfg.InstanceType)
 	}
-	e, err := s.newENI(s.subnetOrder[0], "created by an operator", s.cfg.SecurityGroupIDs, nil)
+	e, err := s.newENI(s.subnetOrder[0], kindInterface, "created by an operator", s.cfg.SecurityGroupIDs, nil)
 	if err != nil {
 		return "", err
 	}

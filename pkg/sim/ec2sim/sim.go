@@ -31,10 +31,12 @@ type Sim struct {
 	sgs             map[string]bool
 	instance        instance
 	enis            map[string]*eni
-	attachments     map[string]string // attachment ID -> ENI ID
-	clientToks      map[string]string // CreateNetworkInterface ClientToken -> ENI ID
-	usedIDs         map[string]bool   // every ID and MAC ever handed out
-	nextSubnetAssoc int               // subnet IPv6 CIDR associations made
+	attachments     map[string]string      // attachment ID -> ENI ID
+	clientToks      map[string]string      // CreateNetworkInterface ClientToken -> ENI ID
+	trunkAssocs     map[string]*trunkAssoc // association ID -> branch-to-trunk association
+	assocToks       map[string]assocToken  // Associate/DisassociateTrunkInterface ClientToken -> what it did
+	usedIDs         map[string]bool        // every ID and MAC ever handed out
+	nextSubnetAssoc int                    // subnet IPv6 CIDR associations made
 	history         []imdsView
 	links           Links // SetLinks; nil: none
 
@@ -74,6 +76,8 @@ type instance struct {
 
 type eni struct {
 	id, mac     string
+	kind        string // interfaceType: "interface", "trunk" or "branch"
+	assoc       string // a branch's trunk association ID, "" when not associated
 	subnetID    string
 	description string
 	sgs         []string
@@ -116,6 +120,8 @@ func New(cfg Config) (*Sim, error) {
 		enis:        map[string]*eni{},
 		attachments: map[string]string{},
 		clientToks:  map[string]string{},
+		trunkAssocs: map[string]*trunkAssoc{},
+		assocToks:   map[string]assocToken{},
 		usedIDs:     map[string]bool{},
 		faults: faults{
 			rng:          rand.New(rand.NewPCG(seed^0xfa17, seed)),
@@ -150,7 +156,7 @@ func New(cfg Config) (*Sim, error) {
 
 	now := time.Now()
 	s.instance = instance{id: s.newID("i"), launchTime: now, tags: map[string]string{}}
-	primary, err := s.newENI(s.subnetOrder[0], "", cfg.SecurityGroupIDs, nil)
+	primary, err := s.newENI(s.subnetOrder[0], kindInterface, "", cfg.SecurityGroupIDs, nil)
 	if err != nil {
 		return nil, fmt.Errorf("primary ENI: %w", err)
 	}

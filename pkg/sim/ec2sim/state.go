@@ -8,10 +8,14 @@ import (
 
 // ENIState is the EC2 truth about one ENI.
 type ENIState struct {
-	ID               string
-	MAC              string
-	DeviceIndex      int // -1 when not attached
-	NetworkCardIndex int // -1 when not attached
+	ID            string
+	MAC           string
+	InterfaceType string // interface, trunk or branch
+	// TrunkAssociationID is a branch ENI's association with a trunk, ""
+	// when not associated.
+	TrunkAssociationID string
+	DeviceIndex        int // -1 when not attached
+	NetworkCardIndex   int // -1 when not attached
 	// Attached is true once an attachment has completed (and until its
 	// detach completes); AttachmentStatus tells the phase.
 	Attached            bool
@@ -44,7 +48,8 @@ func (s *Sim) ENIs() []ENIState {
 	out := make([]ENIState, 0, len(list))
 	for _, e := range list {
 		st := ENIState{
-			ID: e.id, MAC: e.mac, DeviceIndex: -1, NetworkCardIndex: -1,
+			ID: e.id, MAC: e.mac, InterfaceType: e.kind, TrunkAssociationID: e.assoc,
+			DeviceIndex: -1, NetworkCardIndex: -1,
 			PrimaryIP:        e.primary,
 			SecondaryIPs:     slices.Clone(e.secondaries),
 			Prefixes:         slices.Clone(e.prefixes),

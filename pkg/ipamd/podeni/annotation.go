@@ -25,8 +25,10 @@ var ErrNotAnnotated = errors.New("pod has no " + Annotation + " annotation yet")
 // says which part is wrong.
 var ErrBadAnnotation = errors.New("bad " + Annotation + " annotation")
 
-// Branch is one element of the annotation, with the controller's JSON
-// keys.
+// Branch is one element of the annotation, with upstream ipamd's JSON
+// keys. The controller writes vlanId where upstream declares vlanID:
+// encoding/json matches keys without regard to case, so both read, and
+// the decoding must stay case-insensitive.
 type Branch struct {
 	ENIID        string `json:"eniId"`
 	MAC          string `json:"ifAddress"`

@@ -166,3 +166,21 @@ func TestADeletedBranchPodsDelReplyCarriesTheVLANAndPrivateIP(t *testing.T) {
 		})
 	}
 }
+
+// The VPC resource controller writes vlanId where upstream's ipamd
+// declares vlanID: keys are matched without regard to case (Go's
+// encoding/json), so the controller's annotation is read.
+func TestTheControllersSpellingOfTheKeysIsRead(t *testing.T) {
+	for _, key := range []string{"vlanID", "vlanId", "VLANID"} {
+		t.Run(key, func(t *testing.T) {
+			a := `[{"eniId":"eni-1","ifAddress":"02:00:00:00:00:01","privateIp":"10.0.0.5","` + key + `":12,"subnetCidr":"10.0.0.0/24"}]`
+			got, err := DecideAdd(pod([]string{ResourcePrefix}, &a), false, 2)
+			require.NoError(t, err)
+			assert.Equal(t, int32(12), got.VLANID)
+			d, ok, err := DecideDel(pod(nil, &a), "")
+			require.NoError(t, err)
+			assert.True(t, ok)
+			assert.Equal(t, DelReply{VLANID: 12, IPv4: "10.0.0.5"}, d)
+		})
+	}
+}

@@ -42,7 +42,12 @@ func Main(args []string, env func(string) (string, bool), stdout, stderr io.Writ
 	defer cancel()
 	// The runtime first: an allocation made after this list is young, so
 	// it reads as in flight rather than absent.
-	sandboxes, used, err := listSandboxes(ctx, o.runtimeEndpoint, d.RuntimeCandidates, o.ownPod, o.timeout)
+	rt, sandboxes, err := openAndList(ctx, o.runtimeEndpoint, d.RuntimeCandidates, o.ownPod, o.timeout)
+	used := ""
+	if rt != nil {
+		defer rt.Close()
+		used = rt.Endpoint()
+	}
 	if err != nil {
 		where := "at " + o.runtimeEndpoint
 		if o.runtimeEndpoint == "" {
@@ -90,7 +95,8 @@ func Main(args []string, env func(string) (string, bool), stdout, stderr io.Writ
 	}
 
 	now := time.Now()
-	res := Classify(Input{Now: now, Sandboxes: sandboxes, ENIs: enis, Reconciler: st, Grace: grace, Cooldown: cooldown, All: o.all})
+	others := unheldStatuses(ctx, rt, sandboxes, st.Allocations)
+	res := Classify(Input{Now: now, Sandboxes: sandboxes, ENIs: enis, Reconciler: st, Grace: grace, Cooldown: cooldown, All: o.all, Others: others})
 	rep := Report{CheckedAt: now.UTC(), RuntimeEndpoint: used, Sandboxes: len(sandboxes),
 		Reconciler: ReconcilerInfo{Mode: string(st.Mode), GracePeriod: st.Grace, IPCooldown: st.IPCooldown,
 			LastPass: st.LastPass.Start, LastPassSkipped: st.LastPass.Skipped, RuntimeReachable: st.RuntimeReachable, PendingReason: st.PendingReason},

@@ -22,6 +22,10 @@ const (
 	InUse           Verdict = "inUse"           // sandbox not listed, but ipamd found another sandbox using the address: kept for it
 	CoolingDown     Verdict = "coolingDown"     // released, resting before reuse (IP_COOLDOWN_PERIOD)
 	Unassigned      Verdict = "unassigned"      // in the pool, free
+	// OutsidePool: a READY sandbox holding no allocation reports an
+	// address the pool does not have: a branch ENI pod (security groups
+	// for pods) or a pod another plugin networked. Never an anomaly.
+	OutsidePool Verdict = "outsidePool"
 )
 
 // Row is one address.
@@ -87,6 +91,9 @@ type Summary struct {
 	// Pending addresses joined the pool and wait for the check against
 	// the runtime; they count as unassigned above.
 	Pending int `json:"pending"`
+	// OutsidePool counts the pod addresses outside the pool (not in
+	// Addresses, which counts the pool's).
+	OutsidePool int `json:"outsidePool"`
 }
 
 // Input is what a check read: the runtime's sandboxes first, then ipamd's
@@ -101,6 +108,10 @@ type Input struct {
 	Cooldown   time.Duration // 0: unknown or none
 	// All lists every unassigned address as a row of its own.
 	All bool
+	// Others are the READY sandboxes holding no allocation, with their
+	// IPs (asked by ID after the list): those outside the pool are shown
+	// as OutsidePool rows.
+	Others []cri.SandboxStatus
 }
 
 // Result is the classification: addresses ordered by ENI device number
@@ -199,6 +210,8 @@ func Classify(in Input) Result {
 		}
 	}
 
+	res.Addresses = append(res.Addresses, outsidePoolRows(in.Now, in.Others, in.ENIs)...)
+
 	slices.SortFunc(res.Addresses, func(a, b Row) int {
 		return cmp.Or(cmp.Compare(a.device, b.device), cmp.Compare(a.ENI, b.ENI), compareAddr(a.Address, b.Address))
 	})
@@ -220,6 +233,8 @@ func Classify(in Input) Result {
 			res.Summary.InUse++
 		case CoolingDown:
 			res.Summary.CoolingDown++
+		case OutsidePool:
+			res.Summary.OutsidePool++
 		}
 	}
 	for _, f := range res.UnassignedByENI {

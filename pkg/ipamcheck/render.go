@@ -83,7 +83,7 @@ func writeTable(w io.Writer, r Report) error {
 		if a.Verdict != Unassigned {
 			age = compactAge(time.Duration(a.AgeSeconds) * time.Second)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Address, a.ENI, pod, orDash(shortID(a.ContainerID)), age, verdictText(a, grace))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Address, orDash(a.ENI), pod, orDash(shortID(a.ContainerID)), age, verdictText(a, grace))
 	}
 	if !listsFree {
 		flushFree(1 << 31)
@@ -129,6 +129,8 @@ func verdictText(a Row, grace string) string {
 		return "cooling down (free at " + a.FreeAt.UTC().Format(time.RFC3339) + ")"
 	case Unassigned:
 		return "unassigned"
+	case OutsidePool:
+		return "outside ipamd's pool: a branch ENI pod (security groups for pods) or a pod another plugin networked; ipamd never frees or counts it"
 	}
 	return string(a.Verdict)
 }
@@ -154,6 +156,9 @@ func summaryLine(r Report) string {
 	parts = append(parts, plural(s.CoolingDown, "cooling down", "cooling down"), plural(s.Unassigned, "unassigned", "unassigned"))
 	if s.Pending > 0 {
 		parts[len(parts)-1] += fmt.Sprintf(" (%d waiting for the check against the runtime)", s.Pending)
+	}
+	if s.OutsidePool > 0 {
+		parts = append(parts, plural(s.OutsidePool, "pod address", "pod addresses")+" outside ipamd's pool (branch ENI pods or another plugin's)")
 	}
 	line := fmt.Sprintf("%s on %s: %s; reconciler %s mode, grace %s; %s on %s",
 		plural(s.Addresses, "address", "addresses"), plural(s.ENIs, "ENI", "ENIs"), strings.Join(parts, ", "),

@@ -45,6 +45,6 @@ func TestJSONKeys(t *testing.T) {
 	assert.Equal(t, "leakedCandidate", m.Addresses[0]["verdict"])
 	assert.Equal(t, "inUse", m.Addresses[2]["verdict"])
 	assert.ElementsMatch(t, []string{"enis", "addresses", "live", "inFlight", "leakedCandidates", "confirmedLeaks", "inUse",
-		"coolingDown", "unassigned", "pending"}, keys(m.Summary))
+		"coolingDown", "unassigned", "pending", "outsidePool"}, keys(m.Summary))
 	assert.Contains(t, buf.String(), `"gracePeriod": "5m0s"`)
 }

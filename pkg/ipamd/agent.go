@@ -127,6 +127,8 @@ type Agent struct {
 	// apiServer: the API server answered during start-up.
 	apiServer bool
 	podIPs    *k8sapi.PodIPs // ANNOTATE_POD_IP; nil when off
+	// podCache is this node's pods (ENABLE_POD_ENI); nil when off.
+	podCache *k8sapi.PodCache
 	// vpcSet and vpcSetV6 are the VPC's CIDR blocks (IPv6: in IPv6 mode),
 	// seeded at node init and kept current by imds; the AddNetwork replies
 	// read them.
@@ -252,6 +254,9 @@ func (a *Agent) closeClients() {
 	}
 	if a.podWarnings != nil {
 		a.podWarnings.Stop()
+	}
+	if a.podCache != nil {
+		a.podCache.Stop()
 	}
 	if a.events != nil {
 		a.events.Stop()

@@ -53,6 +53,9 @@ func (a *Agent) connectK8s(ctx context.Context) error {
 		a.podIPs = k8sapi.NewPodIPs(client, k8sapi.DefaultPodIPsQueue,
 			func(reason string) { a.metrics.errors.WithLabelValues(reason).Inc() }, a.log)
 	}
+	if err := a.startPodCache(ctx, client); err != nil {
+		return err
+	}
 	a.events = k8sapi.NewNodeEvents(client, cfg.NodeName, cfg.PodName, time.Minute, a.log)
 	if client != nil {
 		a.podWarnings = k8sapi.NewPodWarnings(client, a.events, k8sapi.PodWarningsOptions{}, a.log)

@@ -271,6 +271,7 @@ func (a *Agent) wireRPC() {
 	if a.pool != nil {
 		deps.OnExhausted = a.pool.Wake
 	}
+	a.wirePodENI(&deps)
 	if a.recon != nil {
 		deps.Reclaim = a.recon.ReclaimForAdd
 		deps.GC = a.recon.CollectGarbage

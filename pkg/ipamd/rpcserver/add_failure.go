@@ -32,11 +32,19 @@ func (h *cniHandler) addFailed(ctx context.Context, in *rpc.AddNetworkRequest, k
 		h.rep.errors.WithLabelValues("AddNetwork").Inc()
 		c = addfail.Failed(err)
 	}
+	h.reportAddFailure(ctx, in, key.String(), c, err)
+}
+
+// reportAddFailure sends and records the cause of a failed ADD: the
+// reply's trailer, the log, awscni_ipamd_add_failures_total and,
+// rate-limited, a Warning event on the pod. key is "" for a failure
+// before the datastore.
+func (h *cniHandler) reportAddFailure(ctx context.Context, in *rpc.AddNetworkRequest, key string, c addfail.Cause, err error) {
 	h.rep.metrics.addFailures.WithLabelValues(string(c.Reason)).Inc()
 	// A trailer that cannot be set (the stream is gone) changes nothing.
 	_ = grpc.SetTrailer(ctx, metadata.Pairs(AddFailureTrailer, headerSafe(c.Line)))
 	pod := in.K8S_POD_NAMESPACE + "/" + in.K8S_POD_NAME
-	h.rep.log.Error("AddNetwork failed", "key", key.String(), "pod", pod, "reason", string(c.Reason), "cause", c.Line, "error", err)
+	h.rep.log.Error("AddNetwork failed", "key", key, "pod", pod, "reason", string(c.Reason), "cause", c.Line, "error", err)
 	if h.deps.Warn != nil && in.K8S_POD_NAME != "" {
 		h.deps.Warn.AddFailed(in.K8S_POD_NAMESPACE, in.K8S_POD_NAME, string(c.Reason), c.Line)
 	}

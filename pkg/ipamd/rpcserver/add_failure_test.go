@@ -120,5 +120,5 @@ func TestAddRefusedByTheDatastoreSaysSo(t *testing.T) {
 
 func TestAddFailureCountersStartAtZeroForEveryCause(t *testing.T) {
 	s := serve(t, Options{}, 1)
-	assert.Equal(t, len(addfail.Reasons), testutil.CollectAndCount(s.metrics.addFailures))
+	assert.Equal(t, len(addfail.Reasons)+len(BranchReasons), testutil.CollectAndCount(s.metrics.addFailures))
 }

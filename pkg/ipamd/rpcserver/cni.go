@@ -66,6 +66,19 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 		}
 		return nil, serr
 	}
+	if h.deps.PodSource != nil {
+		// Security groups for pods: the pod is looked up before the
+		// datastore, and a branch pod never reaches it.
+		branch, cause, err := h.addBranch(ctx, in, reply)
+		if cause != nil {
+			h.reportAddFailure(ctx, in, "", *cause, err)
+			return reply, nil
+		}
+		if branch {
+			h.succeed(reply, in)
+			return reply, nil
+		}
+	}
 	if in.RequiresMultiNICAttachment && !h.set.EnableMultiNIC {
 		h.rep.log.Error("multi-NIC attachment requested but ENABLE_MULTI_NIC is off", "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
 		return reply, nil
@@ -84,9 +97,16 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 	if h.rep.log.Enabled(ctx, slog.LevelDebug) {
 		h.rep.log.Debug("AddNetwork assigned", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "ip", alloc.IP.String(), "eni", alloc.ENIID)
 	}
-	md := allocationMetadata(alloc)
+	reply.IPAllocationMetadata = []*rpc.IPAllocationMetadata{allocationMetadata(alloc)}
+	h.succeed(reply, in)
+	return reply, nil
+}
+
+// succeed completes the reply of an ADD whose address is in it (from the
+// datastore or a branch pod's annotation): the VPC's CIDRs of the
+// family, SNAT, and (ANNOTATE_POD_IP) the address on the pod.
+func (h *cniHandler) succeed(reply *rpc.AddNetworkReply, in *rpc.AddNetworkRequest) {
 	reply.Success = true
-	reply.IPAllocationMetadata = []*rpc.IPAllocationMetadata{md}
 	if h.set.IPv6 {
 		if h.set.VPCv6CIDRs != nil {
 			reply.VPCv6CIDRs = h.set.VPCv6CIDRs()
@@ -96,9 +116,8 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 		reply.VPCv4CIDRs = h.replyCIDRs()
 	}
 	if h.deps.Pods != nil && in.K8S_POD_NAME != "" {
-		h.deps.Pods.Assigned(in.K8S_POD_NAMESPACE, in.K8S_POD_NAME, address(md))
+		h.deps.Pods.Assigned(in.K8S_POD_NAMESPACE, in.K8S_POD_NAME, address(reply.IPAllocationMetadata[0]))
 	}
-	return reply, nil
 }
 
 // replyCIDRs are the VPC's IPv4 CIDRs and, unless SNAT is external, the
@@ -134,6 +153,8 @@ func (h *cniHandler) DelNetwork(ctx context.Context, in *rpc.DelNetworkRequest) 
 	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
 	alloc, err := h.deps.Store.Release(key)
 	switch {
+	case errors.Is(err, datastore.ErrUnknownPod) && h.deps.PodSource != nil:
+		return h.delUnknown(ctx, in)
 	case errors.Is(err, datastore.ErrUnknownPod):
 		h.rep.log.Info("DelNetwork for unknown key", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
 		return nil, status.Error(codes.Unknown, datastore.ErrUnknownPod.Error())

@@ -5,6 +5,12 @@
 // the request metrics. Message names, fields and reply texts are upstream's
 // wire contract.
 //
+// With security groups for pods (Deps.PodSource set, ENABLE_POD_ENI) every
+// ADD looks its pod up first; a pod that asks for a branch ENI is answered
+// from its vpc.amazonaws.com/pod-eni annotation (pkg/ipamd/podeni) and
+// never reaches the datastore, and a DEL the datastore does not know is
+// answered from the pod as upstream does.
+//
 // It holds no state of its own: it works through the small interfaces and
 // funcs in Options.Deps (allocate/release, stats, GC, reclaim), and never
 // imports the agent (pkg/ipamd), the pool manager or the reconciler.

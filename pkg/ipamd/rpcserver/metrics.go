@@ -14,7 +14,8 @@ type Metrics struct {
 	dels    *prometheus.CounterVec
 	noIP    prometheus.Counter
 	invalid *prometheus.CounterVec
-	// addFailures counts failed ADDs by cause (addfail.Reasons, all
+	// addFailures counts failed ADDs by cause (addfail.Reasons and
+	// BranchReasons, all
 	// created at zero so that rate() works from the start).
 	addFailures *prometheus.CounterVec
 }
@@ -43,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "awscni_ipamd_add_failures_total",
 		Help: "AddNetwork requests that got no address, by cause (docs/add-failures.md)",
 	}, []string{"reason"})
-	for _, r := range addfail.Reasons {
+	for _, r := range append(append([]addfail.Reason{}, addfail.Reasons...), BranchReasons...) {
 		m.addFailures.WithLabelValues(string(r))
 	}
 	reg.MustRegister(m.adds, m.dels, m.noIP, m.invalid, m.addFailures)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/addfail"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
@@ -48,6 +49,25 @@ type Deps struct {
 	// Warn, when set, posts the cause of a failed ADD on the pod (a
 	// rate-limited Warning event). Its calls must not block.
 	Warn PodWarner
+	// PodSource, when set, turns security groups for pods on
+	// (ENABLE_POD_ENI): every ADD looks its pod up first, and a pod that
+	// asks for a branch ENI is answered from its annotation without the
+	// datastore; a DEL the datastore does not know looks the pod up too.
+	PodSource PodSource
+	// TrunkLink returns the trunk ENI's link index, the parent of a
+	// branch pod's VLAN link (an error while the node has no trunk).
+	// Called only for branch pods.
+	TrunkLink func() (int, error)
+}
+
+// PodSource reads this node's pods (k8sapi.PodCache). A pod that does not
+// exist is an error satisfying apierrors.IsNotFound. Pods returned are
+// shared and never changed.
+type PodSource interface {
+	// Get reads from the cache, or directly on a miss.
+	Get(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// Fresh reads directly from the API server.
+	Fresh(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 }
 
 // PodWarner tells a pod why its ADD failed (k8sapi.PodWarnings).

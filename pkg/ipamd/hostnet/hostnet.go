@@ -96,7 +96,10 @@ func (w *Wiring) SetupENI(ctx context.Context, e awsutils.ENI) error {
 	if err != nil {
 		return fmt.Errorf("subnet of %s: %w", e.ID, err)
 	}
-	return w.host.SetupENINetwork(ctx, networkutils.ENI{MAC: e.MAC, DeviceNumber: e.DeviceNumber, PrimaryIP: e.PrimaryIP, SubnetCIDR: subnet})
+	// The trunk (security groups for pods) gets no rule from its primary
+	// IP: branch pods' traffic is routed by the plugin's VLAN rules.
+	return w.host.SetupENINetwork(ctx, networkutils.ENI{MAC: e.MAC, DeviceNumber: e.DeviceNumber, PrimaryIP: e.PrimaryIP, SubnetCIDR: subnet,
+		Trunk: e.InterfaceType == awsutils.InterfaceTypeTrunk})
 }
 
 // TeardownENI removes the host rules of a freed ENI; a failure is logged

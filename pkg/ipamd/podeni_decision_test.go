@@ -16,7 +16,9 @@ import (
 // nothing is asked within a minute of the CNINode being seen to hold it.
 func TestATrunkIsAskedForOnlyWithPodENIAndAFreeENISlot(t *testing.T) {
 	sgp := k8sapi.CNINodeFeature{Name: k8sapi.FeatureSecurityGroupsForPods}
-	cn := func(v string) k8sapi.CNINodeFeature { return k8sapi.CNINodeFeature{Name: k8sapi.FeatureCustomNetworking, Value: v} }
+	cn := func(v string) k8sapi.CNINodeFeature {
+		return k8sapi.CNINodeFeature{Name: k8sapi.FeatureCustomNetworking, Value: v}
+	}
 	room := pool.ENICounts{ENIs: 2, MaxENIs: 3}
 	full := pool.ENICounts{ENIs: 3, MaxENIs: 3}
 	fullByUnmanaged := pool.ENICounts{ENIs: 2, Unmanaged: 1, MaxENIs: 3}

@@ -217,7 +217,9 @@ func TestTheTrunkIsNeverFreed(t *testing.T) {
 func TestAFailedAskForTheTrunkIsCountedAndRetriedAtTheNextStep(t *testing.T) {
 	k := newSGPKube(false)
 	n, _ := startSGPNode(t, k, nil)
-	failures := func() float64 { return testutil.ToFloat64(n.agent.metrics.podENIErrors.WithLabelValues(fnTryEnableSGP)) }
+	failures := func() float64 {
+		return testutil.ToFloat64(n.agent.metrics.podENIErrors.WithLabelValues(fnTryEnableSGP))
+	}
 	assert.GreaterOrEqual(t, failures(), 1.0, "the missing CNINode is counted")
 	before := failures()
 

@@ -23,7 +23,9 @@ type growthEC2 struct {
 	allocs     int
 }
 
-func (g *growthEC2) InstanceIdentity() awsutils.Identity { return awsutils.Identity{PrimaryENIID: "eni-p"} }
+func (g *growthEC2) InstanceIdentity() awsutils.Identity {
+	return awsutils.Identity{PrimaryENIID: "eni-p"}
+}
 
 func (g *growthEC2) AssignIPs(_ context.Context, eni string, n int) ([]netip.Addr, error) {
 	g.assignedTo = append(g.assignedTo, eni)

@@ -3,6 +3,8 @@ package ipamd
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -20,8 +22,10 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/introspect"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
 const sgpNode = "ip-10-0-0-10.sgp"
@@ -174,6 +178,9 @@ func TestPodENIHoldsASlotForTheTrunkAndTakesItInAsTheTrunk(t *testing.T) {
 	idx, err := n.agent.trunkLinkIndex()
 	require.NoError(t, err)
 	assert.Equal(t, 42, idx)
+	rec := httptest.NewRecorder()
+	n.agent.introspection().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, introspect.PathENIs, nil))
+	assert.Contains(t, rec.Body.String(), `"IsTrunk":true`, "/v1/enis shows the trunk")
 
 	n.settle(t, 10)
 	enis, _, _ = n.ec2Totals()
@@ -251,4 +258,29 @@ func TestNoTrunkIsAskedForWithoutAFreeENISlot(t *testing.T) {
 	again.settle(t, 3)
 	assert.Nil(t, k.features(t), "no slot: not asked")
 	assert.Zero(t, testutil.ToFloat64(again.agent.metrics.podENIErrors.WithLabelValues(fnTryEnableSGP)))
+}
+
+// In IPv6 mode there is no pool manager: the trunk is asked for at start
+// (whatever the ENI counts), and a job looks for it each pool interval
+// until it is attached, then takes it into the datastore and stops.
+func TestIPv6PodENIWaitsForTheTrunkThenTakesItIn(t *testing.T) {
+	k := newSGPKube(true)
+	full := withEnv(ipv6Env, map[string]string{"ENABLE_POD_ENI": "true", "MY_NODE_NAME": sgpNode})
+	var marking *trunkMarking
+	n := startSimNode(t, ec2simtest.IPv6Node(ec2sim.Config{InstanceType: "m5.large", Seed: 42}), full, func(o *Options) {
+		marking = &trunkMarking{awsAPI: o.AWS, trunks: map[string]bool{}}
+		o.AWS, o.K8s, o.K8sDynamic = marking, k.kube, k.dyn
+	})
+	assert.Equal(t, sgpFeature, k.features(t), "asked for at start")
+	ctx := context.Background()
+	w := ipv6TrunkWatch{n.agent}
+	assert.False(t, w.pass(ctx), "no trunk yet")
+
+	trunk := attachTrunk(t, n, marking)
+	assert.True(t, w.pass(ctx), "the trunk is taken in")
+	s, ok := n.storeENI(trunk)
+	require.True(t, ok)
+	assert.True(t, s.Info.Trunk)
+	assert.Empty(t, s.IPv6Prefixes, "no pod address from the trunk")
+	assert.True(t, w.pass(ctx), "done: nothing more to look for")
 }

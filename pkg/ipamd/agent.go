@@ -150,6 +150,8 @@ type Agent struct {
 	// last seen holding what was asked, and the trunk ENI as set up.
 	cniNode           cniNodes
 	trunkAskConfirmed time.Time
+	trunkAskErr       string    // the last failure to ask ("" after a success)
+	trunkAskLogged    time.Time // when it was logged
 	trunk             trunkState
 }
 

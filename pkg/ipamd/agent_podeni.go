@@ -2,6 +2,7 @@ package ipamd
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/eniconfig"
@@ -19,6 +20,10 @@ import (
 // logged and counted (awscni_pod_eni_error_count{fn=
 // "tryEnableSecurityGroupsForPods"}) and never stops ipamd: the next step
 // asks again.
+
+// errNoCNINodeClient: pod ENI is on but ipamd has no client for CNINodes
+// (no MY_NODE_NAME, or the client could not be built).
+var errNoCNINodeClient = errors.New("no Kubernetes client for the node's CNINode (MY_NODE_NAME unset, or the client could not be built)")
 
 // fnTryEnableSGP is upstream's error label for a failed ask.
 const fnTryEnableSGP = "tryEnableSecurityGroupsForPods"
@@ -111,18 +116,22 @@ func (a *Agent) tryEnableSecurityGroupsForPods(ctx context.Context, c pool.ENICo
 		}
 		return
 	}
-	if a.cniNode == nil {
-		a.metrics.podENIErrors.WithLabelValues(fnTryEnableSGP).Inc()
-		a.log.Error("ENABLE_POD_ENI=true: no Kubernetes client for the node's CNINode; cannot ask for a trunk ENI")
-		return
+	changed, err := false, errNoCNINodeClient
+	if a.cniNode != nil {
+		changed, err = a.cniNode(ctx, cfg.NodeName, fs...)
 	}
-	changed, err := a.cniNode(ctx, cfg.NodeName, fs...)
 	if err != nil {
 		a.metrics.podENIErrors.WithLabelValues(fnTryEnableSGP).Inc()
-		a.log.Error("ENABLE_POD_ENI=true: could not ask for a trunk ENI through the node's CNINode; asking again later",
-			"node", cfg.NodeName, "features", fs, "error", err)
+		// Asked again at every pool step: the same failure is logged once
+		// a minute.
+		if msg := err.Error(); msg != a.trunkAskErr || time.Since(a.trunkAskLogged) >= trunkAskRecheck {
+			a.trunkAskErr, a.trunkAskLogged = msg, time.Now()
+			a.log.Error("ENABLE_POD_ENI=true: could not ask for a trunk ENI through the node's CNINode; asking again at every pool step",
+				"node", cfg.NodeName, "features", fs, "error", err)
+		}
 		return
 	}
+	a.trunkAskErr = ""
 	a.trunkAskConfirmed = time.Now()
 	if changed {
 		a.log.Info("ENABLE_POD_ENI=true: asked the VPC resource controller for a trunk ENI", "node", cfg.NodeName, "features", fs)

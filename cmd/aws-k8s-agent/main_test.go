@@ -30,11 +30,11 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	dir, bin := buildAgent(t)
 
 	refused := exec.Command(bin, "-dev-static-pool", "1x4")
-	refused.Env = append(os.Environ(), "ENABLE_IPv4=true", "ENABLE_POD_ENI=true")
+	refused.Env = append(os.Environ(), "ENABLE_IPv4=true", "ENABLE_MULTI_NIC=true")
 	out, err := refused.CombinedOutput()
 	require.Error(t, err, "a refused setting stops ipamd")
 	assert.Equal(t, 1, refused.ProcessState.ExitCode())
-	assert.Contains(t, string(out), "ENABLE_POD_ENI=true")
+	assert.Contains(t, string(out), "ENABLE_MULTI_NIC=true")
 
 	sock := filepath.Join(dir, "ipamd.sock")
 	cp := filepath.Join(dir, "ipam.json")

@@ -16,6 +16,7 @@ import (
 // validationOnly are variables the entrypoint reads only to refuse bad
 // values (ipamd is what uses them): a valid value changes nothing here.
 var validationOnly = map[string]bool{
+	"ENABLE_POD_ENI":     true, // it checks POD_SECURITY_GROUP_ENFORCING_MODE
 	"IP_COOLDOWN_PERIOD": true,
 	"MINIMUM_IP_TARGET":  true,
 	"WARM_IP_TARGET":     true,

@@ -27,6 +27,11 @@ const (
 	maxDeviceIndex       = 100
 )
 
+// InterfaceTypeTrunk is EC2's InterfaceType of a trunk ENI (security
+// groups for pods: the VPC resource controller attaches it, and branch
+// ENIs ride on it as VLANs).
+const InterfaceTypeTrunk = "trunk"
+
 // ENI is one ENI as EC2 reports it: the source of truth that IMDS lags.
 type ENI struct {
 	ID, MAC, SubnetID, Description, Status, InterfaceType string

@@ -147,6 +147,14 @@ type Agent struct {
 	// eniGroups are the security groups EC2 reported for each ENI at node
 	// init (IPv4), for the IMDS refresh's first pass.
 	eniGroups map[string][]string
+	// Security groups for pods (agent_podeni.go, agent_trunk.go): the
+	// CNINode writer (nil: pod ENI off or no client), when the CNINode was
+	// last seen holding what was asked, and the trunk ENI as set up.
+	cniNode           cniNodes
+	trunkAskConfirmed time.Time
+	trunkAskErr       string    // the last failure to ask ("" after a success)
+	trunkAskLogged    time.Time // when it was logged
+	trunk             trunkState
 }
 
 // NewAgent discovers the node (or takes the development pool), builds the

@@ -18,7 +18,8 @@ import (
 // connectK8s sets up the API client and, through it, the node's pod
 // capacity, node events and the node's ENIConfig. Without the API server
 // ipamd still runs: max pods then comes from the max-pods file and events
-// are only logged. With ANNOTATE_POD_IP or custom networking it cannot: as
+// are only logged. With ANNOTATE_POD_IP, custom networking or pod ENI
+// (security groups for pods) it cannot: as
 // upstream, start-up then waits for the API server and fails if there is
 // none to wait for.
 func (a *Agent) connectK8s(ctx context.Context) error {
@@ -64,6 +65,7 @@ func (a *Agent) connectK8s(ctx context.Context) error {
 	if err := a.connectENIConfig(ctx, client); err != nil {
 		return err
 	}
+	a.connectCNINode()
 	if client == nil || a.opts.MaxPods > 0 || cfg.NodeName == "" {
 		return nil
 	}
@@ -109,6 +111,9 @@ func apiServerNeededBy(cfg Config) string {
 	}
 	if cfg.CustomNetworking {
 		names = append(names, "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true")
+	}
+	if cfg.EnablePodENI {
+		names = append(names, "ENABLE_POD_ENI=true")
 	}
 	return strings.Join(names, " and ")
 }
@@ -164,7 +169,8 @@ func (a *Agent) buildPool() {
 		return
 	}
 	deps := pool.Deps{AWS: a.aws, Store: a.store, Log: a.log, SetupENI: a.setupENI, TeardownENI: a.teardownENI, TagENI: a.aws.EnsureENITags,
-		OnLeak: a.opts.OnLeak, Events: a.events, Errors: a.metrics.errors, Metrics: a.metrics.pool, Placement: a.placement}
+		OnLeak: a.opts.OnLeak, Events: a.events, Errors: a.metrics.errors, Metrics: a.metrics.pool, Placement: a.placement,
+		AskForTrunk: a.tryEnableSecurityGroupsForPods}
 	if a.sched != nil {
 		deps.Schedulable = a.sched.Schedulable
 	}

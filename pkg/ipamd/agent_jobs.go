@@ -21,8 +21,8 @@ type job interface {
 
 // jobs are what Run starts, each built at start-up (nil there: off):
 // the introspection, metrics and profiling endpoints, the pool manager, the pod-IP
-// reconciler, the IMDS refresh, the leaked-ENI sweep and the DEL-queue
-// replay.
+// reconciler, the IMDS refresh, the leaked-ENI sweep, the wait for the
+// trunk ENI in IPv6 mode (ENABLE_POD_ENI) and the DEL-queue replay.
 func (a *Agent) jobs() []job {
 	cfg := a.opts.Config
 	var jobs []job
@@ -50,6 +50,9 @@ func (a *Agent) jobs() []job {
 	}
 	if a.sweep != nil {
 		jobs = append(jobs, a.sweep)
+	}
+	if cfg.EnablePodENI && cfg.EnableIPv6 && a.aws != nil && a.store != nil && a.opts.DevPool == nil {
+		jobs = append(jobs, ipv6TrunkWatch{a})
 	}
 	return append(jobs, a.delq)
 }

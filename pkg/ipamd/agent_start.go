@@ -40,6 +40,8 @@ type phase struct {
 //   - restore: the checkpoint, then the check of every other address
 //     against the runtime (the rebuild of a lost checkpoint);
 //   - delqueue: the DELs the plugin queued while ipamd was down;
+//   - podeni: with ENABLE_POD_ENI, the trunk ENI asked for (the node's
+//     CNINode; failures only logged and counted);
 //   - size: addresses of the other IPAM mode returned, the pool sized once
 //     (when nothing is assignable yet; else by the pool manager's first
 //     step, once serving);
@@ -62,6 +64,7 @@ func (a *Agent) phases(st *startState) []phase {
 			a.delq.Replay()
 			return nil
 		}},
+		{"podeni", func(ctx context.Context) error { a.askForTrunkAtStart(ctx); return nil }},
 		{"size", func(ctx context.Context) error { a.afterRestore(ctx); return nil }},
 		{"rpc", func(context.Context) error { a.wireRPC(); return nil }},
 	}
@@ -177,6 +180,7 @@ func (st *startState) addresses(ctx context.Context) error {
 		return err
 	}
 	nc := nodeinit.Config{Rules: eniRules(cfg), Provisioning: !cfg.DisableNetworkResourceProvisioning, CustomNetworking: cfg.CustomNetworking,
+		PodENI: cfg.EnablePodENI,
 		MaxENI: cfg.MaxENI, SubnetDiscovery: cfg.SubnetDiscovery, MaxPods: a.opts.MaxPods, MaxPodsFile: a.opts.MaxPodsFile,
 		Log: a.log, Errors: a.metrics.errors}
 	deps := nodeinit.Deps{AWS: a.aws, Store: a.store, SetupENI: a.setupENI}
@@ -211,6 +215,7 @@ func (a *Agent) poolConfig(n nodeinit.Node) *pool.Config {
 		Provisioning:          !cfg.DisableNetworkResourceProvisioning,
 		SubnetDiscovery:       cfg.SubnetDiscovery,
 		CustomNetworking:      cfg.CustomNetworking,
+		PodENI:                cfg.EnablePodENI,
 		Interval:              t.PoolInterval,
 		SyncInterval:          t.ENISyncInterval,
 		DecreaseInterval:      t.DecreaseInterval,

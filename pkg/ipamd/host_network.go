@@ -31,7 +31,13 @@ func (a *Agent) setupHostNetwork(ctx context.Context) error {
 
 // setupENI and teardownENI are the host side of a secondary ENI, for node
 // init and the pool manager.
-func (a *Agent) setupENI(ctx context.Context, e awsutils.ENI) error { return a.host.SetupENI(ctx, e) }
+func (a *Agent) setupENI(ctx context.Context, e awsutils.ENI) error {
+	if err := a.host.SetupENI(ctx, e); err != nil {
+		return err
+	}
+	a.recordTrunk(e) // the trunk's link is now the parent of branch pods' VLANs
+	return nil
+}
 
 func (a *Agent) teardownENI(ctx context.Context, primaryIP netip.Addr) {
 	a.host.TeardownENI(ctx, primaryIP)

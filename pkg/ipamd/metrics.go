@@ -39,9 +39,10 @@ func newAgentMetrics(reg *prometheus.Registry, src func() poolgauges.Source, sub
 			Name: "awscni_ipamd_error_count",
 			Help: "The number of errors encountered in ipamd",
 		}, []string{"fn"}),
-		// Upstream counts security-groups-for-pods failures here; this build
-		// refuses ENABLE_POD_ENI at start, so the count stays 0. Its fn
-		// values are present from the start so the family is there.
+		// Security-groups-for-pods failures, as upstream: fn
+		// tryEnableSecurityGroupsForPods when asking for the trunk through
+		// the node's CNINode fails (agent_podeni.go). Its fn values are
+		// present from the start so the family is there.
 		podENIErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "awscni_pod_eni_error_count",
 			Help: "The number of errors encountered for pod ENIs",

@@ -53,6 +53,13 @@ type Config struct {
 	// rejected (ip6tables). Ignored in IPv6 mode.
 	V6Egress bool
 
+	// PodENI is ENABLE_POD_ENI and PodSGStrict POD_SECURITY_GROUP_ENFORCING_MODE
+	// = strict (ipamd reads both). Together they move the local-table rule
+	// from priority 0 to 20, so the plugin's priority-10 VLAN rules win
+	// (local_rules.go).
+	PodENI      bool
+	PodSGStrict bool
+
 	ExternalSNAT         bool           // AWS_VPC_K8S_CNI_EXTERNALSNAT
 	ExcludeSNATCIDRs     []netip.Prefix // AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS
 	RandomizeSNAT        string         // AWS_VPC_K8S_CNI_RANDOMIZESNAT: prng, hashrandom or none

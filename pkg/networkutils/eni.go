@@ -18,6 +18,10 @@ type ENI struct {
 	DeviceNumber int          // attachment device index, > 0
 	PrimaryIP    netip.Addr   // IPv4, or IPv6 for an ENI of an IPv6 node
 	SubnetCIDR   netip.Prefix // the ENI's subnet, of PrimaryIP's family
+	// Trunk is the trunk ENI of security groups for pods: set up like any
+	// secondary ENI but without the priority-32765 rule from its primary
+	// IP (branch pods' traffic is routed by the plugin's VLAN rules).
+	Trunk bool
 }
 
 // ENIIPv6Gateway is the VPC router's address on every ENI for IPv6 (EC2's
@@ -40,7 +44,7 @@ func RouteTableForDevice(deviceNumber int) int {
 // subnet network address + 1; for IPv6 `fe80:ec2::1/128 dev ethX` and
 // `default via fe80:ec2::1 dev ethX`), no subnet route for it in main, and
 // the rule `from <primary IP> lookup <table>` at priority 32765 in the
-// primary IP's family.
+// primary IP's family (not for a trunk ENI).
 func (h *Host) SetupENINetwork(ctx context.Context, eni ENI) error {
 	if err := eni.validate(); err != nil {
 		return fmt.Errorf("setup ENI %s: %w", eni.MAC, err)
@@ -66,7 +70,12 @@ func (h *Host) SetupENINetwork(ctx context.Context, eni ENI) error {
 		{"address", func() error { return h.syncENIAddress(link, netip.PrefixFrom(eni.PrimaryIP, subnet.Bits())) }},
 		{fmt.Sprintf("routes in table %d", table), func() error { return h.syncENIRoutes(link, table, gw) }},
 		{"subnet route in main", func() error { return h.deleteMainSubnetRoute(link, subnet) }},
-		{"rule", func() error { return h.syncENIRule(eni.PrimaryIP, table) }},
+	}
+	if !eni.Trunk {
+		steps = append(steps, struct {
+			what string
+			do   func() error
+		}{"rule", func() error { return h.syncENIRule(eni.PrimaryIP, table) }})
 	}
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {

@@ -208,7 +208,8 @@ func (h *Host) linkByMAC(ctx context.Context, mac string) (netlink.Link, error) 
 // SetupHostNetwork prepares the node at ipamd start: primary ENI MTU, the
 // egress plugin's REJECT rule (IPv4 range in IPv6 mode, IPv6 range in IPv4
 // mode with V6Egress), the priority-1024 fwmark rule (IPv6 family in IPv6
-// mode), the priority-1535 rules for AWS_EXTERNAL_SERVICE_CIDRS, then
+// mode), the priority-1535 rules for AWS_EXTERNAL_SERVICE_CIDRS, the
+// local-table rules of security groups for pods (local_rules.go), then
 // UpdateSNATRules with cfg.VPCCIDRs (nothing in IPv6 mode).
 func (h *Host) SetupHostNetwork(ctx context.Context) error {
 	link, err := h.linkByMAC(ctx, h.cfg.PrimaryMAC)
@@ -225,6 +226,9 @@ func (h *Host) SetupHostNetwork(ctx context.Context) error {
 		return fmt.Errorf("setup host network: %w", err)
 	}
 	if err := h.syncExternalServiceRules(h.cfg.ExternalServiceCIDRs); err != nil {
+		return fmt.Errorf("setup host network: %w", err)
+	}
+	if err := h.syncLocalTableRules(); err != nil {
 		return fmt.Errorf("setup host network: %w", err)
 	}
 	if err := h.UpdateSNATRules(ctx, h.cfg.VPCCIDRs); err != nil {

@@ -143,8 +143,8 @@ var All = []Var{
 	up("DISABLE_TCP_EARLY_DEMUX", Honoured, "true", Init),
 
 	// §4.4 Features, Kubernetes, observability.
-	up("ENABLE_POD_ENI", Refused, "true", IPAMD, Entrypoint),
-	up("POD_SECURITY_GROUP_ENFORCING_MODE", Honoured, "standard", Entrypoint),
+	up("ENABLE_POD_ENI", Honoured, "true", IPAMD, Entrypoint),
+	up("POD_SECURITY_GROUP_ENFORCING_MODE", Honoured, "standard", IPAMD, Entrypoint),
 	up("ANNOTATE_POD_IP", Honoured, "true", IPAMD),
 	up("NETWORK_POLICY_ENFORCING_MODE", Honoured, "strict", IPAMD),
 	up("ENABLE_BANDWIDTH_PLUGIN", Honoured, "true", Entrypoint),

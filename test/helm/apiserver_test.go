@@ -150,10 +150,20 @@ func TestTheChartsRoleAllowsWhatIpamdCallsAndNothingElse(t *testing.T) {
 					return err
 				}},
 				{"list ENIConfigs", false, func() error { _, err := dyn.Resource(eniconfig.GVR).List(ctx, metav1.ListOptions{}); return err }},
-				{"get a CNINode", false, func() error {
-					_, err := dyn.Resource(schema.GroupVersionResource{Group: "vpcresources.k8s.aws", Version: "v1alpha1", Resource: "cninodes"}).
-						Get(ctx, "node-1", metav1.GetOptions{})
-					return err
+				// Security groups for pods: the node's CNINode (no CRD here:
+				// allowed shows as not found).
+				{"get a CNINode", true, func() error {
+					_, err := dyn.Resource(cniNodeGVR).Get(ctx, "node-1", metav1.GetOptions{})
+					return notFoundIsAllowed(err)
+				}},
+				{"patch a CNINode", true, func() error {
+					_, err := dyn.Resource(cniNodeGVR).Patch(ctx, "node-1", types.MergePatchType,
+						[]byte(`{"spec":{"features":[{"name":"SecurityGroupsForPods"}]}}`), metav1.PatchOptions{})
+					return notFoundIsAllowed(err)
+				}},
+				{"list CNINodes", true, func() error {
+					_, err := dyn.Resource(cniNodeGVR).List(ctx, metav1.ListOptions{})
+					return notFoundIsAllowed(err)
 				}},
 			}
 			for _, call := range calls {
@@ -200,4 +210,15 @@ func testdataFiles(t *testing.T) []string {
 		matches[i] = filepath.Base(m)
 	}
 	return matches
+}
+
+var cniNodeGVR = schema.GroupVersionResource{Group: "vpcresources.k8s.aws", Version: "v1alpha1", Resource: "cninodes"}
+
+// notFoundIsAllowed: the API server authorises before it looks for the
+// resource, so NotFound means the call was allowed.
+func notFoundIsAllowed(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }

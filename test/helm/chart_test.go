@@ -697,6 +697,7 @@ var allowedRules = map[string][]string{
 	"crd.k8s.amazonaws.com/eniconfigs":                 {"get"},
 	"/pods":                                            {"get", "patch"},
 	"/nodes":                                           {"get", "watch"},
+	"vpcresources.k8s.aws/cninodes":                    {"get", "list", "watch", "patch"},
 	"events.k8s.io/events":                             {"create", "patch"},
 	"networking.k8s.aws/policyendpoints":               {"get", "list", "watch"},
 	"networking.k8s.aws/clusterpolicyendpoints":        {"get", "list", "watch"},
@@ -764,6 +765,7 @@ func checkRBAC(t *testing.T, r *rendered, w want) {
 		"crd.k8s.amazonaws.com/eniconfigs": {"get"},
 		"/nodes":                           {"get", "watch"},
 		"events.k8s.io/events":             {"create", "patch"},
+		"vpcresources.k8s.aws/cninodes":    {"get", "list", "watch", "patch"},
 	}
 	if w.podsPatch {
 		need["/pods"] = []string{"get", "patch"}

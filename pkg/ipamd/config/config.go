@@ -67,7 +67,8 @@ type Config struct {
 	ClusterEndpoint          string // CLUSTER_ENDPOINT: API server address override
 	DisableIntrospection     bool   // DISABLE_INTROSPECTION
 	DisableMetrics           bool   // DISABLE_METRICS
-	EnablePodENI             bool   // ENABLE_POD_ENI: refused
+	EnablePodENI             bool   // ENABLE_POD_ENI: security groups for pods (trunk ENI); needs the API server at start
+	PodSGMode                string // POD_SECURITY_GROUP_ENFORCING_MODE: strict (default) or standard
 	IntrospectionBindAddress string // INTROSPECTION_BIND_ADDRESS
 	PprofAddress             string // IPAMD_PPROF_ADDRESS: net/http/pprof on loopback or a unix socket; "" = off
 	Kubeconfig               string // KUBECONFIG: only outside a pod (development)
@@ -140,6 +141,7 @@ func Load(env envutil.Env) (Config, error) {
 		DisableIntrospection:     env.StrictBool("DISABLE_INTROSPECTION", false),
 		DisableMetrics:           env.StrictBool("DISABLE_METRICS", false),
 		EnablePodENI:             env.StrictBool("ENABLE_POD_ENI", false),
+		PodSGMode:                env.String("POD_SECURITY_GROUP_ENFORCING_MODE", PodSGModeStrict),
 		IntrospectionBindAddress: env.String("INTROSPECTION_BIND_ADDRESS", DefaultIntrospectionAddress),
 		Kubeconfig:               env.String("KUBECONFIG", ""),
 		LogFile:                  env.String("AWS_VPC_K8S_CNI_LOG_FILE", DefaultLogFile),
@@ -150,6 +152,9 @@ func Load(env envutil.Env) (Config, error) {
 	// networkutils reads ENABLE_V6_EGRESS (as upstream's does); the
 	// cluster family is ipamd's to give it.
 	c.Network.IPv6 = c.EnableIPv6
+	// The host's local-table rules depend on both (networkutils).
+	c.Network.PodENI = c.EnablePodENI
+	c.Network.PodSGStrict = c.PodSGMode == PodSGModeStrict
 	if c.IMDSOnlyMode {
 		// As upstream: IMDS-only mode implies no network resource provisioning.
 		c.DisableNetworkResourceProvisioning = true
@@ -190,6 +195,12 @@ func networkPolicyMode(env envutil.Env) (string, error) {
 	return "", fmt.Errorf("%s=%q: must be none, strict or standard", name, v)
 }
 
+// Values of POD_SECURITY_GROUP_ENFORCING_MODE.
+const (
+	PodSGModeStrict   = "strict"
+	PodSGModeStandard = "standard"
+)
+
 // ErrUnsupported marks settings this build refuses rather than half-honours.
 var ErrUnsupported = errors.New("not supported by this build")
 
@@ -201,8 +212,10 @@ func (c Config) validate() error {
 		return errors.New("ENABLE_IPv6=true needs ENABLE_PREFIX_DELEGATION=true: pods take addresses from an IPv6 /80 prefix, as upstream requires")
 	case c.EnableIPv6 && c.CustomNetworking:
 		return errors.New("ENABLE_IPv6=true cannot be combined with AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true, as upstream")
-	case c.EnablePodENI:
-		return fmt.Errorf("ENABLE_POD_ENI=true: security groups for pods are %w", ErrUnsupported)
+	case c.EnablePodENI && c.PodSGMode != PodSGModeStrict && c.PodSGMode != PodSGModeStandard:
+		// As the entrypoint (upstream's checks): the mode decides the host's
+		// local-table rules, so a typo must not pick one silently.
+		return fmt.Errorf("ENABLE_POD_ENI=true: POD_SECURITY_GROUP_ENFORCING_MODE=%q must be strict or standard", c.PodSGMode)
 	case c.EnableMultiNIC:
 		return fmt.Errorf("ENABLE_MULTI_NIC=true: multi-NIC pods are %w", ErrUnsupported)
 	}

@@ -92,11 +92,21 @@ func (w *Wiring) SetupENI(ctx context.Context, e awsutils.ENI) error {
 	if !w.managed() || e.DeviceNumber == 0 {
 		return nil
 	}
-	subnet, err := w.cfg.Subnets.SubnetCIDR(ctx, e.SubnetID)
-	if err != nil {
-		return fmt.Errorf("subnet of %s: %w", e.ID, err)
+	var subnet netip.Prefix
+	if e.PrimaryIP.Is6() {
+		// An ENI set up with its IPv6 address (an IPv6 node's trunk): EC2
+		// gives every subnet a /64.
+		subnet = netip.PrefixFrom(e.PrimaryIP, 64).Masked()
+	} else {
+		var err error
+		if subnet, err = w.cfg.Subnets.SubnetCIDR(ctx, e.SubnetID); err != nil {
+			return fmt.Errorf("subnet of %s: %w", e.ID, err)
+		}
 	}
-	return w.host.SetupENINetwork(ctx, networkutils.ENI{MAC: e.MAC, DeviceNumber: e.DeviceNumber, PrimaryIP: e.PrimaryIP, SubnetCIDR: subnet})
+	// The trunk (security groups for pods) gets no rule from its primary
+	// IP: branch pods' traffic is routed by the plugin's VLAN rules.
+	return w.host.SetupENINetwork(ctx, networkutils.ENI{MAC: e.MAC, DeviceNumber: e.DeviceNumber, PrimaryIP: e.PrimaryIP, SubnetCIDR: subnet,
+		Trunk: e.InterfaceType == awsutils.InterfaceTypeTrunk})
 }
 
 // TeardownENI removes the host rules of a freed ENI; a failure is logged

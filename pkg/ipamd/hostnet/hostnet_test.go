@@ -80,6 +80,11 @@ func TestWiringFollowsENIs(t *testing.T) {
 	assert.Equal(t, map[netip.Addr]networkutils.ENI{secondary.PrimaryIP: {MAC: secondary.MAC, DeviceNumber: 1,
 		PrimaryIP: secondary.PrimaryIP, SubnetCIDR: netip.MustParsePrefix("10.0.32.0/19")}}, h.enis)
 	assert.Error(t, w.SetupENI(ctx, awsutils.ENI{ID: "eni-2", DeviceNumber: 2, SubnetID: "subnet-gone"}), "no subnet CIDR, no setup")
+	trunk := awsutils.ENI{ID: "eni-t", MAC: "02:00:00:00:00:09", DeviceNumber: 3, SubnetID: "subnet-a", InterfaceType: "trunk",
+		PrimaryIP: netip.MustParseAddr("10.0.32.9")}
+	require.NoError(t, w.SetupENI(ctx, trunk))
+	assert.True(t, h.enis[trunk.PrimaryIP].Trunk, "the trunk is set up as one (no rule from its primary IP)")
+	delete(h.enis, trunk.PrimaryIP)
 
 	h.failTeardown = true
 	w.TeardownENI(ctx, secondary.PrimaryIP)

@@ -40,6 +40,7 @@ type Config struct {
 	// ENIs are given ipamd's tags.
 	Provisioning     bool
 	CustomNetworking bool // AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: the primary ENI gives pods no address
+	PodENI           bool // ENABLE_POD_ENI: one ENI slot is the trunk's, which gives pods no address
 	MaxENI           int  // MAX_ENI; below 1: the instance's limit
 	// SubnetDiscovery (ENABLE_SUBNET_DISCOVERY): in IPv6 mode, refuse a
 	// primary subnet tagged out of pod addresses.
@@ -101,8 +102,9 @@ func IPv4(ctx context.Context, cfg Config, deps Deps, limits Limits) (Node, erro
 				"noManageTag", e.Tags[awsutils.TagNoManage], "instanceTag", e.Tags[awsutils.TagInstanceID])
 			continue
 		}
-		if cfg.Provisioning {
-			// As upstream: every managed ENI carries ipamd's tags (instance
+		if cfg.Provisioning && !pool.IsTrunk(e) {
+			// As upstream: every managed ENI (but the trunk, the VPC
+			// resource controller's) carries ipamd's tags (instance
 			// ID, cluster, ADDITIONAL_ENI_TAGS); without them the leaked-ENI
 			// sweep and other tools cannot tell whose it is.
 			_, err := retryThrottled(ctx, cfg.Log, "CreateTags", func(ctx context.Context) (struct{}, error) {
@@ -143,10 +145,7 @@ func IPv4(ctx context.Context, cfg Config, deps Deps, limits Limits) (Node, erro
 	}
 	n.SlotsPerENI = max(limits.IPv4PerENI-1, 0)
 	n.UnmanagedENIs = pool.CountUnmanaged(enis, id, rules)
-	podENIs := n.MaxENIs - n.UnmanagedENIs
-	if cfg.CustomNetworking {
-		podENIs-- // the primary ENI gives pods no address
-	}
+	podENIs := pool.PodENIs(n.MaxENIs, n.UnmanagedENIs, cfg.CustomNetworking, cfg.PodENI)
 	n.MaxAddresses = pool.MaxAddresses(podENIs, n.SlotsPerENI, store.PrefixDelegation())
 	n.MaxPods = maxPods(cfg, id.InstanceType, limits)
 	cfg.Log.Info("node initialised", "instance", id.InstanceID, "type", id.InstanceType, "enis", len(store.ENISummaries()),

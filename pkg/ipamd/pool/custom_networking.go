@@ -39,14 +39,9 @@ const (
 // pool steps retry every few seconds.
 const placementLogGap = time.Minute
 
-// podENIs is how many ENIs may give pods addresses: the ENIs ipamd may use,
-// less the primary one under custom networking.
+// podENIs is how many ENIs may give pods addresses (PodENIs).
 func (p *Manager) podENIs() int {
-	n := p.maxENIs()
-	if p.cfg.CustomNetworking {
-		n--
-	}
-	return max(n, 0)
+	return PodENIs(p.cfg.MaxENIs, p.unmanaged, p.cfg.CustomNetworking, p.cfg.PodENI)
 }
 
 // customPlacement reads the node's ENIConfig for a new ENI; false (after

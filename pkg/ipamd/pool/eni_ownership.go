@@ -21,13 +21,14 @@ type ENIRules struct {
 // always; an ENI tagged no_manage=true never, one whose no_manage tag has
 // any other value always; one tagged with this instance's ID always;
 // otherwise (no instance tag, or another instance's) only when untagged
-// ENIs are managed (MANAGE_UNTAGGED_ENI, default true). Trunk and EFA ENIs
-// are left alone (security groups for pods and EFA are not supported).
+// ENIs are managed (MANAGE_UNTAGGED_ENI, default true). EFA ENIs are left
+// alone (EFA is not supported). A trunk ENI follows the same rules, as
+// upstream: a managed one joins the datastore as the trunk (IsTrunk).
 func IsManaged(e awsutils.ENI, id awsutils.Identity, r ENIRules) bool {
 	if e.ID == id.PrimaryENIID {
 		return true
 	}
-	if e.InterfaceType == "trunk" || e.InterfaceType == "efa" || e.InterfaceType == "efa-only" {
+	if e.InterfaceType == "efa" || e.InterfaceType == "efa-only" {
 		return false
 	}
 	if r.TagsUnknown {
@@ -40,6 +41,29 @@ func IsManaged(e awsutils.ENI, id awsutils.Identity, r ENIRules) bool {
 		return true
 	}
 	return !r.IgnoreUntagged
+}
+
+// IsTrunk: the ENI is the trunk of security groups for pods (EC2's
+// InterfaceType "trunk"). The trunk is ipamd's to set up (its link, like a
+// secondary ENI's, without the rule from its primary IP) and to show, but
+// never to grow onto, hand addresses from, tag, free or detach: the VPC
+// resource controller owns it.
+func IsTrunk(e awsutils.ENI) bool { return e.InterfaceType == awsutils.InterfaceTypeTrunk }
+
+// PodENIs is how many ENIs may give pods addresses: the ENI limit less the
+// attached ENIs ipamd leaves alone, less the primary ENI under custom
+// networking, less the trunk's slot with security groups for pods (held
+// for it before it is attached, and taken by it after). Node init and the
+// pool manager both size the pool with it.
+func PodENIs(maxENIs, unmanaged int, customNetworking, podENI bool) int {
+	n := maxENIs - unmanaged
+	if customNetworking {
+		n--
+	}
+	if podENI {
+		n--
+	}
+	return max(n, 0)
 }
 
 // CountUnmanaged counts the ENIs attached on network card 0 that ipamd

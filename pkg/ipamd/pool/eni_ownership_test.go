@@ -37,7 +37,9 @@ func TestIsManaged(t *testing.T) {
 		{"no_manage=true", awsutils.ENI{ID: "eni-1", Tags: tags(noManage, "true", owner, "i-self")}, false, false, true},
 		{"no_manage=false wins over a missing instance tag", awsutils.ENI{ID: "eni-1", Tags: tags(noManage, "false")}, true, true, true},
 		{"no_manage=TRUE is not true", awsutils.ENI{ID: "eni-1", Tags: tags(noManage, "TRUE")}, true, true, true},
-		{"trunk", awsutils.ENI{ID: "eni-1", InterfaceType: "trunk", Tags: tags(owner, "i-self")}, false, false, false},
+		{"trunk, ours", awsutils.ENI{ID: "eni-1", InterfaceType: "trunk", Tags: tags(owner, "i-self")}, true, true, true},
+		{"trunk, untagged", awsutils.ENI{ID: "eni-1", InterfaceType: "trunk", Tags: tags()}, true, false, true},
+		{"trunk, no_manage=true", awsutils.ENI{ID: "eni-1", InterfaceType: "trunk", Tags: tags(noManage, "true")}, false, false, true},
 		{"efa-only", awsutils.ENI{ID: "eni-1", InterfaceType: "efa-only"}, false, false, false},
 	}
 	for _, tt := range tests {
@@ -60,6 +62,27 @@ func TestCountUnmanaged(t *testing.T) {
 	assert.Equal(t, 1, CountUnmanaged(enis, id, ENIRules{}))
 	assert.Equal(t, 2, CountUnmanaged(enis, id, ENIRules{IgnoreUntagged: true}))
 	assert.Equal(t, 0, CountUnmanaged(enis, id, ENIRules{TagsUnknown: true}))
+}
+
+// The ENIs that may give pods addresses: the limit less the ones left
+// alone, the primary under custom networking, and the trunk's slot with
+// security groups for pods.
+func TestPodENIsLeaveOutThePrimaryUnderCustomNetworkingAndTheTrunksSlot(t *testing.T) {
+	tests := []struct {
+		max, unmanaged int
+		custom, podENI bool
+		want           int
+	}{
+		{3, 0, false, false, 3},
+		{3, 1, false, false, 2},
+		{3, 0, true, false, 2},
+		{3, 0, false, true, 2},
+		{3, 1, true, true, 0},
+		{1, 1, true, true, 0},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, PodENIs(tc.max, tc.unmanaged, tc.custom, tc.podENI), "%+v", tc)
+	}
 }
 
 func TestMaxAddresses(t *testing.T) {

@@ -142,8 +142,10 @@ func (p *Manager) confirmUnplaced(readAt time.Time, truth []awsutils.ENI) {
 // addresses (then there is nothing to ask EC2).
 func (p *Manager) imdsAgrees(attached []awsutils.ENIMetadata) bool {
 	inStore := map[string][]netip.Prefix{}
+	trunks := map[string]bool{}
 	for _, s := range p.Store.ENISummaries() {
 		inStore[s.Info.ID] = append(slices.Clone(s.SecondaryIPs), s.Prefixes...)
+		trunks[s.Info.ID] = s.Info.Trunk
 	}
 	seen := 0
 	for _, m := range attached {
@@ -152,6 +154,9 @@ func (p *Manager) imdsAgrees(attached []awsutils.ENIMetadata) bool {
 			return false
 		}
 		seen++
+		if trunks[m.ENIID] {
+			continue // its addresses never join the pool
+		}
 		want := eniCIDRs(awsutils.ENI{SecondaryIPs: m.SecondaryIPs, Prefixes: m.Prefixes})
 		if !sameSet(have, want) {
 			return false
@@ -207,8 +212,9 @@ func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 		p.syncCIDRs(s, e)
 	}
 	for _, e := range attached {
-		if p.cfg.Provisioning && p.TagENI != nil {
-			// As upstream: a managed ENI joins with ipamd's tags, or not yet.
+		if p.cfg.Provisioning && p.TagENI != nil && !IsTrunk(e) {
+			// As upstream: a managed ENI (but the trunk, the VPC resource
+			// controller's) joins with ipamd's tags, or not yet.
 			if err := p.TagENI(ctx, e); err != nil {
 				p.Log.Warn("ENI sync: could not tag ENI; trying again next time", "eni", e.ID, "error", err)
 				continue

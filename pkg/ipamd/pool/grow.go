@@ -52,8 +52,9 @@ func (p *Manager) grow(ctx context.Context, d warmpool.Decision) {
 	prefixes := d.Unit == warmpool.UnitPrefix
 	for _, e := range p.Store.ENISummaries() {
 		room := p.cfg.SlotsPerENI - e.CIDRCount()
-		// A disputed ENI may no longer be attached: grow elsewhere.
-		if room <= 0 || e.Excluded || p.heldBack(e.Info.ID, netip.Prefix{}) {
+		// A disputed ENI may no longer be attached: grow elsewhere. The
+		// trunk gives pods no address.
+		if room <= 0 || e.Excluded || e.Info.Trunk || p.heldBack(e.Info.ID, netip.Prefix{}) {
 			continue
 		}
 		done := p.growing(e.Info.ID)
@@ -117,8 +118,9 @@ func (p *Manager) assignOnce(ctx context.Context, eniID string, n int, prefixes 
 // subnet turns out to be excluded: see CheckExcludedSubnets). An excluded
 // ENI still takes an attachment slot.
 func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
-	if len(p.Store.ENISummaries()) >= p.maxENIs() {
-		p.Log.Debug("pool short but the node has all the ENIs it may use", "maxENIs", p.maxENIs(), "unmanaged", p.unmanaged)
+	if !p.hasRoomForENI() {
+		p.Log.Debug("pool short but the node has all the ENIs it may use", "maxENIs", p.maxENIs(), "unmanaged", p.unmanaged,
+			"trunkSlotHeld", p.awaitingTrunk())
 		if s := p.Store.Stats(); s.AssignableIPs() <= 0 {
 			p.suspectLeak(warmpool.Decide(toWarmStats(s), p.cfg.Targets), s, "pool has all the ENIs it may use and no address is assignable")
 		}
@@ -250,7 +252,7 @@ func (p *Manager) subnetOf(eniID string) string {
 // AddENI adds an ENI and its addresses (duplicates tolerated).
 func AddENI(store Store, e awsutils.ENI) error {
 	info := datastore.ENIInfo{ID: e.ID, DeviceNumber: e.DeviceNumber, Primary: e.DeviceNumber == 0 && e.NetworkCard == 0,
-		RouteTableID: RouteTableFor(e.DeviceNumber), SubnetID: e.SubnetID, PrimaryIP: e.PrimaryIP}
+		Trunk: IsTrunk(e), RouteTableID: RouteTableFor(e.DeviceNumber), SubnetID: e.SubnetID, PrimaryIP: e.PrimaryIP}
 	if err := store.AddENI(info); err != nil && !errors.Is(err, datastore.ErrDuplicateENI) {
 		return err
 	}
@@ -262,7 +264,12 @@ func AddENI(store Store, e awsutils.ENI) error {
 	return nil
 }
 
+// eniCIDRs are the addresses and prefixes of e that join the pool: none
+// of the trunk's.
 func eniCIDRs(e awsutils.ENI) []netip.Prefix {
+	if IsTrunk(e) {
+		return nil
+	}
 	out := make([]netip.Prefix, 0, len(e.SecondaryIPs)+len(e.Prefixes))
 	for _, ip := range e.SecondaryIPs {
 		out = append(out, netip.PrefixFrom(ip, 32))

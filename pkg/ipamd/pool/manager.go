@@ -37,6 +37,8 @@ type Config struct {
 	// CustomNetworking (AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG): new ENIs go
 	// where Deps.Placement says, and the primary ENI gives pods no address.
 	CustomNetworking bool
+	// PodENI (ENABLE_POD_ENI): security groups for pods (trunk.go).
+	PodENI bool
 
 	Interval         time.Duration // pool decisions (upstream: 5 s)
 	SyncInterval     time.Duration // ENI sync against IMDS/EC2 (60 s)
@@ -132,6 +134,11 @@ type Deps struct {
 	Placement PlacementFunc
 	// Metrics are the pool manager's own collectors (nil: a private set).
 	Metrics *Metrics
+	// AskForTrunk asks the VPC resource controller for a trunk ENI (the
+	// node's CNINode feature), with the ENI counts of network card 0; it
+	// is called at every step while PodENI is on and no trunk is attached
+	// (trunk.go). It logs and counts its own failures.
+	AskForTrunk func(ctx context.Context, c ENICounts)
 }
 
 // EventPoster posts rate-limited warning events on the node.
@@ -258,7 +265,9 @@ func (p *Manager) Run(ctx context.Context) {
 		}
 		p.Step(ctx)
 		p.ConfirmDisputes(ctx)
-		if p.now().Sub(lastSync) >= p.cfg.SyncInterval {
+		// While a trunk is awaited the sync runs at every step, so it joins
+		// as soon as IMDS shows it (upstream skips its 60 s wait then).
+		if p.now().Sub(lastSync) >= p.cfg.SyncInterval || p.awaitingTrunk() {
 			p.SyncENIs(ctx)
 			lastSync = p.now()
 			p.settlePending(ctx)
@@ -313,6 +322,7 @@ func toWarmStats(s datastore.Stats) warmpool.Stats {
 func (p *Manager) Step(ctx context.Context) warmpool.Decision {
 	p.publishStep()
 	defer p.publishPauses("")
+	p.askForTrunk(ctx)
 	s := p.Store.Stats()
 	p.countRecentAssigns(s)
 	d := warmpool.Decide(p.warmStats(s), p.cfg.Targets)

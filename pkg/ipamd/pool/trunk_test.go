@@ -1,0 +1,98 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
+)
+
+// growthEC2 records what growth asks EC2 for; the ENI it attaches fails
+// to come up, which ends the step.
+type growthEC2 struct {
+	AWS
+	assignedTo []string
+	allocs     int
+}
+
+func (g *growthEC2) InstanceIdentity() awsutils.Identity {
+	return awsutils.Identity{PrimaryENIID: "eni-p"}
+}
+
+func (g *growthEC2) AssignIPs(_ context.Context, eni string, n int) ([]netip.Addr, error) {
+	g.assignedTo = append(g.assignedTo, eni)
+	return nil, nil
+}
+
+func (g *growthEC2) AllocENI(context.Context, awsutils.AllocOptions) (awsutils.ENI, error) {
+	g.allocs++
+	return awsutils.ENI{}, errors.New("not in this test")
+}
+
+// fullENI adds an ENI holding slots addresses, all assigned to pods.
+func fullENI(t *testing.T, ds *datastore.DataStore, info datastore.ENIInfo, first netip.Addr, slots int) netip.Addr {
+	t.Helper()
+	require.NoError(t, ds.AddENI(info))
+	ip := first
+	for range slots {
+		require.NoError(t, ds.AddCIDR(info.ID, netip.PrefixFrom(ip, 32)))
+		ip = ip.Next()
+	}
+	for i := range slots {
+		_, err := ds.Assign(datastore.IPAMKey{NetworkName: "n", ContainerID: info.ID + string(rune('a'+i)), IfName: "eth0"}, datastore.IPAMMetadata{})
+		require.NoError(t, err)
+	}
+	return ip
+}
+
+// The trunk is never grown onto, and its ENI slot is held while pod ENI
+// waits for it (upstream's hasRoomForEni): with 3 ENI slots, a full pool
+// attaches a new ENI only while a slot is free beside the trunk, attached
+// or awaited. The address capacity is set high so that only this rule
+// can stop growth.
+func TestGrowthHoldsTheTrunksSlotAndNeverGrowsOntoIt(t *testing.T) {
+	const slots = 2
+	tests := []struct {
+		name      string
+		podENI    bool
+		enis      []datastore.ENIInfo
+		wantAlloc bool
+	}{
+		{"no pod ENI: the third slot is used", false,
+			[]datastore.ENIInfo{{ID: "eni-p", Primary: true}, {ID: "eni-1", DeviceNumber: 1}}, true},
+		{"pod ENI awaiting the trunk: the third slot is held", true,
+			[]datastore.ENIInfo{{ID: "eni-p", Primary: true}, {ID: "eni-1", DeviceNumber: 1}}, false},
+		{"pod ENI with the trunk attached: no slot left", true,
+			[]datastore.ENIInfo{{ID: "eni-p", Primary: true}, {ID: "eni-1", DeviceNumber: 1}, {ID: "eni-t", DeviceNumber: 2, Trunk: true}}, false},
+		{"pod ENI, the trunk and a free slot: a new ENI, not the trunk", true,
+			[]datastore.ENIInfo{{ID: "eni-p", Primary: true}, {ID: "eni-t", DeviceNumber: 2, Trunk: true}}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := datastore.New(datastore.Config{})
+			ip := netip.MustParseAddr("10.0.0.100")
+			for _, e := range tc.enis {
+				if e.Trunk {
+					require.NoError(t, ds.AddENI(e)) // no addresses
+					continue
+				}
+				ip = fullENI(t, ds, e, ip, slots)
+			}
+			ec2 := &growthEC2{}
+			p := New(Config{MaxENIs: 3, SlotsPerENI: slots, Provisioning: true, PodENI: tc.podENI,
+				Targets: warmpool.Config{WarmIPTarget: 1, SlotsPerENI: slots, MaxAddresses: 100, MaxPods: 100}},
+				Deps{AWS: ec2, Store: ds, Errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"})})
+			p.Step(context.Background())
+			assert.NotContains(t, ec2.assignedTo, "eni-t", "never grown onto the trunk")
+			assert.Equal(t, tc.wantAlloc, ec2.allocs > 0, "a new ENI attached")
+		})
+	}
+}

@@ -28,7 +28,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
 )
 
-const sgpNode = "ip-10-0-0-10.sgp"
+const trunkNode = "ip-10-0-0-10.sgp"
 
 // trunkMarking is EC2 as ipamd sees it with the trunk ENIs marked by their
 // InterfaceType (the simulator's ENIs are all "interface" here).
@@ -73,7 +73,7 @@ type sgpKube struct {
 }
 
 func newSGPKube(withCNINode bool) *sgpKube {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: sgpNode}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: trunkNode}}
 	var objs []runtime.Object
 	if withCNINode {
 		objs = append(objs, cniNode())
@@ -86,14 +86,14 @@ func newSGPKube(withCNINode bool) *sgpKube {
 func cniNode() *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "vpcresources.k8s.aws/v1alpha1", "kind": "CNINode",
-		"metadata": map[string]any{"name": sgpNode, "resourceVersion": "1"}, "spec": map[string]any{},
+		"metadata": map[string]any{"name": trunkNode, "resourceVersion": "1"}, "spec": map[string]any{},
 	}}
 }
 
 // features are the node's CNINode features (nil: no CNINode).
 func (k *sgpKube) features(t *testing.T) []any {
 	t.Helper()
-	obj, err := k.dyn.Resource(k8sapi.CNINodeGVR).Get(context.Background(), sgpNode, metav1.GetOptions{})
+	obj, err := k.dyn.Resource(k8sapi.CNINodeGVR).Get(context.Background(), trunkNode, metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
@@ -104,11 +104,11 @@ func (k *sgpKube) features(t *testing.T) []any {
 
 var sgpFeature = []any{map[string]any{"name": "SecurityGroupsForPods"}}
 
-// startSGPNode starts a pod-ENI node on the simulator, with the trunks
+// startTrunkNode starts a pod-ENI node on the simulator, with the trunks
 // marked by marking and the trunk's link found at ifindex 42.
-func startSGPNode(t *testing.T, k *sgpKube, env map[string]string, mutate ...func(*Options)) (*simNode, *trunkMarking) {
+func startTrunkNode(t *testing.T, k *sgpKube, env map[string]string, mutate ...func(*Options)) (*simNode, *trunkMarking) {
 	t.Helper()
-	full := map[string]string{"ENABLE_POD_ENI": "true", "MY_NODE_NAME": sgpNode}
+	full := map[string]string{"ENABLE_POD_ENI": "true", "MY_NODE_NAME": trunkNode}
 	for key, v := range env {
 		full[key] = v
 	}
@@ -156,7 +156,7 @@ func (n *simNode) storeENI(id string) (datastore.ENISummary, bool) {
 // it, its link the one trunkLinkIndex names, and no new ENI in its slot.
 func TestPodENIHoldsASlotForTheTrunkAndTakesItInAsTheTrunk(t *testing.T) {
 	k := newSGPKube(true)
-	n, marking := startSGPNode(t, k, map[string]string{"WARM_IP_TARGET": "25"})
+	n, marking := startTrunkNode(t, k, map[string]string{"WARM_IP_TARGET": "25"})
 	ctx := context.Background()
 	assert.Equal(t, sgpFeature, k.features(t), "asked for at start")
 
@@ -200,7 +200,7 @@ func TestTheTrunkIsNeverFreed(t *testing.T) {
 	k := newSGPKube(true)
 	// Every sync reads EC2, so the guard on what a sync added ends with
 	// the next one.
-	n, marking := startSGPNode(t, k, nil, func(o *Options) { o.Timings.EC2VerifyInterval = time.Nanosecond })
+	n, marking := startTrunkNode(t, k, nil, func(o *Options) { o.Timings.EC2VerifyInterval = time.Nanosecond })
 	ctx := context.Background()
 	n.settle(t, 10)
 	trunk := attachTrunk(t, n, marking)
@@ -223,7 +223,7 @@ func TestTheTrunkIsNeverFreed(t *testing.T) {
 // anyway) and is asked again at the next pool step once it exists.
 func TestAFailedAskForTheTrunkIsCountedAndRetriedAtTheNextStep(t *testing.T) {
 	k := newSGPKube(false)
-	n, _ := startSGPNode(t, k, nil)
+	n, _ := startTrunkNode(t, k, nil)
 	failures := func() float64 {
 		return testutil.ToFloat64(n.agent.metrics.podENIErrors.WithLabelValues(fnTryEnableSGP))
 	}
@@ -250,7 +250,7 @@ func TestNoTrunkIsAskedForWithoutAFreeENISlot(t *testing.T) {
 	require.NoError(t, n.agent.store.Close())
 
 	var marking *trunkMarking
-	again := nodeOnSim(t, n.sim, map[string]string{"ENABLE_POD_ENI": "true", "MY_NODE_NAME": sgpNode, "WARM_IP_TARGET": "25",
+	again := nodeOnSim(t, n.sim, map[string]string{"ENABLE_POD_ENI": "true", "MY_NODE_NAME": trunkNode, "WARM_IP_TARGET": "25",
 		"AWS_VPC_K8S_CNI_BACKING_STORE": n.agent.opts.Config.CheckpointPath}, func(o *Options) {
 		marking = &trunkMarking{awsAPI: o.AWS, trunks: map[string]bool{}}
 		o.AWS, o.K8s, o.K8sDynamic = marking, k.kube, k.dyn
@@ -265,7 +265,7 @@ func TestNoTrunkIsAskedForWithoutAFreeENISlot(t *testing.T) {
 // until it is attached, then takes it into the datastore and stops.
 func TestIPv6PodENIWaitsForTheTrunkThenTakesItIn(t *testing.T) {
 	k := newSGPKube(true)
-	full := withEnv(ipv6Env, map[string]string{"ENABLE_POD_ENI": "true", "MY_NODE_NAME": sgpNode})
+	full := withEnv(ipv6Env, map[string]string{"ENABLE_POD_ENI": "true", "MY_NODE_NAME": trunkNode})
 	var marking *trunkMarking
 	n := startSimNode(t, ec2simtest.IPv6Node(ec2sim.Config{InstanceType: "m5.large", Seed: 42}), full, func(o *Options) {
 		marking = &trunkMarking{awsAPI: o.AWS, trunks: map[string]bool{}}

@@ -134,14 +134,14 @@ func TestTheChartsRoleAllowsWhatIpamdCallsAndNothingElse(t *testing.T) {
 					}
 					return err
 				}},
-				{"get a pod", annotate, func() error { _, err := c.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{}); return err }},
+				{"get a pod", true, func() error { _, err := c.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{}); return err }},
 				{"patch a pod's annotation", annotate, func() error {
 					_, err := c.CoreV1().Pods("default").Patch(ctx, "web", types.MergePatchType,
 						[]byte(`{"metadata":{"annotations":{"vpc.amazonaws.com/pod-ips":"10.0.0.5"}}}`), metav1.PatchOptions{})
 					return err
 				}},
 				{"list nodes", false, func() error { _, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); return err }},
-				{"list pods", false, func() error { _, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err }},
+				{"list pods", true, func() error { _, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err }},
 				{"get a namespace", false, func() error { _, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); return err }},
 				{"list events", false, func() error { _, err := c.EventsV1().Events("").List(ctx, metav1.ListOptions{}); return err }},
 				{"create a core event", false, func() error {

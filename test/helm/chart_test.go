@@ -691,11 +691,11 @@ func checkVolumes(t *testing.T, r *rendered, w want) {
 }
 
 // allowedRules are the only grants aws-node may have: what its processes
-// call (see the ClusterRole's comment). pods only with ANNOTATE_POD_IP;
+// call (see the ClusterRole's comment). pods patch only with ANNOTATE_POD_IP;
 // network-policy entries only with the node agent.
 var allowedRules = map[string][]string{
 	"crd.k8s.amazonaws.com/eniconfigs":                 {"get"},
-	"/pods":                                            {"get", "patch"},
+	"/pods":                                            {"get", "list", "watch", "patch"},
 	"/nodes":                                           {"get", "watch"},
 	"vpcresources.k8s.aws/cninodes":                    {"get", "list", "watch", "patch"},
 	"events.k8s.io/events":                             {"create", "patch"},
@@ -762,13 +762,11 @@ func checkRBAC(t *testing.T, r *rendered, w want) {
 		}
 	}
 	need := map[string][]string{
+		"/pods":                            {"get", "list", "watch"},
 		"crd.k8s.amazonaws.com/eniconfigs": {"get"},
 		"/nodes":                           {"get", "watch"},
 		"events.k8s.io/events":             {"create", "patch"},
 		"vpcresources.k8s.aws/cninodes":    {"get", "list", "watch", "patch"},
-	}
-	if w.podsPatch {
-		need["/pods"] = []string{"get", "patch"}
 	}
 	for key, verbs := range need {
 		for _, v := range verbs {
@@ -777,8 +775,8 @@ func checkRBAC(t *testing.T, r *rendered, w want) {
 			}
 		}
 	}
-	if g["/pods"]["patch"] != w.podsPatch || g["/pods"]["get"] != w.podsPatch {
-		t.Errorf("pods get/patch granted = %v/%v, want %v (ANNOTATE_POD_IP)", g["/pods"]["get"], g["/pods"]["patch"], w.podsPatch)
+	if g["/pods"]["patch"] != w.podsPatch {
+		t.Errorf("pods patch granted = %v, want %v (ANNOTATE_POD_IP)", g["/pods"]["patch"], w.podsPatch)
 	}
 	_, hasPolicy := g["networking.k8s.aws/policyendpoints"]
 	_, hasURL := g["url:/apis/networking.k8s.aws"]

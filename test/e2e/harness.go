@@ -370,7 +370,12 @@ func (n *Node) NextName(prefix string) string {
 
 // RunPod creates a pod sandbox and reads its IP and network namespace.
 func (n *Node) RunPod(ctx context.Context, name string) (*Pod, error) {
-	uid := newUID()
+	return n.RunPodAs(ctx, name, newUID())
+}
+
+// RunPodAs is RunPod with the pod's UID given, e.g. that of the pod object
+// on the API server, which the kubelet passes to the plugin as K8S_POD_UID.
+func (n *Node) RunPodAs(ctx context.Context, name, uid string) (*Pod, error) {
 	start := time.Now()
 	id, err := n.CRI.RunPodSandbox(ctx, n.podSpec(name, podNS, uid, false))
 	if err != nil {

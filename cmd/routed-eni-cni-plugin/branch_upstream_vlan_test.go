@@ -142,7 +142,7 @@ func TestUpstreamsPluginAndOursShareABranchPodVLAN(t *testing.T) {
 func upstreamAndOursShareABranchPod(t *testing.T, bin string, mode driver.SGMode, spec branchPodSpec, v6 bool) {
 	vpc := vlantest.NewVPC(t, v6, mode == driver.SGModeStrict)
 	vpc.AddBranch(t, spec.vlan, spec.mac, spec.ip, spec.gw)
-	rulesBefore := allRules(t, vpc.Node)
+	rulesBefore := vlantest.Rules(t, vpc.Node)
 	ipamd := &branchIPAMD{add: spec.reply(vpc.TrunkIndex), del: &rpc.DelNetworkReply{Success: true}}
 	serveAtUpstreamSocket(t, ipamd)
 	sock, _ := backendOnlyIPAMD(t, ipamd)
@@ -155,7 +155,7 @@ func upstreamAndOursShareABranchPod(t *testing.T, bin string, mode driver.SGMode
 	require.NoError(t, err)
 	var theirs current.Result
 	require.NoError(t, json.Unmarshal(out, &theirs), "upstream's result: %s", out)
-	require.NoError(t, vlantest.Ping(podNs, routerIP(vpc)), "upstream-wired branch pod -> VPC")
+	require.NoError(t, vlantest.Ping(podNs, vpc.RouterIP()), "upstream-wired branch pod -> VPC")
 	require.NoError(t, vlantest.TCPEcho(podNs, spec.ip, vpc.Node), "node -> upstream-wired branch pod over TCP")
 	prev := map[string]any{"prevResult": prevResultOf(t, &theirs)}
 	require.NoError(t, delInProcess(t, vpc.Node, branchVerb(t, absent, podNs.Path(), mode, prev)), "our DEL of upstream's pod")
@@ -167,7 +167,7 @@ func upstreamAndOursShareABranchPod(t *testing.T, bin string, mode driver.SGMode
 	netnsutil.SetUp(t, podNs, "lo")
 	ours, err := addInProcess(t, vpc.Node, branchVerb(t, sock, podNs.Path(), mode, nil))
 	require.NoError(t, err)
-	require.NoError(t, vlantest.Ping(podNs, routerIP(vpc)), "our branch pod -> VPC")
+	require.NoError(t, vlantest.Ping(podNs, vpc.RouterIP()), "our branch pod -> VPC")
 	// Ours as the runtime stores it: through JSON, as upstream's came.
 	var oursStored current.Result
 	require.NoError(t, json.Unmarshal(mustJSON(t, ours), &oursStored))
@@ -182,5 +182,5 @@ func upstreamAndOursShareABranchPod(t *testing.T, bin string, mode driver.SGMode
 	netnsutil.Delete(t, podNs)
 	requireLinkGone(t, vpc.Node, hostVethName(branchVethPrefix("eni", mode), "default", "web"))
 	requireBranchGone(t, vpc.Node, spec)
-	assert.Equal(t, rulesBefore, allRules(t, vpc.Node), "the node's rules are as before the pods")
+	assert.Equal(t, rulesBefore, vlantest.Rules(t, vpc.Node), "the node's rules are as before the pods")
 }

@@ -150,7 +150,7 @@ func TestBranchPodAddThenDelFromPrevResultVLAN(t *testing.T) {
 func branchAddThenDel(t *testing.T, mode driver.SGMode, spec branchPodSpec, v6 bool) {
 	vpc := vlantest.NewVPC(t, v6, mode == driver.SGModeStrict)
 	vpc.AddBranch(t, spec.vlan, spec.mac, spec.ip, spec.gw)
-	rulesBefore := allRules(t, vpc.Node)
+	rulesBefore := vlantest.Rules(t, vpc.Node)
 	podNs := netnsutil.New(t)
 	netnsutil.SetUp(t, podNs, "lo")
 	ipamd := &branchIPAMD{add: spec.reply(vpc.TrunkIndex), del: &rpc.DelNetworkReply{Success: true}}
@@ -171,7 +171,7 @@ func branchAddThenDel(t *testing.T, mode driver.SGMode, spec branchPodSpec, v6 b
 	assert.Contains(t, links, hostVeth)
 	assert.Contains(t, links, driver.VLANLinkName(spec.vlan))
 
-	require.NoError(t, vlantest.Ping(podNs, routerIP(vpc)), "branch pod -> VPC")
+	require.NoError(t, vlantest.Ping(podNs, vpc.RouterIP()), "branch pod -> VPC")
 	require.NoError(t, vlantest.TCPEcho(podNs, spec.ip, vpc.Node), "node -> branch pod over TCP (kubelet probe)")
 	require.NoError(t, vlantest.TCPEcho(podNs, spec.ip, vpc.Net), "VPC -> branch pod over TCP")
 
@@ -182,7 +182,7 @@ func branchAddThenDel(t *testing.T, mode driver.SGMode, spec branchPodSpec, v6 b
 	require.NoError(t, delInProcess(t, vpc.Node, branchVerb(t, sock, "", mode, prev)), "the runtime's second DEL, without a namespace")
 	netnsutil.Delete(t, podNs)
 	requireLinkGone(t, vpc.Node, hostVeth)
-	assert.Equal(t, rulesBefore, allRules(t, vpc.Node), "the node's rules are as before the pod")
+	assert.Equal(t, rulesBefore, vlantest.Rules(t, vpc.Node), "the node's rules are as before the pod")
 }
 
 // DEL tears a branch-ENI pod down from each source that can name it: the
@@ -207,14 +207,14 @@ func TestBranchPodDelFromEachSourceVLAN(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			vpc := vlantest.NewVPC(t, false, c.addMode == driver.SGModeStrict)
 			vpc.AddBranch(t, spec.vlan, spec.mac, spec.ip, spec.gw)
-			rulesBefore := allRules(t, vpc.Node)
+			rulesBefore := vlantest.Rules(t, vpc.Node)
 			podNs := netnsutil.New(t)
 			ipamd := &branchIPAMD{add: spec.reply(vpc.TrunkIndex),
 				del: &rpc.DelNetworkReply{Success: true, PodVlanId: int32(spec.vlan), IPAllocationMetadata: []*rpc.IPAllocationMetadata{{IPv4Addr: spec.ip.String()}}}}
 			sock, _ := backendOnlyIPAMD(t, ipamd)
 			_, err := addInProcess(t, vpc.Node, branchVerb(t, sock, podNs.Path(), c.addMode, nil))
 			require.NoError(t, err)
-			require.NoError(t, vlantest.Ping(podNs, routerIP(vpc)))
+			require.NoError(t, vlantest.Ping(podNs, vpc.RouterIP()))
 
 			delSock, extra := sock, map[string]any{}
 			if c.upstreamPrev {
@@ -226,7 +226,7 @@ func TestBranchPodDelFromEachSourceVLAN(t *testing.T) {
 			requireBranchGone(t, vpc.Node, spec)
 			netnsutil.Delete(t, podNs)
 			requireLinkGone(t, vpc.Node, hostVethName(branchVethPrefix("eni", c.addMode), "default", "web"))
-			assert.Equal(t, rulesBefore, allRules(t, vpc.Node))
+			assert.Equal(t, rulesBefore, vlantest.Rules(t, vpc.Node))
 		})
 	}
 }
@@ -239,7 +239,7 @@ func TestBranchPodSetupFailureGivesTheAddressBack(t *testing.T) {
 	netnsutil.RequireRoot(t)
 	node, podNs := netnsutil.New(t), netnsutil.New(t)
 	netnsutil.SetUp(t, node, "lo")
-	rulesBefore := allRules(t, node)
+	rulesBefore := vlantest.Rules(t, node)
 	spec := branchPodSpec{vlan: 9, mac: net.HardwareAddr{0x02, 0xbe, 0xef, 0, 0, 9}, ip: net.ParseIP("10.1.0.30").To4(), gw: net.ParseIP("10.1.0.1").To4()}
 	ipamd := &branchIPAMD{add: spec.reply(999999), del: &rpc.DelNetworkReply{Success: true, PodVlanId: 9}}
 	sock, _ := backendOnlyIPAMD(t, ipamd)
@@ -252,28 +252,7 @@ func TestBranchPodSetupFailureGivesTheAddressBack(t *testing.T) {
 	podNames, err := netnsutil.LinkNames(podNs)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"lo"}, podNames)
-	assert.Equal(t, rulesBefore, allRules(t, node))
-}
-
-func routerIP(v *vlantest.VPC) net.IP {
-	if v.V6 {
-		return vlantest.RouterIPv6
-	}
-	return vlantest.RouterIPv4
-}
-
-// allRules lists the node's rules of both families.
-func allRules(t *testing.T, node ns.NetNS) []string {
-	t.Helper()
-	var out []string
-	for _, f := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		rules, err := netnsutil.Handle(t, node).RuleList(f)
-		require.NoError(t, err)
-		for _, r := range rules {
-			out = append(out, r.String())
-		}
-	}
-	return out
+	assert.Equal(t, rulesBefore, vlantest.Rules(t, node))
 }
 
 // requireBranchGone: no VLAN link, no route of the VLAN's table, no rule

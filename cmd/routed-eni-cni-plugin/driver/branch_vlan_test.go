@@ -66,7 +66,7 @@ func branchPodTrafficAndTeardown(t *testing.T, mode SGMode, c branchCase) {
 	regular := PodNetwork{HostVeth: "enireg00000001", ContainerIf: "eth0", NetnsPath: regularNs.Path(), IP: regularIP, RouteTable: MainTable, MTU: 9001}
 	require.NoError(t, inNode(t, vpc.Node, func() error { return Setup(regular, locks, quiet) }))
 	vpc.RouteToNode(t, c.regularCIDR)
-	rulesBefore := nodeRules(t, vpc.Node)
+	rulesBefore := vlantest.Rules(t, vpc.Node)
 
 	// The branch pod.
 	branchNs := netnsutil.New(t)
@@ -86,9 +86,9 @@ func branchPodTrafficAndTeardown(t *testing.T, mode SGMode, c branchCase) {
 		// (An IPv6 subnet's gateway is link-local: only the VLAN link reaches it.)
 		require.NoError(t, vlantest.Ping(branchNs, c.gw), "branch pod -> its subnet gateway")
 	}
-	require.NoError(t, vlantest.Ping(branchNs, vpcAddress(vpc)), "branch pod -> VPC")
+	require.NoError(t, vlantest.Ping(branchNs, vpc.RouterIP()), "branch pod -> VPC")
 	require.NoError(t, vlantest.TCPEcho(branchNs, c.branchIP, vpc.Net), "VPC -> branch pod over TCP")
-	require.NoError(t, vlantest.TCPEcho(vpc.Net, vpcAddress(vpc), branchNs), "branch pod -> VPC over TCP")
+	require.NoError(t, vlantest.TCPEcho(vpc.Net, vpc.RouterIP(), branchNs), "branch pod -> VPC over TCP")
 	before := vpc.RxPackets(t, vb)
 	require.NoError(t, vlantest.Ping(branchNs, regularIP), "branch pod -> regular pod")
 	if mode == SGModeStrict {
@@ -108,11 +108,11 @@ func branchPodTrafficAndTeardown(t *testing.T, mode SGMode, c branchCase) {
 	requireNoBranchState(t, vpc.Node, b)
 	netnsutil.Delete(t, branchNs)
 	requireLinkGoes(t, vpc.Node, hostVeth)
-	assert.Equal(t, rulesBefore, nodeRules(t, vpc.Node), "the node's rules are as before the branch pod")
+	assert.Equal(t, rulesBefore, vlantest.Rules(t, vpc.Node), "the node's rules are as before the branch pod")
 
 	// The regular pod is untouched.
 	require.NoError(t, inNode(t, vpc.Node, func() error { return Check(regular) }))
-	require.NoError(t, vlantest.Ping(regularNs, vpcAddress(vpc)), "regular pod -> VPC after the branch pod left")
+	require.NoError(t, vlantest.Ping(regularNs, vpc.RouterIP()), "regular pod -> VPC after the branch pod left")
 }
 
 // A branch pod set up in one mode is torn down completely, and a pod of
@@ -151,7 +151,7 @@ func TestBranchSetupThatFailsLeavesNothing(t *testing.T) {
 	netnsutil.RequireRoot(t)
 	node, podNs := netnsutil.New(t), netnsutil.New(t)
 	netnsutil.SetUp(t, node, "lo")
-	rulesBefore := nodeRules(t, node)
+	rulesBefore := vlantest.Rules(t, node)
 	b := BranchPod{
 		PodNetwork: PodNetwork{HostVeth: "vlan0000000003", ContainerIf: "eth0", NetnsPath: podNs.Path(), IP: net.ParseIP("10.1.0.30").To4(), MTU: 9001},
 		VlanID:     11, ENIMAC: net.HardwareAddr{0x02, 0xbe, 0xef, 0, 0, 11}, SubnetGW: net.ParseIP("10.1.0.1").To4(),
@@ -166,29 +166,7 @@ func TestBranchSetupThatFailsLeavesNothing(t *testing.T) {
 	require.NoError(t, lerr)
 	assert.Equal(t, []string{"lo"}, podNames, "no container interface")
 	requireNoBranchState(t, node, b)
-	assert.Equal(t, rulesBefore, nodeRules(t, node))
-}
-
-// vpcAddress is the VPC router's address on the primary subnet.
-func vpcAddress(v *vlantest.VPC) net.IP {
-	if v.V6 {
-		return vlantest.RouterIPv6
-	}
-	return vlantest.RouterIPv4
-}
-
-// nodeRules lists the node's rules of both families as strings.
-func nodeRules(t *testing.T, node ns.NetNS) []string {
-	t.Helper()
-	var out []string
-	for _, f := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		rules, err := netnsutil.Handle(t, node).RuleList(f)
-		require.NoError(t, err)
-		for _, r := range rules {
-			out = append(out, r.String())
-		}
-	}
-	return out
+	assert.Equal(t, rulesBefore, vlantest.Rules(t, node))
 }
 
 // requireBranchState reads the node back: the VLAN link with its id,

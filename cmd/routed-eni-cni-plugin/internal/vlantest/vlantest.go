@@ -356,3 +356,29 @@ func echoOnce(addr string) error {
 	}
 	return nil
 }
+
+// RouterIP is the VPC router's address on the node's primary subnet, in the
+// VPC's family.
+func (v *VPC) RouterIP() net.IP {
+	if v.V6 {
+		return RouterIPv6
+	}
+	return RouterIPv4
+}
+
+// Rules lists node's rules of both families, as strings: a test compares
+// them before a pod and after its teardown.
+func Rules(t testing.TB, node ns.NetNS) []string {
+	t.Helper()
+	var out []string
+	for _, f := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rules, err := netnsutil.Handle(t, node).RuleList(f)
+		if err != nil {
+			t.Fatalf("vlantest: rules: %v", err)
+		}
+		for _, r := range rules {
+			out = append(out, r.String())
+		}
+	}
+	return out
+}

@@ -127,10 +127,16 @@ func startContainerd(t *testing.T) *node {
 		"{{image}}", PauseImage, "{{shim}}", filepath.Join(NodeBin, "containerd-shim-runc-v2"), "{{runc}}", Runc,
 		"{{cnibin}}", CNIBin, "{{cniconf}}", cniConfDir).Replace(containerdConfig)
 	cfgPath := "/etc/containerd/config.toml"
-	for _, d := range []string{filepath.Dir(cfgPath), filepath.Dir(containerdLog), containerdState} {
+	for _, d := range []string{filepath.Dir(cfgPath), filepath.Dir(containerdLog), containerdState, containerdRoot} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The initramfs (rootfs) may fill only half the guest's memory, and the
+	// shipped binaries take most of that: containerd's root gets its own
+	// tmpfs.
+	if err := syscall.Mount("tmpfs", containerdRoot, "tmpfs", 0, "mode=0711"); err != nil {
+		t.Fatalf("mount tmpfs on %s: %v", containerdRoot, err)
 	}
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

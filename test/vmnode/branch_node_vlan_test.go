@@ -86,7 +86,7 @@ func TestABranchPodsSandboxIsWiredOverItsVLANAndTornDownByTheRuntimeVLAN(t *test
 	require.NoError(t, n.removeSandbox(ctx, id), "plugin log (tail):\n%s", logTail("/var/log/aws-routed-eni/plugin.log"))
 	t.Logf("StopPodSandbox and RemovePodSandbox took %s", time.Since(start).Round(time.Millisecond))
 	adds, dels := ipamd.calls()
-	t.Logf("ipamd stand-in: %d AddNetwork, %d DelNetwork", adds, dels)
+	t.Logf("ipamd stand-in: %d AddNetwork, DelNetwork with reasons %q", adds, dels)
 	assert.Equal(t, 1, adds, "one AddNetwork for the pod")
 
 	// The pod's veth goes with its namespace, which the kernel destroys

@@ -51,10 +51,14 @@ func (s *branchIPAMD) DelNetwork(_ context.Context, r *rpc.DelNetworkRequest) (*
 		{IPv4Addr: s.add.IPAllocationMetadata[0].IPv4Addr, DeviceNumber: -1}}}, nil
 }
 
-func (s *branchIPAMD) calls() (adds, dels int) {
+// calls is how many AddNetwork calls came, and the DelNetwork reasons.
+func (s *branchIPAMD) calls() (adds int, delReasons []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.adds), len(s.dels)
+	for _, d := range s.dels {
+		delReasons = append(delReasons, d.Reason)
+	}
+	return len(s.adds), delReasons
 }
 
 // serveIPAMD serves s (and the gRPC health service, SERVING) on the

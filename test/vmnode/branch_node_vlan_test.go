@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/driver"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
+	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
 const inVMEnv = "AWS_VPC_CNI_IN_VM"
@@ -92,7 +93,9 @@ func TestABranchPodsSandboxIsWiredOverItsVLANAndTornDownByTheRuntimeVLAN(t *test
 	// The pod's veth goes with its namespace, which the kernel destroys
 	// asynchronously: wait for the links to be as before.
 	assert.Eventually(t, func() bool {
-		return slices.Equal(readNodeState(t, v.node).links, before.links)
+		links, err := netnsutil.LinkNames(v.node)
+		slices.Sort(links)
+		return err == nil && slices.Equal(links, before.links)
 	}, trafficTimeout, 100*time.Millisecond, "links left on the node")
 	after := readNodeState(t, v.node)
 	assert.Equal(t, before.links, after.links, "links")

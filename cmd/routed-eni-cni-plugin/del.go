@@ -106,6 +106,12 @@ func (inv *invocation) release(prev *prevInfo) (releaseResult, error) {
 	switch {
 	case err == nil && !reply.Success:
 		return releaseResult{}, errors.New("ipamd could not release the pod's address")
+	case err == nil && reply.PodVlanId == 0 && len(reply.IPAllocationMetadata) == 0:
+		// Success naming no address: ipamd held nothing (with
+		// ENABLE_POD_ENI, the answer for a pod already gone from the API
+		// server), the same as "unknown pod".
+		inv.log.Info("ipamd holds nothing for this pod (already released)")
+		return releaseResult{outcome: alreadyReleased}, nil
 	case err == nil:
 		inv.logReleased(reply)
 		r := releaseResult{outcome: released, ips: replyAddresses(reply)}

@@ -83,6 +83,13 @@ func TestDelReleaseOutcomes(t *testing.T) {
 			want:  releaseResult{outcome: alreadyReleased},
 		},
 		{
+			// ENABLE_POD_ENI: the pod is gone from the API server and ipamd
+			// held nothing, upstream's Success with no addresses.
+			name: "success naming no address is already released", wantCalls: 1,
+			ipamd: &scriptedIPAMD{reply: &rpc.DelNetworkReply{Success: true}},
+			want:  releaseResult{outcome: alreadyReleased},
+		},
+		{
 			name: "ipamd error", wantCalls: 1,
 			ipamd:       &scriptedIPAMD{err: status.Error(codes.Internal, "checkpoint write failed")},
 			want:        releaseResult{outcome: queued},

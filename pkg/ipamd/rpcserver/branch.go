@@ -44,6 +44,13 @@ var errNoTrunkSource = errors.New("ipamd has no trunk ENI link to offer")
 func (h *cniHandler) addBranch(ctx context.Context, in *rpc.AddNetworkRequest, reply *rpc.AddNetworkReply) (branch bool, cause *addfail.Cause, err error) {
 	src := h.deps.PodSource
 	pod, err := src.Get(ctx, in.K8S_POD_NAMESPACE, in.K8S_POD_NAME)
+	if apierrors.IsNotFound(err) {
+		// The API server has no such pod (a static pod before its mirror,
+		// one deleted meanwhile): nothing asks it a branch ENI, so the pool
+		// serves it, where upstream fails the ADD.
+		h.rep.log.Info("AddNetwork for a pod the API server does not have: served from the pool", "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
+		return false, nil, nil
+	}
 	if err != nil {
 		c := causeLine(PodLookupFailed, "ipamd could not read the pod, which ENABLE_POD_ENI needs for every pod", err,
 			"the runtime retries the ADD")
@@ -58,13 +65,14 @@ func (h *cniHandler) addBranch(ctx context.Context, in *rpc.AddNetworkRequest, r
 			"ipamd asks for one through the node's CNINode; the runtime retries the ADD")
 		return true, &c, err
 	}
-	r, err := podeni.DecideAdd(pod, h.set.IPv6, link)
-	if errors.Is(err, podeni.ErrNotAnnotated) {
-		// The cache may be a moment behind the controller's annotation.
-		if fresh, ferr := src.Fresh(ctx, in.K8S_POD_NAMESPACE, in.K8S_POD_NAME); ferr == nil {
-			r, err = podeni.DecideAdd(fresh, h.set.IPv6, link)
-		}
+	// The reply comes from the pod as the API server has it now: the cache
+	// may be a moment behind the controller's annotation, or still hold an
+	// earlier pod of that name (a StatefulSet's, recreated) with its
+	// branch. One read per branch ADD; the cached pod if it fails.
+	if fresh, ferr := src.Fresh(ctx, in.K8S_POD_NAMESPACE, in.K8S_POD_NAME); ferr == nil {
+		pod = fresh
 	}
+	r, err := podeni.DecideAdd(pod, h.set.IPv6, link)
 	switch {
 	case errors.Is(err, podeni.ErrNotAnnotated):
 		c := causeLine(BranchENIPending, "the pod's branch ENI is not attached yet", err,

@@ -3,6 +3,7 @@ package rpcserver
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -160,7 +161,6 @@ func TestARefusedBranchPodAddNamesItsCause(t *testing.T) {
 	}{
 		{"pod lookup fails", &fakePods{err: apierrors.NewServiceUnavailable("apiserver down")}, trunkAt(7), string(PodLookupFailed),
 			"pod_lookup_failed: ipamd could not read the pod, which ENABLE_POD_ENI needs for every pod (apiserver down); the runtime retries the ADD"},
-		{"pod not found", newFakePods(), trunkAt(7), string(PodLookupFailed), "pod_lookup_failed: "},
 		{"no trunk yet", newFakePods(k8sPod("b", true, branchAnnotation)), noTrunk, string(TrunkENIMissing),
 			"trunk_eni_missing: the pod asks for a branch ENI and the node has no trunk ENI yet (no trunk ENI attached to the node); ipamd asks for one through the node's CNINode; the runtime retries the ADD"},
 		{"no trunk source", newFakePods(k8sPod("b", true, branchAnnotation)), nil, string(TrunkENIMissing), "trunk_eni_missing: "},
@@ -187,16 +187,46 @@ func TestARefusedBranchPodAddNamesItsCause(t *testing.T) {
 	}
 }
 
-// The cache may be a moment behind the controller: a branch pod cached
-// without its annotation is read again from the API server.
-func TestABranchPodCachedBeforeItsAnnotationIsReadFresh(t *testing.T) {
-	pods := newFakePods(k8sPod("b", true, ""))
-	pods.fresh["default/p-b"] = k8sPod("b", true, branchAnnotation)
-	s := serve(t, Options{Deps: Deps{PodSource: pods, TrunkLink: trunkAt(7)}}, 1)
-	got, err := s.cni.AddNetwork(context.Background(), addRequest("b"))
+// A branch pod's reply comes from the pod as the API server has it now:
+// the cache may be behind the controller's annotation or hold an earlier
+// pod of the same name; only when the API server cannot be read does the
+// cached pod answer.
+func TestABranchPodsReplyComesFromThePodAsTheAPIServerHasItNow(t *testing.T) {
+	older := strings.Replace(branchAnnotation, `"vlanID":3`, `"vlanID":9`, 1)
+	for _, tc := range []struct {
+		name          string
+		cached, fresh *corev1.Pod // fresh nil: the direct read fails
+		wantVLAN      int32
+	}{
+		{"cached before its annotation", k8sPod("b", true, ""), k8sPod("b", true, branchAnnotation), 3},
+		{"cached with an earlier pod's branch", k8sPod("b", true, older), k8sPod("b", true, branchAnnotation), 3},
+		{"the API server cannot be read", k8sPod("b", true, branchAnnotation), nil, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := newFakePods(tc.cached)
+			if tc.fresh != nil {
+				pods.fresh["default/p-b"] = tc.fresh
+			} else {
+				delete(pods.fresh, "default/p-b")
+			}
+			s := serve(t, Options{Deps: Deps{PodSource: pods, TrunkLink: trunkAt(7)}}, 1)
+			got, err := s.cni.AddNetwork(context.Background(), addRequest("b"))
+			require.NoError(t, err)
+			require.True(t, got.Success)
+			assert.Equal(t, tc.wantVLAN, got.PodVlanId)
+		})
+	}
+}
+
+// A pod the API server does not have (a static pod before its mirror pod,
+// one deleted meanwhile) asks for no branch ENI: the pool serves it.
+func TestAPodTheAPIServerDoesNotHaveIsServedFromThePool(t *testing.T) {
+	s := serve(t, Options{Deps: Deps{PodSource: newFakePods(), TrunkLink: trunkAt(7)}}, 1)
+	got, err := s.cni.AddNetwork(context.Background(), addRequest("s"))
 	require.NoError(t, err)
 	require.True(t, got.Success)
-	assert.Equal(t, int32(3), got.PodVlanId)
+	assert.Zero(t, got.PodVlanId)
+	assert.Equal(t, 1, s.store.Stats().AssignedIPs)
 }
 
 // The DEL of a pod the datastore does not know, with ENABLE_POD_ENI, as

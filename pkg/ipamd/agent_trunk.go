@@ -112,11 +112,14 @@ func (a *Agent) recordTrunk(e awsutils.ENI) {
 	}
 }
 
-// watchIPv6Trunk is the IPv6 side of security groups for pods, as upstream:
-// there is no pool manager in IPv6 mode, so until the trunk is attached
-// this job looks for it every pool interval (IMDS first; EC2, which alone
-// shows the interface type, only when IMDS shows an ENI the datastore does
-// not have), then sets it up, adds it to the datastore, and returns.
+// watchIPv6Trunk is the IPv6 side of security groups for pods: there is
+// no pool manager in IPv6 mode, so until the trunk is attached this job,
+// every pool interval, asks for it again (the CNINode may not have existed
+// at start: the controller creates it, racing ipamd; once an ask is
+// confirmed, asks are a minute apart) and looks for it (IMDS first; EC2,
+// which alone shows the interface type, only when IMDS shows an ENI the
+// datastore does not have), then sets it up, adds it to the datastore, and
+// returns. It runs only where a trunk is wanted (pool.TrunkWanted).
 type ipv6TrunkWatch struct{ a *Agent }
 
 func (w ipv6TrunkWatch) Run(ctx context.Context) {
@@ -149,6 +152,7 @@ func (w ipv6TrunkWatch) pass(ctx context.Context) bool {
 		}
 		known[s.Info.ID] = true
 	}
+	a.tryEnableSecurityGroupsForPods(ctx, pool.ENICounts{}) // IPv6 asks whatever the counts
 	attached, err := a.aws.AttachedENIs(ctx)
 	if err != nil {
 		a.log.Debug("ENABLE_POD_ENI=true: IMDS unavailable while waiting for the trunk ENI", "error", err)

@@ -1,6 +1,10 @@
 package pool
 
-import "context"
+import (
+	"context"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/vpc"
+)
 
 // Security groups for pods (ENABLE_POD_ENI=true, IPv4): the VPC resource
 // controller attaches a trunk ENI on network card 0 once ipamd asks for
@@ -10,12 +14,20 @@ import "context"
 //     trunk joins the datastore as soon as IMDS shows it;
 //   - keeps one ENI slot free for it (hasRoomForENI).
 //
-// Every instance type counts as trunking-compatible: this build has no
-// table of the types that are (upstream's comes from the VPC resource
-// controller's limits, and it too treats a type it does not know as
-// compatible). Once attached, the trunk is in the datastore (Trunk) and
-// takes its slot like any ENI; it never gives pods addresses and is never
-// grown onto, tagged or freed.
+// All three only on an instance type that can have a trunk, as upstream:
+// the VPC resource controller's table says which (vpc.TrunkingCompatible;
+// a type it does not know counts as compatible). On any other type
+// (t3.medium, older Xen types) no trunk will ever come: every ENI slot
+// serves pods and nothing is asked. Once attached, the trunk is in the
+// datastore (Trunk) and takes its slot like any ENI; it never gives pods
+// addresses and is never grown onto, tagged or freed.
+
+// TrunkWanted: security groups for pods are on and the instance type can
+// have a trunk ENI. Node init, the pool manager and the agent's ask all
+// follow it.
+func TrunkWanted(podENI bool, instanceType string) bool {
+	return podENI && vpc.TrunkingCompatible(instanceType)
+}
 
 // ENICounts are network card 0's ENI figures when ipamd asks for a trunk.
 type ENICounts struct {
@@ -34,8 +46,10 @@ func (p *Manager) HasTrunk() bool {
 	return false
 }
 
-// awaitingTrunk: pod ENI is on and no trunk is attached yet.
-func (p *Manager) awaitingTrunk() bool { return p.cfg.PodENI && !p.HasTrunk() }
+// awaitingTrunk: a trunk is wanted and none is attached yet.
+func (p *Manager) awaitingTrunk() bool {
+	return TrunkWanted(p.cfg.PodENI, p.cfg.InstanceType) && !p.HasTrunk()
+}
 
 // trunkSlot is the ENI slot held for a trunk not attached yet (0 or 1).
 func (p *Manager) trunkSlot() int {

@@ -73,7 +73,7 @@ func trunkFeatures(e trunkAskEvidence) []k8sapi.CNINodeFeature {
 	if e.CustomNetworking && e.ENIConfig != eniconfig.DefaultName {
 		fs = append(fs, k8sapi.CNINodeFeature{Name: k8sapi.FeatureCustomNetworking, Value: e.ENIConfig})
 	}
-	if e.IPv6 || e.Counts.ENIs < e.Counts.MaxENIs-e.Counts.Unmanaged {
+	if e.IPv6 || e.Counts.FreeSlots() > 0 {
 		fs = append(fs, k8sapi.CNINodeFeature{Name: k8sapi.FeatureSecurityGroupsForPods})
 	}
 	return fs

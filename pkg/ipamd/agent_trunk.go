@@ -12,7 +12,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 )
 
@@ -61,7 +60,7 @@ func (t *trunkState) get() (mac string, index func(string) (int, error)) {
 // trunk.
 func (a *Agent) trunkLinkIndex() (int, error) {
 	mac, index := a.trunk.get()
-	if mac == "" || a.store == nil || !storeHasTrunk(a.store.ENISummaries()) {
+	if mac == "" || a.store == nil || !pool.HasTrunk(a.store.ENISummaries()) {
 		return 0, errNoTrunk
 	}
 	var err error
@@ -93,16 +92,6 @@ func linkIndexByMAC(mac string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no link with MAC %s", hw)
-}
-
-// storeHasTrunk: one of the datastore's ENIs is the trunk.
-func storeHasTrunk(enis []datastore.ENISummary) bool {
-	for _, e := range enis {
-		if e.Info.Trunk {
-			return true
-		}
-	}
-	return false
 }
 
 // recordTrunk remembers the trunk's MAC once its link is set up.
@@ -145,11 +134,12 @@ func (w ipv6TrunkWatch) Run(ctx context.Context) {
 // pass reports whether the trunk is in the datastore (done).
 func (w ipv6TrunkWatch) pass(ctx context.Context) bool {
 	a := w.a
+	inStore := a.store.ENISummaries()
+	if pool.HasTrunk(inStore) {
+		return true
+	}
 	known := map[string]bool{}
-	for _, s := range a.store.ENISummaries() {
-		if s.Info.Trunk {
-			return true
-		}
+	for _, s := range inStore {
 		known[s.Info.ID] = true
 	}
 	a.tryEnableSecurityGroupsForPods(ctx, pool.ENICounts{}) // IPv6 asks whatever the counts

@@ -2,7 +2,9 @@ package pool
 
 import (
 	"context"
+	"slices"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/vpc"
 )
 
@@ -36,19 +38,15 @@ type ENICounts struct {
 	MaxENIs   int // MAX_ENI or the instance type's limit
 }
 
-// HasTrunk: the datastore holds the trunk ENI.
-func (p *Manager) HasTrunk() bool {
-	for _, e := range p.Store.ENISummaries() {
-		if e.Info.Trunk {
-			return true
-		}
-	}
-	return false
+// HasTrunk: one of enis (the datastore's) is the trunk ENI. The pool
+// manager and the agent both decide "the trunk is attached" with it.
+func HasTrunk(enis []datastore.ENISummary) bool {
+	return slices.ContainsFunc(enis, func(e datastore.ENISummary) bool { return e.Info.Trunk })
 }
 
 // awaitingTrunk: a trunk is wanted and none is attached yet.
 func (p *Manager) awaitingTrunk() bool {
-	return TrunkWanted(p.cfg.PodENI, p.cfg.InstanceType) && !p.HasTrunk()
+	return TrunkWanted(p.cfg.PodENI, p.cfg.InstanceType) && !HasTrunk(p.Store.ENISummaries())
 }
 
 // trunkSlot is the ENI slot held for a trunk not attached yet (0 or 1).
@@ -63,7 +61,7 @@ func (p *Manager) trunkSlot() int {
 // excluded from pod IPs count on both sides, so they take slots like any
 // other; the trunk's slot is held while it is awaited.
 func (p *Manager) hasRoomForENI() bool {
-	return len(p.Store.ENISummaries()) < p.maxENIs()-p.trunkSlot()
+	return p.ENICounts().FreeSlots() > p.trunkSlot()
 }
 
 // askForTrunk asks again while the trunk is awaited.
@@ -73,6 +71,12 @@ func (p *Manager) askForTrunk(ctx context.Context) {
 	}
 	p.AskForTrunk(ctx, p.ENICounts())
 }
+
+// FreeSlots is how many more ENIs network card 0 may take: the limit less
+// the ENIs left alone and those in the datastore (the trunk among them
+// once attached). Both the room for a trunk (the ask) and for a pod ENI
+// (growth, which also keeps a slot for an awaited trunk) are read from it.
+func (c ENICounts) FreeSlots() int { return max(c.MaxENIs-c.Unmanaged, 0) - c.ENIs }
 
 // ENICounts are network card 0's ENI figures now.
 func (p *Manager) ENICounts() ENICounts {

@@ -124,3 +124,30 @@ func TestGrowthHoldsTheTrunksSlotAndNeverGrowsOntoIt(t *testing.T) {
 		})
 	}
 }
+
+// The free ENI slots on network card 0: the limit less the ENIs left alone
+// and those in the datastore, never below what the datastore overfills.
+func TestFreeSlotsAreTheLimitLessUnmanagedAndDatastoreENIs(t *testing.T) {
+	tests := []struct {
+		c    ENICounts
+		want int
+	}{
+		{ENICounts{ENIs: 2, MaxENIs: 3}, 1},
+		{ENICounts{ENIs: 3, MaxENIs: 3}, 0},
+		{ENICounts{ENIs: 2, Unmanaged: 1, MaxENIs: 3}, 0},
+		{ENICounts{ENIs: 1, Unmanaged: 4, MaxENIs: 3}, -1},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, tc.c.FreeSlots(), "%+v", tc.c)
+	}
+}
+
+// The trunk is attached when one of the datastore's ENIs is it.
+func TestHasTrunkLooksForTheTrunkAmongTheDatastoresENIs(t *testing.T) {
+	eni := func(id string, trunk bool) datastore.ENISummary {
+		return datastore.ENISummary{Info: datastore.ENIInfo{ID: id, Trunk: trunk}}
+	}
+	assert.False(t, HasTrunk(nil))
+	assert.False(t, HasTrunk([]datastore.ENISummary{eni("eni-p", false), eni("eni-1", false)}))
+	assert.True(t, HasTrunk([]datastore.ENISummary{eni("eni-p", false), eni("eni-t", true)}))
+}

@@ -3,6 +3,7 @@ module github.com/aws/amazon-vpc-cni-k8s
 go 1.26.8
 
 require (
+	github.com/aws/amazon-vpc-resource-controller-k8s v1.8.2
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0

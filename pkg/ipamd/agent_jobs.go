@@ -9,6 +9,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/config"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/httpserve"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/introspect"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pprofserve"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 )
@@ -51,7 +52,7 @@ func (a *Agent) jobs() []job {
 	if a.sweep != nil {
 		jobs = append(jobs, a.sweep)
 	}
-	if cfg.EnablePodENI && cfg.EnableIPv6 && a.aws != nil && a.store != nil && a.opts.DevPool == nil {
+	if pool.TrunkWanted(cfg.EnablePodENI, a.instanceType()) && cfg.EnableIPv6 && a.aws != nil && a.store != nil && a.opts.DevPool == nil {
 		jobs = append(jobs, ipv6TrunkWatch{a})
 	}
 	return append(jobs, a.delq)

@@ -216,6 +216,7 @@ func (a *Agent) poolConfig(n nodeinit.Node) *pool.Config {
 		SubnetDiscovery:       cfg.SubnetDiscovery,
 		CustomNetworking:      cfg.CustomNetworking,
 		PodENI:                cfg.EnablePodENI,
+		InstanceType:          a.aws.InstanceIdentity().InstanceType,
 		Interval:              t.PoolInterval,
 		SyncInterval:          t.ENISyncInterval,
 		DecreaseInterval:      t.DecreaseInterval,

@@ -12,7 +12,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
 )
 
@@ -61,7 +60,7 @@ func (t *trunkState) get() (mac string, index func(string) (int, error)) {
 // trunk.
 func (a *Agent) trunkLinkIndex() (int, error) {
 	mac, index := a.trunk.get()
-	if mac == "" || a.store == nil || !storeHasTrunk(a.store.ENISummaries()) {
+	if mac == "" || a.store == nil || !pool.HasTrunk(a.store.ENISummaries()) {
 		return 0, errNoTrunk
 	}
 	var err error
@@ -95,16 +94,6 @@ func linkIndexByMAC(mac string) (int, error) {
 	return 0, fmt.Errorf("no link with MAC %s", hw)
 }
 
-// storeHasTrunk: one of the datastore's ENIs is the trunk.
-func storeHasTrunk(enis []datastore.ENISummary) bool {
-	for _, e := range enis {
-		if e.Info.Trunk {
-			return true
-		}
-	}
-	return false
-}
-
 // recordTrunk remembers the trunk's MAC once its link is set up.
 func (a *Agent) recordTrunk(e awsutils.ENI) {
 	if pool.IsTrunk(e) {
@@ -112,11 +101,14 @@ func (a *Agent) recordTrunk(e awsutils.ENI) {
 	}
 }
 
-// watchIPv6Trunk is the IPv6 side of security groups for pods, as upstream:
-// there is no pool manager in IPv6 mode, so until the trunk is attached
-// this job looks for it every pool interval (IMDS first; EC2, which alone
-// shows the interface type, only when IMDS shows an ENI the datastore does
-// not have), then sets it up, adds it to the datastore, and returns.
+// watchIPv6Trunk is the IPv6 side of security groups for pods: there is
+// no pool manager in IPv6 mode, so until the trunk is attached this job,
+// every pool interval, asks for it again (the CNINode may not have existed
+// at start: the controller creates it, racing ipamd; once an ask is
+// confirmed, asks are a minute apart) and looks for it (IMDS first; EC2,
+// which alone shows the interface type, only when IMDS shows an ENI the
+// datastore does not have), then sets it up, adds it to the datastore, and
+// returns. It runs only where a trunk is wanted (pool.TrunkWanted).
 type ipv6TrunkWatch struct{ a *Agent }
 
 func (w ipv6TrunkWatch) Run(ctx context.Context) {
@@ -142,13 +134,15 @@ func (w ipv6TrunkWatch) Run(ctx context.Context) {
 // pass reports whether the trunk is in the datastore (done).
 func (w ipv6TrunkWatch) pass(ctx context.Context) bool {
 	a := w.a
+	inStore := a.store.ENISummaries()
+	if pool.HasTrunk(inStore) {
+		return true
+	}
 	known := map[string]bool{}
-	for _, s := range a.store.ENISummaries() {
-		if s.Info.Trunk {
-			return true
-		}
+	for _, s := range inStore {
 		known[s.Info.ID] = true
 	}
+	a.tryEnableSecurityGroupsForPods(ctx, pool.ENICounts{}) // IPv6 asks whatever the counts
 	attached, err := a.aws.AttachedENIs(ctx)
 	if err != nil {
 		a.log.Debug("ENABLE_POD_ENI=true: IMDS unavailable while waiting for the trunk ENI", "error", err)

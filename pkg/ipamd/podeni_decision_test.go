@@ -10,11 +10,13 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 )
 
-// The trunk is asked for only with pod ENI on, in IPv4 only while network
-// card 0 has a free ENI slot (ENIs < limit - unmanaged), in IPv6 always;
-// custom networking names a non-default ENIConfig whatever the room; and
-// nothing is asked within a minute of the CNINode being seen to hold it.
-func TestATrunkIsAskedForOnlyWithPodENIAndAFreeENISlot(t *testing.T) {
+// The trunk is asked for only with pod ENI on an instance type that can
+// have one, in IPv4 only while network card 0 has a free ENI slot (ENIs <
+// limit - unmanaged), in IPv6 always; custom networking names a
+// non-default ENIConfig whatever the room, and while its name is unknown
+// nothing is asked; and nothing is asked within a minute of the CNINode
+// being seen to hold it.
+func TestATrunkIsAskedForOnlyWithPodENIATrunkingTypeAndAFreeENISlot(t *testing.T) {
 	sgp := k8sapi.CNINodeFeature{Name: k8sapi.FeatureSecurityGroupsForPods}
 	cn := func(v string) k8sapi.CNINodeFeature {
 		return k8sapi.CNINodeFeature{Name: k8sapi.FeatureCustomNetworking, Value: v}
@@ -39,7 +41,19 @@ func TestATrunkIsAskedForOnlyWithPodENIAndAFreeENISlot(t *testing.T) {
 			SinceConfirmed: never}, []k8sapi.CNINodeFeature{cn("us-west-2a")}},
 		{"the default ENIConfig is not named", trunkAskEvidence{PodENI: true, Counts: room, CustomNetworking: true, ENIConfig: "default",
 			SinceConfirmed: never}, []k8sapi.CNINodeFeature{sgp}},
-		{"an unknown ENIConfig name is not named", trunkAskEvidence{PodENI: true, Counts: room, CustomNetworking: true,
+		{"custom networking, the ENIConfig name unknown: nothing this time", trunkAskEvidence{PodENI: true, Counts: room, CustomNetworking: true,
+			SinceConfirmed: never}, nil},
+		{"IPv6 custom networking, the ENIConfig name unknown: nothing this time", trunkAskEvidence{PodENI: true, IPv6: true, Counts: full,
+			CustomNetworking: true, SinceConfirmed: never}, nil},
+		{"an instance type that cannot have a trunk", trunkAskEvidence{PodENI: true, InstanceType: "t3.medium", Counts: room,
+			SinceConfirmed: never}, nil},
+		{"IPv6 on an instance type that cannot have a trunk", trunkAskEvidence{PodENI: true, InstanceType: "t3.medium", IPv6: true,
+			Counts: full, SinceConfirmed: never}, nil},
+		{"custom networking on an instance type that cannot have a trunk", trunkAskEvidence{PodENI: true, InstanceType: "t3.medium",
+			Counts: room, CustomNetworking: true, ENIConfig: "us-west-2a", SinceConfirmed: never}, nil},
+		{"an instance type that can have a trunk", trunkAskEvidence{PodENI: true, InstanceType: "m5.large", Counts: room,
+			SinceConfirmed: never}, []k8sapi.CNINodeFeature{sgp}},
+		{"an instance type the table does not know", trunkAskEvidence{PodENI: true, InstanceType: "x99.unknown", Counts: room,
 			SinceConfirmed: never}, []k8sapi.CNINodeFeature{sgp}},
 		{"an ENIConfig label without custom networking is not named", trunkAskEvidence{PodENI: true, Counts: room, ENIConfig: "us-west-2a",
 			SinceConfirmed: never}, []k8sapi.CNINodeFeature{sgp}},

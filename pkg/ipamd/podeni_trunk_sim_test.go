@@ -3,6 +3,7 @@ package ipamd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -283,4 +284,56 @@ func TestIPv6PodENIWaitsForTheTrunkThenTakesItIn(t *testing.T) {
 	assert.True(t, s.Info.Trunk)
 	assert.Empty(t, s.IPv6Prefixes, "no pod address from the trunk")
 	assert.True(t, w.pass(ctx), "done: nothing more to look for")
+}
+
+// In IPv6 mode too, an ask that fails at start (no CNINode yet: the
+// controller creates it, racing ipamd) is made again by the job that looks
+// for the trunk, once the CNINode exists.
+func TestIPv6AsksForTheTrunkAgainOnceTheCNINodeExists(t *testing.T) {
+	k := newSGPKube(false)
+	full := withEnv(ipv6Env, map[string]string{"ENABLE_POD_ENI": "true", "MY_NODE_NAME": trunkNode})
+	n := startSimNode(t, ec2simtest.IPv6Node(ec2sim.Config{InstanceType: "m5.large", Seed: 42}), full, func(o *Options) {
+		o.K8s, o.K8sDynamic = k.kube, k.dyn
+	})
+	failures := func() float64 {
+		return testutil.ToFloat64(n.agent.metrics.podENIErrors.WithLabelValues(fnTryEnableSGP))
+	}
+	require.GreaterOrEqual(t, failures(), 1.0, "the missing CNINode is counted at start")
+	ctx := context.Background()
+	w := ipv6TrunkWatch{n.agent}
+	assert.False(t, w.pass(ctx), "no trunk yet")
+	assert.Nil(t, k.features(t), "still no CNINode")
+	before := failures()
+
+	_, err := k.dyn.Resource(k8sapi.CNINodeGVR).Create(ctx, cniNode(), metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.False(t, w.pass(ctx), "no trunk yet")
+	assert.Equal(t, sgpFeature, k.features(t), "asked again once the CNINode exists")
+	assert.Equal(t, before, failures())
+}
+
+// On an instance type that can never have a trunk (t3.medium), pod ENI
+// holds no ENI slot and asks for nothing: every slot serves pods, as
+// max-pods assumes. In IPv6 no job waits for a trunk.
+func TestPodENIOnATypeThatCannotHaveATrunkHoldsNoSlotAndAsksNothing(t *testing.T) {
+	k := newSGPKube(true)
+	n := startSimNode(t, ec2sim.Config{InstanceType: "t3.medium"},
+		map[string]string{"ENABLE_POD_ENI": "true", "MY_NODE_NAME": trunkNode, "WARM_IP_TARGET": "15"}, func(o *Options) {
+			o.K8s, o.K8sDynamic = k.kube, k.dyn
+		})
+	n.settle(t, 10)
+	enis, _, _ := n.ec2Totals()
+	assert.Equal(t, 3, enis, "all 3 ENI slots serve pods")
+	assert.Nil(t, k.features(t), "no trunk asked for")
+	assert.Zero(t, testutil.ToFloat64(n.agent.metrics.podENIErrors.WithLabelValues(fnTryEnableSGP)))
+
+	k6 := newSGPKube(true)
+	full := withEnv(ipv6Env, map[string]string{"ENABLE_POD_ENI": "true", "MY_NODE_NAME": trunkNode})
+	n6 := startSimNode(t, ec2simtest.IPv6Node(ec2sim.Config{InstanceType: "t3.medium", Seed: 42}), full, func(o *Options) {
+		o.K8s, o.K8sDynamic = k6.kube, k6.dyn
+	})
+	assert.Nil(t, k6.features(t), "IPv6: no trunk asked for")
+	for _, j := range n6.agent.jobs() {
+		assert.NotEqual(t, "ipamd.ipv6TrunkWatch", fmt.Sprintf("%T", j), "no job waits for a trunk that cannot come")
+	}
 }

@@ -3,6 +3,7 @@ package networkutils
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -24,7 +25,11 @@ import (
 // to standard mode, or with pod ENI turned off (a roll-back), gets its
 // priority-0 rule back before the priority-20 one goes; ipamd stopping
 // leaves the priority-20 rule, which still serves.
-
+//
+// Outside strict mode ipamd only undoes its own move: the priority-0 rule
+// comes back only while our priority-20 rule is there. With no such rule
+// the local-table rules are another tool's business (Cilium, for one,
+// moves `lookup local` to priority 100) and stay exactly as they are.
 // Priorities of the local-table rules.
 const (
 	// LocalRulePriority is where strict mode moves `lookup local`.
@@ -74,10 +79,19 @@ func (h *Host) syncLocalTableRules() error {
 		}
 		steps = append(steps, step{family, isPlain(kernel), nil})
 	} else {
+		rules, err := h.listRules(family)
+		if err != nil {
+			return fmt.Errorf("local-table rules: %w", err)
+		}
+		if !slices.ContainsFunc(rules, isPlain(moved)) {
+			return nil // not moved by us: left to whoever placed it
+		}
+		// The priority-20 rule goes last, so a failure on the way leaves
+		// it for the next start to finish the job.
 		steps = append(steps,
 			step{family, isPlain(kernel), []*netlink.Rule{kernel}},
-			step{family, isPlain(moved), nil},
-			step{netlink.FAMILY_V6, isRouterICMP, nil})
+			step{netlink.FAMILY_V6, isRouterICMP, nil},
+			step{family, isPlain(moved), nil})
 	}
 	for _, s := range steps {
 		if s.family == netlink.FAMILY_V6 && !h.cfg.IPv6 {

@@ -133,12 +133,13 @@ func (h *Host) syncRules(family int, ours func(netlink.Rule) bool, wanted []*net
 }
 
 // sameRule compares a listed rule with one we would write, on every field
-// we set, and requires the listed one to have no other selector or action.
+// we set (the IP protocol too), and requires the listed one to have no
+// other selector or action.
 func sameRule(r netlink.Rule, w *netlink.Rule) bool {
 	maskEq := (r.Mask == nil && w.Mask == nil) || (r.Mask != nil && w.Mask != nil && *r.Mask == *w.Mask)
 	return r.Priority == w.Priority && r.Table == w.Table && r.Mark == w.Mark && maskEq &&
 		netEq(r.Src, w.Src) && netEq(r.Dst, w.Dst) &&
-		!r.Invert && r.IifName == "" && r.OifName == "" && r.Tos == 0 && r.IPProto == 0 &&
+		!r.Invert && r.IifName == "" && r.OifName == "" && r.Tos == 0 && r.IPProto == w.IPProto &&
 		r.Dport == nil && r.Sport == nil && r.UIDRange == nil && r.Goto <= 0 && r.TunID == 0 &&
 		(r.Type == 0 || r.Type == unix.RTN_UNICAST)
 }

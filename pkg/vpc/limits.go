@@ -3,8 +3,10 @@
 // holds, its network cards, hypervisor and whether it is bare metal.
 //
 // The limits come from a table generated from misc/instance-limits.tsv (see
-// zz_generated_limits.go and `make generate-limits`). The package does no I/O
-// except reading the max-pods file a caller points it at (MaxPodsFromFile).
+// zz_generated_limits.go and `make generate-limits`); whether a type can
+// have a trunk ENI, and how many branch ENIs, comes from the VPC resource
+// controller's table (trunking.go). The package does no I/O except reading
+// the max-pods file a caller points it at (MaxPodsFromFile).
 // It never imports a package of this module outside pkg/utils.
 package vpc
 

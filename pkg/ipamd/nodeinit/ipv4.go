@@ -40,7 +40,7 @@ type Config struct {
 	// ENIs are given ipamd's tags.
 	Provisioning     bool
 	CustomNetworking bool // AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: the primary ENI gives pods no address
-	PodENI           bool // ENABLE_POD_ENI: one ENI slot is the trunk's, which gives pods no address
+	PodENI           bool // ENABLE_POD_ENI: one ENI slot is the trunk's, which gives pods no address (pool.TrunkWanted)
 	MaxENI           int  // MAX_ENI; below 1: the instance's limit
 	// SubnetDiscovery (ENABLE_SUBNET_DISCOVERY): in IPv6 mode, refuse a
 	// primary subnet tagged out of pod addresses.
@@ -145,7 +145,7 @@ func IPv4(ctx context.Context, cfg Config, deps Deps, limits Limits) (Node, erro
 	}
 	n.SlotsPerENI = max(limits.IPv4PerENI-1, 0)
 	n.UnmanagedENIs = pool.CountUnmanaged(enis, id, rules)
-	podENIs := pool.PodENIs(n.MaxENIs, n.UnmanagedENIs, cfg.CustomNetworking, cfg.PodENI)
+	podENIs := pool.PodENIs(n.MaxENIs, n.UnmanagedENIs, cfg.CustomNetworking, pool.TrunkWanted(cfg.PodENI, id.InstanceType))
 	n.MaxAddresses = pool.MaxAddresses(podENIs, n.SlotsPerENI, store.PrefixDelegation())
 	n.MaxPods = maxPods(cfg, id.InstanceType, limits)
 	cfg.Log.Info("node initialised", "instance", id.InstanceID, "type", id.InstanceType, "enis", len(store.ENISummaries()),

@@ -41,7 +41,7 @@ const placementLogGap = time.Minute
 
 // podENIs is how many ENIs may give pods addresses (PodENIs).
 func (p *Manager) podENIs() int {
-	return PodENIs(p.cfg.MaxENIs, p.unmanaged, p.cfg.CustomNetworking, p.cfg.PodENI)
+	return PodENIs(p.cfg.MaxENIs, p.unmanaged, p.cfg.CustomNetworking, TrunkWanted(p.cfg.PodENI, p.cfg.InstanceType))
 }
 
 // customPlacement reads the node's ENIConfig for a new ENI; false (after

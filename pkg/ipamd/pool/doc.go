@@ -8,9 +8,10 @@
 // ENABLE_SUBNET_DISCOVERY it marks a secondary ENI whose subnet is tagged
 // out of pod IPs excluded in the datastore (re-checked at every ENI sync),
 // never grows onto it and returns its idle addresses to EC2. With
-// ENABLE_POD_ENI it holds an ENI slot for the trunk, asks for it at every
-// step until it is attached (trunk.go), and keeps the trunk in the
-// datastore without ever growing onto, tagging or freeing it.
+// ENABLE_POD_ENI, on an instance type that can have a trunk, it holds an
+// ENI slot for the trunk and asks for it at every step until it is
+// attached (trunk.go); it keeps the trunk in the datastore without ever
+// growing onto, tagging or freeing it.
 //
 // It never hands addresses to pods and never frees one a pod holds, except
 // when EC2 no longer has it. It reaches EC2 only through AWS and the

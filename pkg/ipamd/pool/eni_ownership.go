@@ -52,15 +52,15 @@ func IsTrunk(e awsutils.ENI) bool { return e.InterfaceType == awsutils.Interface
 
 // PodENIs is how many ENIs may give pods addresses: the ENI limit less the
 // attached ENIs ipamd leaves alone, less the primary ENI under custom
-// networking, less the trunk's slot with security groups for pods (held
-// for it before it is attached, and taken by it after). Node init and the
-// pool manager both size the pool with it.
-func PodENIs(maxENIs, unmanaged int, customNetworking, podENI bool) int {
+// networking, less the trunk's slot when a trunk is wanted (TrunkWanted;
+// held for it before it is attached, and taken by it after). Node init and
+// the pool manager both size the pool with it.
+func PodENIs(maxENIs, unmanaged int, customNetworking, trunk bool) int {
 	n := maxENIs - unmanaged
 	if customNetworking {
 		n--
 	}
-	if podENI {
+	if trunk {
 		n--
 	}
 	return max(n, 0)

@@ -65,12 +65,12 @@ func TestCountUnmanaged(t *testing.T) {
 }
 
 // The ENIs that may give pods addresses: the limit less the ones left
-// alone, the primary under custom networking, and the trunk's slot with
-// security groups for pods.
+// alone, the primary under custom networking, and the trunk's slot when a
+// trunk is wanted.
 func TestPodENIsLeaveOutThePrimaryUnderCustomNetworkingAndTheTrunksSlot(t *testing.T) {
 	tests := []struct {
 		max, unmanaged int
-		custom, podENI bool
+		custom, trunk  bool
 		want           int
 	}{
 		{3, 0, false, false, 3},
@@ -81,7 +81,7 @@ func TestPodENIsLeaveOutThePrimaryUnderCustomNetworkingAndTheTrunksSlot(t *testi
 		{1, 1, true, true, 0},
 	}
 	for _, tc := range tests {
-		assert.Equal(t, tc.want, PodENIs(tc.max, tc.unmanaged, tc.custom, tc.podENI), "%+v", tc)
+		assert.Equal(t, tc.want, PodENIs(tc.max, tc.unmanaged, tc.custom, tc.trunk), "%+v", tc)
 	}
 }
 

@@ -39,6 +39,9 @@ type Config struct {
 	CustomNetworking bool
 	// PodENI (ENABLE_POD_ENI): security groups for pods (trunk.go).
 	PodENI bool
+	// InstanceType decides, with PodENI, whether a trunk is wanted at all
+	// (TrunkWanted): some types can never have one.
+	InstanceType string
 
 	Interval         time.Duration // pool decisions (upstream: 5 s)
 	SyncInterval     time.Duration // ENI sync against IMDS/EC2 (60 s)
@@ -136,8 +139,8 @@ type Deps struct {
 	Metrics *Metrics
 	// AskForTrunk asks the VPC resource controller for a trunk ENI (the
 	// node's CNINode feature), with the ENI counts of network card 0; it
-	// is called at every step while PodENI is on and no trunk is attached
-	// (trunk.go). It logs and counts its own failures.
+	// is called at every step while a trunk is wanted (TrunkWanted) and
+	// none is attached (trunk.go). It logs and counts its own failures.
 	AskForTrunk func(ctx context.Context, c ENICounts)
 }
 

@@ -228,7 +228,7 @@ func (h *Host) SetupHostNetwork(ctx context.Context) error {
 	if err := h.syncExternalServiceRules(h.cfg.ExternalServiceCIDRs); err != nil {
 		return fmt.Errorf("setup host network: %w", err)
 	}
-	if err := h.syncLocalTableRules(); err != nil {
+	if err := h.SyncLocalTableRules(); err != nil {
 		return fmt.Errorf("setup host network: %w", err)
 	}
 	if err := h.UpdateSNATRules(ctx, h.cfg.VPCCIDRs); err != nil {

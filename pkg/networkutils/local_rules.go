@@ -47,9 +47,9 @@ var vpcRouterLinkLocal = ENIIPv6Gateway
 // to priority 20: pod ENI on in strict mode.
 func LocalRuleMoved(podENI, strict bool) bool { return podENI && strict }
 
-// syncLocalTableRules applies the local-table layout the configuration
+// SyncLocalTableRules applies the local-table layout the configuration
 // asks for, in the cluster's family.
-func (h *Host) syncLocalTableRules() error {
+func (h *Host) SyncLocalTableRules() error {
 	family := netlink.FAMILY_V4
 	if h.cfg.IPv6 {
 		family = netlink.FAMILY_V6

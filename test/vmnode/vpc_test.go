@@ -6,8 +6,8 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
@@ -75,14 +75,15 @@ func newVPC(t *testing.T) *vpc {
 		t.Fatal(err)
 	}
 	v.trunkIndex = trunk.Attrs().Index
-	local := netlink.NewRule()
-	local.Priority, local.Table = 20, unix.RT_TABLE_LOCAL
-	if err := h.RuleAdd(local); err != nil {
-		t.Fatalf("rule 20 lookup local: %v", err)
+	// ipamd's own strict-mode host rules (networkutils, as its start
+	// applies them): the local table at priority 20 instead of 0.
+	host, err := networkutils.New(networkutils.Config{PodENI: true, PodSGStrict: true})
+	if err != nil {
+		t.Fatalf("ipamd's host rules: %v", err)
 	}
-	local.Priority = 0
-	if err := h.RuleDel(local); err != nil {
-		t.Fatalf("delete rule 0 lookup local: %v", err)
+	defer host.Close()
+	if err := host.SyncLocalTableRules(); err != nil {
+		t.Fatalf("ipamd's strict-mode local-table rules: %v", err)
 	}
 
 	vh := netnsutil.Handle(t, v.net)

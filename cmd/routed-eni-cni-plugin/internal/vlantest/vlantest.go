@@ -21,8 +21,8 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
 )
 
@@ -130,7 +130,7 @@ func NewVPC(t testing.TB, v6, strict bool) *VPC {
 	}
 	v.TrunkIndex = trunk.Attrs().Index
 	if strict {
-		strictHostRules(t, h, v6)
+		strictHostRules(t, v.Node, v6)
 		// What the init container does with DISABLE_TCP_EARLY_DEMUX=true,
 		// which upstream documents as needed for kubelet probes of
 		// strict-mode pods: the node's TCP to such a pod leaves through
@@ -142,54 +142,19 @@ func NewVPC(t testing.TB, v6, strict bool) *VPC {
 	return v
 }
 
-// strictHostRules moves the node's local-table lookup from priority 0 to
-// 20, as ipamd does in strict mode.
-func strictHostRules(t testing.TB, h *netlink.Handle, v6 bool) {
+// strictHostRules applies ipamd's own host rules for strict mode
+// (networkutils, as ipamd's start does): the local table looked up at
+// priority 20 instead of 0 and, in IPv6, the VPC router's ICMPv6 kept at
+// priority 0.
+func strictHostRules(t testing.TB, node ns.NetNS, v6 bool) {
 	t.Helper()
-	family := netlink.FAMILY_V4
-	if v6 {
-		family = netlink.FAMILY_V6
+	host, err := networkutils.New(networkutils.Config{IPv6: v6, PodENI: true, PodSGStrict: true}, networkutils.WithNetNS(node.Path()))
+	if err != nil {
+		t.Fatalf("vlantest: ipamd's host rules: %v", err)
 	}
-	local := netlink.NewRule()
-	local.Family = family
-	local.Priority = 20
-	local.Table = unix.RT_TABLE_LOCAL
-	if err := h.RuleAdd(local); err != nil {
-		t.Fatalf("rule 20 lookup local: %v", err)
-	}
-	if v6 {
-		nd := netlink.NewRule()
-		nd.Family = family
-		nd.Priority = 0
-		nd.Table = unix.RT_TABLE_LOCAL
-		nd.Src = &net.IPNet{IP: BranchGatewayIPv6, Mask: net.CIDRMask(128, 128)}
-		nd.IPProto = unix.IPPROTO_ICMPV6
-		if err := h.RuleAdd(nd); err != nil {
-			t.Fatalf("rule 0 from %s ipproto ipv6-icmp lookup local: %v", BranchGatewayIPv6, err)
-		}
-	}
-	def := netlink.NewRule()
-	def.Family = family
-	def.Priority = 0
-	def.Table = unix.RT_TABLE_LOCAL
-	if v6 {
-		// Two priority-0 local rules now; delete the one with no selector.
-		rules, err := h.RuleList(family)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rules {
-			if r.Priority == 0 && r.Table == unix.RT_TABLE_LOCAL && r.Src == nil {
-				if err := h.RuleDel(&r); err != nil {
-					t.Fatalf("delete rule 0 lookup local: %v", err)
-				}
-				return
-			}
-		}
-		t.Fatal("no rule 0 lookup local")
-	}
-	if err := h.RuleDel(def); err != nil {
-		t.Fatalf("delete rule 0 lookup local: %v", err)
+	defer host.Close()
+	if err := host.SyncLocalTableRules(); err != nil {
+		t.Fatalf("vlantest: ipamd's strict-mode local-table rules: %v", err)
 	}
 }
 

@@ -99,6 +99,18 @@
 // faster server trips a client-side race in the SDK that turns into
 // spurious retries (Call.Attempt tells retries from first tries).
 //
+// Network cards: an instance type has one or more (c6in.32xlarge 2,
+// p4d.24xlarge 4, p5.48xlarge 32), each with its own ENI limit, as in
+// DescribeInstanceTypes (NetworkCards, DefaultNetworkCardIndex 0,
+// MaximumNetworkInterfaces the sum). AttachNetworkInterface takes
+// NetworkCardIndex (default 0, as in EC2); device indexes are unique per
+// card, card 0's device 0 is the primary's, a full card is refused with
+// AttachmentLimitExceeded and a card the type lacks with
+// InvalidParameterValue. Every describe shows attachment.networkCardIndex
+// and IMDS serves network/interfaces/macs/<mac>/network-card for every
+// ENI; DescribeNetworkInterfaces takes no network-card filter (EC2 has
+// none). Links report each ENI's card.
+//
 // It never imports pkg/ipamd/...: ipamd reaches it only through the real
 // AWS SDK over HTTP.
 package ec2sim

@@ -76,13 +76,17 @@ func (s *Sim) describeInstanceTypes(p params, _ time.Time) (response, error) {
 	return resp, nil
 }
 
+// eniFilters are the DescribeNetworkInterfaces filters modelled. EC2
+// documents no network-card filter for this action (only DescribeInstances
+// has network-interface.attachment.network-card-index), so none is taken:
+// callers find an ENI's card in attachment.networkCardIndex.
 var eniFilters = map[string]bool{
 	"network-interface-id": true, "subnet-id": true, "vpc-id": true, "status": true,
 	"description": true, "mac-address": true, "availability-zone": true, "interface-type": true,
 	"private-ip-address": true, "group-id": true, "owner-id": true, "tag-key": true,
 	"attachment.instance-id": true, "attachment.attachment-id": true, "attachment.status": true,
-	"attachment.device-index": true, "attachment.network-card-index": true,
-	"attachment.delete-on-termination": true, "ipv6-addresses.ipv6-address": true,
+	"attachment.device-index": true, "attachment.delete-on-termination": true,
+	"ipv6-addresses.ipv6-address": true,
 }
 
 func (s *Sim) describeNetworkInterfaces(p params, _ time.Time) (response, error) {
@@ -178,8 +182,6 @@ func (s *Sim) eniFilterValues(e *eni, name string) []string {
 		return one(e.att.status)
 	case "attachment.device-index":
 		return one(itoa(e.att.device))
-	case "attachment.network-card-index":
-		return one(itoa(e.att.card))
 	case "attachment.delete-on-termination":
 		return one(boolString(e.att.deleteOnTermination))
 	}

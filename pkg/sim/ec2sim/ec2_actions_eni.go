@@ -138,7 +138,7 @@ func (s *Sim) attachNetworkInterface(p params, now time.Time) (response, error) 
 		return nil, err
 	}
 	if !hasCard {
-		card = s.limits.defaultCard
+		card = 0 // EC2's documented default, whatever the type's default card
 	}
 	e, err := s.lookupENI(eniID)
 	if err != nil {
@@ -151,7 +151,7 @@ func (s *Sim) attachNetworkInterface(p params, now time.Time) (response, error) 
 		return nil, errBadValue("DeviceIndex", itoa(device), "Must not be negative.")
 	}
 	if card < 0 || card >= len(s.limits.cards) {
-		return nil, errBadValue("NetworkCardIndex", itoa(card), "Instance type "+s.cfg.InstanceType+" has "+itoa(len(s.limits.cards))+" network card(s).")
+		return nil, s.errUnknownCard(card)
 	}
 	if e.att != nil {
 		return nil, newError(CodeENIInUse, "Interface: [%s] in use.", e.id)
@@ -181,7 +181,7 @@ func (s *Sim) attachNetworkInterface(p params, now time.Time) (response, error) 
 		}
 	}
 	if total >= s.limits.maxENIs || onCard >= s.limits.cards[card] {
-		return nil, newError(CodeAttachmentLimitExceeded, "Interface count %d exceeds the limit for %s", total+1, s.cfg.InstanceType)
+		return nil, s.errAttachmentLimit(total + 1)
 	}
 	e.att = &attachment{
 		id: s.newID("eni-attach"), device: device, card: card, status: "attaching",
@@ -289,4 +289,16 @@ func (s *Sim) deleteNetworkInterface(p params, _ time.Time) (response, error) {
 	s.releaseENI(e)
 	s.logger.Debug("ec2sim: ENI deleted", "eni", e.id)
 	return &returnResponse{Return: true}, nil
+}
+
+// errUnknownCard refuses a network card index the instance type lacks.
+func (s *Sim) errUnknownCard(card int) *APIError {
+	return errBadValue("NetworkCardIndex", itoa(card),
+		"Instance type "+s.cfg.InstanceType+" has "+itoa(len(s.limits.cards))+" network card(s).")
+}
+
+// errAttachmentLimit refuses an attachment past the instance's or the
+// card's ENI limit; count is the interface count the attachment would make.
+func (s *Sim) errAttachmentLimit(count int) *APIError {
+	return newError(CodeAttachmentLimitExceeded, "Interface count %d exceeds the limit for %s", count, s.cfg.InstanceType)
 }

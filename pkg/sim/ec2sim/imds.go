@@ -206,6 +206,9 @@ func (s *Sim) imdsENIField(e imdsENI, field string, blocks []netip.Prefix, block
 	case "mac":
 		return e.MAC, true
 	case "network-card":
+		// IMDS has served it since build 2020-11-01 ("the index of the
+		// network card") and documents no instance types without it, so
+		// it is served for every ENI, card 0 and single-card types too.
 		return strconv.Itoa(e.Card), true
 	case "owner-id":
 		return accountID, true

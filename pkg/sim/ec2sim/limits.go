@@ -25,6 +25,17 @@ var instanceTypes = map[string]typeLimits{
 	"c5.18xlarge":   {maxENIs: 15, ipv4PerENI: 50, cards: []int{15}, hypervisor: "nitro"},
 	"m6i.32xlarge":  {maxENIs: 15, ipv4PerENI: 50, cards: []int{15}, hypervisor: "nitro"},
 	"c6in.32xlarge": {maxENIs: 16, ipv4PerENI: 50, cards: []int{8, 8}, hypervisor: "nitro"},
+	"p4d.24xlarge":  {maxENIs: 60, ipv4PerENI: 50, cards: []int{15, 15, 15, 15}, hypervisor: "nitro"},
+	"p5.48xlarge":   {maxENIs: 64, ipv4PerENI: 50, cards: p5Cards(), hypervisor: "nitro"},
+}
+
+// p5Cards is p5.48xlarge's 32 network cards of 2 ENIs each.
+func p5Cards() []int {
+	cards := make([]int, 32)
+	for i := range cards {
+		cards[i] = 2
+	}
+	return cards
 }
 
 // InstanceTypes lists the instance types the simulator knows, sorted.

@@ -1,8 +1,6 @@
 package vmnode
 
 import (
-	"errors"
-	"fmt"
 	"net"
 	"time"
 
@@ -16,75 +14,9 @@ import (
 const trafficTimeout = 30 * time.Second
 
 // ping sends echoes from one namespace to dst until one is answered.
-func ping(from ns.NetNS, dst net.IP) error {
-	deadline := time.Now().Add(trafficTimeout)
-	for {
-		err := netnsutil.Ping(from, dst, time.Second)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-	}
-}
+func ping(from ns.NetNS, dst net.IP) error { return netnsutil.PingWithin(from, dst, trafficTimeout) }
 
-// tcpEcho listens on ip in server, connects from client (retrying until
-// trafficTimeout), sends a line and expects it back.
+// tcpEcho passes a line over TCP from client to ip in server and back.
 func tcpEcho(server ns.NetNS, ip net.IP, client ns.NetNS) error {
-	var lis net.Listener
-	err := server.Do(func(ns.NetNS) error {
-		var err error
-		lis, err = net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", ip, err)
-	}
-	defer lis.Close()
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64)
-				n, _ := c.Read(buf)
-				_, _ = c.Write(buf[:n])
-			}()
-		}
-	}()
-	addr := lis.Addr().String()
-	deadline := time.Now().Add(trafficTimeout)
-	var last error
-	for time.Now().Before(deadline) {
-		if last = client.Do(func(ns.NetNS) error { return echoOnce(addr) }); last == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("TCP echo with %s: %w", addr, last)
-}
-
-func echoOnce(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
-		return err
-	}
-	msg := []byte("probe\n")
-	if _, err := c.Write(msg); err != nil {
-		return err
-	}
-	buf := make([]byte, len(msg))
-	n, err := c.Read(buf)
-	if err != nil {
-		return err
-	}
-	if string(buf[:n]) != string(msg) {
-		return errors.New("echo mismatch")
-	}
-	return nil
+	return netnsutil.TCPEcho(server, ip, client, trafficTimeout)
 }

@@ -12,7 +12,6 @@
 package vlantest
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -247,79 +246,12 @@ func family(ip net.IP) int {
 const Timeout = 30 * time.Second
 
 // Ping sends echoes from n to dst until one is answered or Timeout passes.
-func Ping(from ns.NetNS, dst net.IP) error {
-	deadline := time.Now().Add(Timeout)
-	for {
-		err := netnsutil.Ping(from, dst, time.Second)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-	}
-}
+func Ping(from ns.NetNS, dst net.IP) error { return netnsutil.PingWithin(from, dst, Timeout) }
 
-// TCPEcho listens on ip:port in server, connects from client (retrying
-// until Timeout), sends a line and expects it back: what a kubelet probe
-// or an application needs.
+// TCPEcho passes a line over TCP from client to ip in server and back
+// (retrying until Timeout): what a kubelet probe or an application needs.
 func TCPEcho(server ns.NetNS, ip net.IP, client ns.NetNS) error {
-	var lis net.Listener
-	err := server.Do(func(ns.NetNS) error {
-		var err error
-		lis, err = net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", ip, err)
-	}
-	defer lis.Close()
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64)
-				n, _ := c.Read(buf)
-				_, _ = c.Write(buf[:n])
-			}()
-		}
-	}()
-	addr := lis.Addr().String()
-	deadline := time.Now().Add(Timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		last = client.Do(func(ns.NetNS) error { return echoOnce(addr) })
-		if last == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("TCP echo with %s: %w", addr, last)
-}
-
-func echoOnce(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
-		return err
-	}
-	msg := []byte("probe\n")
-	if _, err := c.Write(msg); err != nil {
-		return err
-	}
-	buf := make([]byte, len(msg))
-	n, err := c.Read(buf)
-	if err != nil {
-		return err
-	}
-	if string(buf[:n]) != string(msg) {
-		return errors.New("echo mismatch")
-	}
-	return nil
+	return netnsutil.TCPEcho(server, ip, client, Timeout)
 }
 
 // RouterIP is the VPC router's address on the node's primary subnet, in the

@@ -19,9 +19,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/driver"
-	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/internal/vlantest"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
+	"github.com/aws/amazon-vpc-cni-k8s/test/vlantest"
 )
 
 // UpstreamPluginInVM is where the VM harness puts upstream's aws-cni

@@ -18,9 +18,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/driver"
-	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/internal/vlantest"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
+	"github.com/aws/amazon-vpc-cni-k8s/test/vlantest"
 )
 
 // These run the plugin's ADD and DEL in-process (no plugin binary: the VM

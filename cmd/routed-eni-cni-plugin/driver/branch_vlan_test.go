@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 
-	"github.com/aws/amazon-vpc-cni-k8s/cmd/routed-eni-cni-plugin/internal/vlantest"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/podrules"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
+	"github.com/aws/amazon-vpc-cni-k8s/test/vlantest"
 )
 
 // These need root and a kernel with VLAN links (the VM harness,

@@ -47,7 +47,8 @@ func (h *cniHandler) invalid(rpcName, reason string, err error) error {
 	return status.Errorf(codes.InvalidArgument, "%s: %v", rpcName, err)
 }
 
-// AddNetwork gives the pod interface an address. As upstream, failures to
+// AddNetwork gives the pod interface its address (a multi-NIC pod: one per
+// managed card). As upstream, failures to
 // allocate are Success=false (the plugin then fails the ADD and the runtime
 // retries); a gRPC error is returned only for a refused request.
 func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) (*rpc.AddNetworkReply, error) {
@@ -171,7 +172,8 @@ func (h *cniHandler) replyCIDRs() []string {
 	return out
 }
 
-// DelNetwork releases the pod interface's address. An unknown key is, as
+// DelNetwork releases the pod interface's addresses, on every card that
+// holds one, and replies with each in card order. An unknown key is, as
 // upstream, a plain error (gRPC code Unknown) whose text carries
 // "datastore: unknown pod", which the plugin (ours and upstream's) treats
 // as nothing to do.

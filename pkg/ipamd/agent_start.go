@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/cards"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/nodeinit"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
@@ -59,7 +60,7 @@ func (a *Agent) phases(st *startState) []phase {
 		{"imdsrefresh", func(context.Context) error { a.buildIMDSRefresh(); return nil }},
 		{"restore", a.restore},
 		{"delqueue", func(context.Context) error {
-			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Every: a.opts.Config.Reconciler.Interval, Store: a.store,
+			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Every: a.opts.Config.Reconciler.Interval, Store: cards.Single(a.store),
 				Rules: a.podRules(), Log: a.log, Metrics: a.metrics.podip}
 			a.delq.Replay()
 			return nil
@@ -267,7 +268,8 @@ func (a *Agent) afterRestore(ctx context.Context) {
 // wireRPC sets what the gRPC handlers serve from.
 func (a *Agent) wireRPC() {
 	cfg := a.opts.Config
-	deps := rpcserver.Deps{Store: a.store, Stats: a.store, Explain: a.addFailures().Explain}
+	stores := cards.Single(a.store)
+	deps := rpcserver.Deps{Store: stores, Stats: stores, Explain: a.addFailures().Explain}
 	if a.podWarnings != nil {
 		deps.Warn = a.podWarnings
 	}

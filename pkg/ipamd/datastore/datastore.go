@@ -34,6 +34,10 @@ type Config struct {
 	// against the container runtime, so an address a live sandbox still
 	// uses is never handed to another pod. Off, addresses are free at once.
 	VerifyNewAddresses bool
+	// NetworkCard is the network card whose ENIs the store holds (0: the
+	// default card, the only one without ENABLE_MULTI_NIC). Every
+	// Allocation the store returns carries it; nothing else depends on it.
+	NetworkCard int
 }
 
 // DataStore is safe for concurrent use. One mutex guards everything; it is
@@ -73,6 +77,7 @@ type DataStore struct {
 
 	commit *committer // nil when there is no checkpointer
 	closed bool
+	card   int // Config.NetworkCard
 }
 
 type counters struct{ total, assigned, cooling, pending int }
@@ -88,6 +93,7 @@ func New(cfg Config) *DataStore {
 		byKey:   map[IPAMKey]*addr{},
 		cooling: list.New(),
 		verify:  cfg.VerifyNewAddresses,
+		card:    cfg.NetworkCard,
 	}
 	switch {
 	case cfg.IPv6:
@@ -109,6 +115,9 @@ func New(cfg Config) *DataStore {
 
 // PrefixDelegation reports the datastore's mode (always true in IPv6 mode).
 func (d *DataStore) PrefixDelegation() bool { return d.mode != kindSecondary }
+
+// NetworkCard is the network card whose ENIs the store holds.
+func (d *DataStore) NetworkCard() int { return d.card }
 
 // IPv6 reports whether this is an IPv6 datastore.
 func (d *DataStore) IPv6() bool { return d.mode == kindIPv6 }

@@ -12,7 +12,7 @@ func (d *DataStore) AddENI(info ENIInfo) error {
 	if _, ok := d.enis[info.ID]; ok {
 		return fmt.Errorf("add ENI %s: %w", info.ID, ErrDuplicateENI)
 	}
-	d.enis[info.ID] = &eni{info: info, createdAt: d.now(), cidrs: map[netip.Prefix]*cidr{}}
+	d.enis[info.ID] = &eni{info: info, card: d.card, createdAt: d.now(), cidrs: map[netip.Prefix]*cidr{}}
 	return nil
 }
 

@@ -33,6 +33,7 @@ const addressesPerPrefix = 16
 
 type eni struct {
 	info      ENIInfo
+	card      int // the store's network card, for the allocations it returns
 	createdAt time.Time
 	cidrs     map[netip.Prefix]*cidr
 	// excluded: no address of this ENI is handed out (its subnet is
@@ -157,6 +158,7 @@ func (a *addr) allocation() Allocation {
 		CIDR:         c.prefix,
 		IsPrefix:     c.isPrefix(),
 		ENIID:        c.eni.info.ID,
+		NetworkCard:  c.eni.card,
 		DeviceNumber: c.eni.info.DeviceNumber,
 		RouteTableID: c.eni.info.RouteTableID,
 		AssignedAt:   a.assignedAt,

@@ -45,7 +45,8 @@ type ENIInfo struct {
 	PrimaryIP netip.Addr
 }
 
-// Allocation is one assigned address as callers see it.
+// Allocation is one assigned address as callers see it. NetworkCard is the
+// card of the store that holds it (Config.NetworkCard).
 type Allocation struct {
 	Key          IPAMKey
 	Metadata     IPAMMetadata
@@ -53,6 +54,7 @@ type Allocation struct {
 	CIDR         netip.Prefix
 	IsPrefix     bool
 	ENIID        string
+	NetworkCard  int
 	DeviceNumber int
 	RouteTableID int
 	AssignedAt   time.Time

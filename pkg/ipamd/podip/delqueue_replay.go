@@ -12,15 +12,17 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/loglimit"
 )
 
-// ReplayStore is the part of the datastore DEL replay uses: a DEL for
-// a key (datastore.Release), and the key's allocation to find the address
-// whose node rules go first.
+// ReplayStore is the part of the node's datastores DEL replay uses
+// (*cards.Set, one store per managed network card): a DEL for a key
+// (Release on every card that holds it), and the key's allocations, to
+// find the addresses whose node rules go first.
 type ReplayStore interface {
-	Release(datastore.IPAMKey) (datastore.Allocation, error)
-	Find(datastore.IPAMKey) (datastore.Allocation, bool)
-	// FindDELTarget is the allocation Release(key) releases (key's, or
-	// its migrated form's).
-	FindDELTarget(datastore.IPAMKey) (datastore.Allocation, bool)
+	Release(datastore.IPAMKey) ([]datastore.Allocation, error)
+	// FindDELTargets are the allocations Release(key) releases (key's, or
+	// its migrated form's), one per card that holds one.
+	FindDELTargets(datastore.IPAMKey) []datastore.Allocation
+	// FindOnCard is key's allocation on one card.
+	FindOnCard(card int, key datastore.IPAMKey) (datastore.Allocation, bool)
 }
 
 // DelQueue replays the DELs the CNI plugin queued on the host while ipamd
@@ -92,19 +94,26 @@ func (a *DelQueue) badEntryLog() *loglimit.Logger {
 //
 // The queue entry names no address, and the plugin that queued it may
 // have had none to remove the node rules of (no prevResult): the rules of
-// the key's address are removed first, while the key still holds it
-// (removeNodeRules), then the address is released.
+// the key's addresses (one per card a multi-NIC pod has) are removed
+// first, while the key still holds them (removeNodeRules), then the
+// addresses are released.
 func (a *DelQueue) replayDelEntry(dir string, e delqueue.Entry) (gone bool) {
 	result := "unknown"
 	key := datastore.IPAMKey{NetworkName: e.NetworkName, ContainerID: e.ContainerID, IfName: e.IfName}
-	if alloc, ok := a.Store.FindDELTarget(key); ok {
-		removeNodeRules(a.Rules, a.Store.Find, alloc, a.Log)
+	for _, alloc := range a.Store.FindDELTargets(key) {
+		onCard := func(k datastore.IPAMKey) (datastore.Allocation, bool) {
+			return a.Store.FindOnCard(alloc.NetworkCard, k)
+		}
+		removeNodeRules(a.Rules, onCard, alloc, a.Log)
 	}
-	switch alloc, err := a.Store.Release(key); {
+	released, err := a.Store.Release(key)
+	for _, alloc := range released {
+		a.Log.Info("replayed queued DEL", "ip", alloc.IP.String(), "networkCard", alloc.NetworkCard, "pod", podRef(alloc.Metadata),
+			"containerID", e.ContainerID, "queuedAt", e.QueuedAt)
+	}
+	switch {
 	case err == nil:
 		result = "released"
-		a.Log.Info("replayed queued DEL", "ip", alloc.IP.String(), "pod", podRef(alloc.Metadata),
-			"containerID", e.ContainerID, "queuedAt", e.QueuedAt)
 	case errors.Is(err, datastore.ErrUnknownPod):
 	default:
 		a.Log.Error("could not replay queued DEL; will retry", "containerID", e.ContainerID, "error", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/cards"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
@@ -31,7 +33,7 @@ func replayAgent(t *testing.T) (*DelQueue, string) {
 	t.Cleanup(func() { store.Close() })
 	require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 4}.Populate(store))
 	dir := filepath.Join(t.TempDir(), "delq")
-	return &DelQueue{Dir: dir, Store: store, Log: slog.New(slog.DiscardHandler), Metrics: NewMetrics(prometheus.NewRegistry())}, dir
+	return &DelQueue{Dir: dir, Store: cards.Single(store), Log: slog.New(slog.DiscardHandler), Metrics: NewMetrics(prometheus.NewRegistry())}, dir
 }
 
 func TestDelQueueReplayKeepsANewerDELForTheSameKey(t *testing.T) {
@@ -106,7 +108,8 @@ func legacyMigratedKey(containerID string) datastore.IPAMKey {
 	return datastore.IPAMKey{NetworkName: "_migrated-from-cri", ContainerID: containerID, IfName: "unknown"}
 }
 
-func storeOf(q *DelQueue) *datastore.DataStore { return q.Store.(*datastore.DataStore) }
+// storeOf is card 0's store behind the queue.
+func storeOf(q *DelQueue) *datastore.DataStore { return q.Store.(*cards.Set).Primary() }
 
 // A queue directory full of junk, found again by every replay, gets a
 // burst of warnings and a count a minute in the log; the metric counts
@@ -239,4 +242,49 @@ func TestDelQueueReplayAppliesTheOnlyDELAfterTheClockSteppedBack(t *testing.T) {
 		left, _ := delqueue.List(dir)
 		assert.Empty(t, left)
 	}
+}
+
+// A queued DEL of a multi-NIC pod frees its address on every card, each
+// address's node rules first, and leaves other pods alone.
+func TestDelQueueReplayReleasesAMultiNICPodOnEveryCard(t *testing.T) {
+	card0 := datastore.New(datastore.Config{})
+	t.Cleanup(func() { card0.Close() })
+	require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 2}.Populate(card0))
+	card1 := datastore.New(datastore.Config{NetworkCard: 1})
+	t.Cleanup(func() { card1.Close() })
+	require.NoError(t, card1.AddENI(datastore.ENIInfo{ID: "eni-card1", RouteTableID: 10100}))
+	for _, ip := range []string{"10.251.0.1/32", "10.251.0.2/32"} {
+		require.NoError(t, card1.AddCIDR("eni-card1", netip.MustParsePrefix(ip)))
+	}
+	set, err := cards.New(cards.Card{Index: 0, Store: card0}, cards.Card{Index: 1, Store: card1})
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "delq")
+	rules := &fakeNodeRules{owner: map[netip.Addr]string{}}
+	q := &DelQueue{Dir: dir, Store: set, Rules: rules, Log: slog.New(slog.DiscardHandler), Metrics: NewMetrics(prometheus.NewRegistry())}
+
+	multi := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "multi", IfName: "eth0"}
+	other := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "other", IfName: "eth0"}
+	allocs, err := set.AssignEach(multi, datastore.IPAMMetadata{K8SPodName: "multi"})
+	require.NoError(t, err)
+	kept, err := set.AssignEach(other, datastore.IPAMMetadata{K8SPodName: "other"})
+	require.NoError(t, err)
+	for _, a := range append(append([]datastore.Allocation(nil), allocs...), kept...) {
+		rules.owner[a.IP] = a.Key.ContainerID
+	}
+	queueDEL(t, dir, multi)
+
+	q.Replay()
+
+	assert.Empty(t, set.FindDELTargets(multi), "released on every card")
+	for _, a := range allocs {
+		assert.Empty(t, rules.ownerOf(a.IP), "card %d's address keeps no node rule", a.NetworkCard)
+	}
+	for _, a := range kept {
+		assert.Equal(t, "other", rules.ownerOf(a.IP), "another pod's rules stay")
+		_, ok := set.FindOnCard(a.NetworkCard, other)
+		assert.True(t, ok)
+	}
+	assert.Equal(t, 1.0, testutil.ToFloat64(q.Metrics.delQueueReplayed.WithLabelValues("released")))
+	left, _ := delqueue.List(dir)
+	assert.Empty(t, left)
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/addfail"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/cards"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
@@ -25,10 +26,18 @@ const AddFailureTrailer = "aws-vpc-cni-add-failure"
 // rate-limited, a Warning event on the pod.
 func (h *cniHandler) addFailed(ctx context.Context, in *rpc.AddNetworkRequest, key datastore.IPAMKey, err error) {
 	var c addfail.Cause
-	if errors.Is(err, datastore.ErrNoAvailableIP) {
+	var onCard *cards.CardError
+	switch {
+	case errors.Is(err, datastore.ErrNoAvailableIP) && in.RequiresMultiNICAttachment &&
+		errors.As(err, &onCard) && onCard.Card > 0:
+		// A multi-NIC pod needs an address on every card: the one that
+		// had none is explained, and named.
+		h.rep.metrics.noIP.Inc()
+		c = h.explainCard(onCard.Card).OnCard(onCard.Card)
+	case errors.Is(err, datastore.ErrNoAvailableIP):
 		h.rep.metrics.noIP.Inc()
 		c = h.explain()
-	} else {
+	default:
 		h.rep.errors.WithLabelValues("AddNetwork").Inc()
 		c = addfail.Failed(err)
 	}
@@ -54,11 +63,30 @@ func (h *cniHandler) explain() addfail.Cause {
 	if h.deps.Explain != nil {
 		return h.deps.Explain()
 	}
-	st := addfail.State{Now: time.Now(), Growth: addfail.Growth{SubnetFree: -1}}
+	var s datastore.Stats
 	if h.deps.Stats != nil {
-		s := h.deps.Stats.Stats()
-		st.Total, st.Assigned, st.Cooling, st.Pending = s.TotalIPs, s.AssignedIPs, s.CooldownIPs, s.PendingIPs
+		s = h.deps.Stats.Stats()
 	}
+	return explainFigures(s)
+}
+
+// explainCard says why network card card had no address.
+func (h *cniHandler) explainCard(card int) addfail.Cause {
+	if h.deps.ExplainCard != nil {
+		return h.deps.ExplainCard(card)
+	}
+	var s datastore.Stats
+	if h.deps.Stats != nil {
+		s, _ = h.deps.Stats.CardStats(card)
+	}
+	return explainFigures(s)
+}
+
+// explainFigures is the cause from a pool's figures alone, when nothing
+// else about it is known.
+func explainFigures(s datastore.Stats) addfail.Cause {
+	st := addfail.State{Now: time.Now(), Growth: addfail.Growth{SubnetFree: -1},
+		Total: s.TotalIPs, Assigned: s.AssignedIPs, Cooling: s.CooldownIPs, Pending: s.PendingIPs}
 	return addfail.Explain(st)
 }
 

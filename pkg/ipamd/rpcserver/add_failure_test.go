@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/addfail"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/cards"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
@@ -107,7 +108,7 @@ func (failingStore) Assign(datastore.IPAMKey, datastore.IPAMMetadata) (datastore
 func TestAddRefusedByTheDatastoreSaysSo(t *testing.T) {
 	warner := &podWarner{}
 	s := serve(t, Options{Deps: Deps{Warn: warner}}, 1)
-	s2 := serve(t, Options{Deps: Deps{Store: failingStore{s.store}, Stats: s.store, Warn: warner}}, 1)
+	s2 := serve(t, Options{Deps: Deps{Store: failingStore{cards.Single(s.store)}, Stats: cards.Single(s.store), Warn: warner}}, 1)
 	var md metadata.MD
 	reply, err := s2.cni.AddNetwork(context.Background(), addRequest("x"), grpc.Trailer(&md))
 	require.NoError(t, err)

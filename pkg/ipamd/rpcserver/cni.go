@@ -47,7 +47,8 @@ func (h *cniHandler) invalid(rpcName, reason string, err error) error {
 	return status.Errorf(codes.InvalidArgument, "%s: %v", rpcName, err)
 }
 
-// AddNetwork gives the pod interface an address. As upstream, failures to
+// AddNetwork gives the pod interface its address (a multi-NIC pod: one per
+// managed card). As upstream, failures to
 // allocate are Success=false (the plugin then fails the ADD and the runtime
 // retries); a gRPC error is returned only for a refused request.
 func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) (*rpc.AddNetworkReply, error) {
@@ -84,27 +85,65 @@ func (h *cniHandler) AddNetwork(ctx context.Context, in *rpc.AddNetworkRequest) 
 		return reply, nil
 	}
 	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
-	// One interface per pod: multi-NIC pods are refused above (and at start).
 	meta := datastore.IPAMMetadata{K8SPodNamespace: in.K8S_POD_NAMESPACE, K8SPodName: in.K8S_POD_NAME, InterfacesCount: 1}
-	alloc, err := h.deps.Store.Assign(key, meta)
-	if errors.Is(err, datastore.ErrNoAvailableIP) {
-		alloc, err = h.assignExhausted(ctx, key, meta, err)
+	var err error
+	if in.RequiresMultiNICAttachment {
+		reply.IPAllocationMetadata, err = h.assignEach(ctx, in, key, meta)
+	} else {
+		reply.IPAllocationMetadata, err = h.assignOne(ctx, in, key, meta)
 	}
 	if err != nil {
 		h.addFailed(ctx, in, key, err)
 		return reply, nil
 	}
-	if h.rep.log.Enabled(ctx, slog.LevelDebug) {
-		h.rep.log.Debug("AddNetwork assigned", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME, "ip", alloc.IP.String(), "eni", alloc.ENIID)
-	}
-	reply.IPAllocationMetadata = []*rpc.IPAllocationMetadata{allocationMetadata(alloc)}
 	h.succeed(reply, in)
 	return reply, nil
 }
 
-// succeed completes the reply of an ADD whose address is in it (from the
-// datastore or a branch pod's annotation): the VPC's CIDRs of the
-// family, SNAT, and (ANNOTATE_POD_IP) the address on the pod.
+// assignOne gives a single-IP pod its address (card 0's, or the next
+// card's when a card has none free), as the reply carries it.
+func (h *cniHandler) assignOne(ctx context.Context, in *rpc.AddNetworkRequest, key datastore.IPAMKey, meta datastore.IPAMMetadata) ([]*rpc.IPAllocationMetadata, error) {
+	alloc, err := h.deps.Store.Assign(key, meta)
+	if errors.Is(err, datastore.ErrNoAvailableIP) && h.exhausted(ctx) {
+		alloc, err = h.deps.Store.Assign(key, meta)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.logAssigned(ctx, in, key, alloc)
+	return []*rpc.IPAllocationMetadata{allocationMetadata(alloc)}, nil
+}
+
+// assignEach gives a multi-NIC pod one address per managed card, as the
+// reply carries them: one entry per card, in card order (the plugin sets
+// up one interface for each, the first as the pod's eth0).
+func (h *cniHandler) assignEach(ctx context.Context, in *rpc.AddNetworkRequest, key datastore.IPAMKey, meta datastore.IPAMMetadata) ([]*rpc.IPAllocationMetadata, error) {
+	allocs, err := h.deps.Store.AssignEach(key, meta)
+	if errors.Is(err, datastore.ErrNoAvailableIP) && h.exhausted(ctx) {
+		allocs, err = h.deps.Store.AssignEach(key, meta)
+	}
+	if err != nil {
+		return nil, err
+	}
+	mds := make([]*rpc.IPAllocationMetadata, len(allocs))
+	for i, a := range allocs {
+		h.logAssigned(ctx, in, key, a)
+		mds[i] = allocationMetadata(a)
+	}
+	return mds, nil
+}
+
+func (h *cniHandler) logAssigned(ctx context.Context, in *rpc.AddNetworkRequest, key datastore.IPAMKey, a datastore.Allocation) {
+	if h.rep.log.Enabled(ctx, slog.LevelDebug) {
+		h.rep.log.Debug("AddNetwork assigned", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME,
+			"ip", a.IP.String(), "eni", a.ENIID, "networkCard", a.NetworkCard)
+	}
+}
+
+// succeed completes the reply of an ADD whose addresses are in it (from
+// the datastores or a branch pod's annotation): the VPC's CIDRs of the
+// family, SNAT, and (ANNOTATE_POD_IP) the first address on the pod (a
+// multi-NIC pod's card 0 address).
 func (h *cniHandler) succeed(reply *rpc.AddNetworkReply, in *rpc.AddNetworkRequest) {
 	reply.Success = true
 	if h.set.IPv6 {
@@ -133,7 +172,8 @@ func (h *cniHandler) replyCIDRs() []string {
 	return out
 }
 
-// DelNetwork releases the pod interface's address. An unknown key is, as
+// DelNetwork releases the pod interface's addresses, on every card that
+// holds one, and replies with each in card order. An unknown key is, as
 // upstream, a plain error (gRPC code Unknown) whose text carries
 // "datastore: unknown pod", which the plugin (ours and upstream's) treats
 // as nothing to do.
@@ -151,36 +191,52 @@ func (h *cniHandler) DelNetwork(ctx context.Context, in *rpc.DelNetworkRequest) 
 		return nil, h.invalid("DelNetwork", reason, err)
 	}
 	key := datastore.IPAMKey{NetworkName: in.NetworkName, ContainerID: in.ContainerID, IfName: in.IfName}
-	alloc, err := h.deps.Store.Release(key)
+	allocs, err := h.deps.Store.Release(key)
+	unknown := len(allocs) == 0 && errors.Is(err, datastore.ErrUnknownPod)
 	switch {
-	case errors.Is(err, datastore.ErrUnknownPod) && h.deps.PodSource != nil:
+	case unknown && h.deps.PodSource != nil:
 		return h.delUnknown(ctx, in)
-	case errors.Is(err, datastore.ErrUnknownPod):
+	case unknown:
 		h.rep.log.Info("DelNetwork for unknown key", "key", key.String(), "pod", in.K8S_POD_NAMESPACE+"/"+in.K8S_POD_NAME)
 		return nil, status.Error(codes.Unknown, datastore.ErrUnknownPod.Error())
-	case err != nil:
+	}
+	mds := make([]*rpc.IPAllocationMetadata, len(allocs))
+	for i, a := range allocs {
+		if h.rep.log.Enabled(ctx, slog.LevelDebug) {
+			h.rep.log.Debug("DelNetwork released", "key", key.String(), "ip", a.IP.String(), "networkCard", a.NetworkCard, "reason", in.Reason)
+		}
+		mds[i] = allocationMetadata(a)
+	}
+	if len(allocs) > 0 {
+		h.podReleased(in, allocs[0], mds[0])
+	}
+	if err != nil {
+		// A card that could not record its release: the others are
+		// released; the plugin's retry of the DEL finishes the job.
 		h.rep.errors.WithLabelValues("DelNetwork").Inc()
-		h.rep.log.Error("DelNetwork failed", "key", key.String(), "error", err)
+		h.rep.log.Error("DelNetwork failed", "key", key.String(), "released", len(allocs), "error", err)
 		return nil, status.Errorf(codes.Unavailable, "release %s: %v", key, err)
-	}
-	if h.rep.log.Enabled(ctx, slog.LevelDebug) {
-		h.rep.log.Debug("DelNetwork released", "key", key.String(), "ip", alloc.IP.String(), "reason", in.Reason)
-	}
-	md := allocationMetadata(alloc)
-	if h.deps.Pods != nil {
-		ns, name := in.K8S_POD_NAMESPACE, in.K8S_POD_NAME
-		if name == "" {
-			ns, name = alloc.Metadata.K8SPodNamespace, alloc.Metadata.K8SPodName
-		}
-		if name != "" {
-			h.deps.Pods.Released(ns, name, address(md))
-		}
 	}
 	return &rpc.DelNetworkReply{
 		Success:              true,
-		IPAllocationMetadata: []*rpc.IPAllocationMetadata{md},
+		IPAllocationMetadata: mds,
 		NetworkPolicyMode:    h.set.NetworkPolicyMode,
 	}, nil
+}
+
+// podReleased clears the pod's address annotation (ANNOTATE_POD_IP) if it
+// still names the first address released, the one an ADD put there.
+func (h *cniHandler) podReleased(in *rpc.DelNetworkRequest, first datastore.Allocation, md *rpc.IPAllocationMetadata) {
+	if h.deps.Pods == nil {
+		return
+	}
+	ns, name := in.K8S_POD_NAMESPACE, in.K8S_POD_NAME
+	if name == "" {
+		ns, name = first.Metadata.K8SPodNamespace, first.Metadata.K8SPodName
+	}
+	if name != "" {
+		h.deps.Pods.Released(ns, name, address(md))
+	}
 }
 
 // GetNetworkPolicyConfigs answers the network-policy agent.
@@ -216,15 +272,13 @@ func address(md *rpc.IPAllocationMetadata) string {
 	return md.IPv6Addr
 }
 
-// assignExhausted handles an ADD that found no address: the pool manager is
+// exhausted handles an assign that found no address: the pool manager is
 // woken at once, and if the reconciler holds a confirmed leak it is freed
-// for this ADD (with the reconciler's own checks) and the assign retried.
-func (h *cniHandler) assignExhausted(ctx context.Context, key datastore.IPAMKey, meta datastore.IPAMMetadata, err error) (datastore.Allocation, error) {
+// for this ADD (with the reconciler's own checks); true: the assign may be
+// retried.
+func (h *cniHandler) exhausted(ctx context.Context) bool {
 	if h.deps.OnExhausted != nil {
 		h.deps.OnExhausted()
 	}
-	if h.deps.Reclaim == nil || !h.deps.Reclaim(ctx) {
-		return datastore.Allocation{}, err
-	}
-	return h.deps.Store.Assign(key, meta)
+	return h.deps.Reclaim != nil && h.deps.Reclaim(ctx)
 }

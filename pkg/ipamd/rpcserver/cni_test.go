@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/cards"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
@@ -19,7 +20,7 @@ import (
 // an errors counter and log.
 func testOptions(store *datastore.DataStore, log *slog.Logger) Options {
 	return Options{
-		Deps:          Deps{Store: store, Stats: store},
+		Deps:          Deps{Store: cards.Single(store), Stats: cards.Single(store)},
 		Settings:      Settings{Version: "v"},
 		Observability: Observability{Errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"}), Log: log},
 	}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/cards"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/utils/clocktest"
@@ -63,7 +64,7 @@ func TestMalformedRequestFloodDoesNotFloodTheLog(t *testing.T) {
 	store := datastore.New(datastore.Config{})
 	t.Cleanup(func() { store.Close() })
 	opts := rpcserver.Options{
-		Deps:     rpcserver.Deps{Store: store, Stats: store},
+		Deps:     rpcserver.Deps{Store: cards.Single(store), Stats: cards.Single(store)},
 		Settings: rpcserver.Settings{Version: "v1"},
 		Observability: rpcserver.Observability{
 			Errors:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"}),

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/cards"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 )
 
@@ -39,7 +40,7 @@ func hotPathHandler(t *testing.T, level slog.Level, out *bytes.Buffer) (*cniHand
 
 // The success lines of ADD and DEL are debug lines: logged with their
 // attributes at debug, and at info costing no allocation at all: an ADD+DEL
-// allocates what the store does plus its two replies (reply, metadata
+// allocates what the stores (one card) do plus its two replies (reply, metadata
 // list, metadata, address string each).
 func TestADDAndDELSuccessLinesAreDebugAndFreeWhenOff(t *testing.T) {
 	ctx := context.Background()
@@ -79,11 +80,12 @@ func TestADDAndDELSuccessLinesAreDebugAndFreeWhenOff(t *testing.T) {
 	})
 	key := datastore.IPAMKey{NetworkName: add.NetworkName, ContainerID: add.ContainerID, IfName: add.IfName}
 	meta := datastore.IPAMMetadata{K8SPodNamespace: add.K8S_POD_NAMESPACE, K8SPodName: add.K8S_POD_NAME, InterfacesCount: 1}
+	set := cards.Single(store)
 	storeOnly := testing.AllocsPerRun(200, func() {
-		if _, err := store.Assign(key, meta); err != nil {
+		if _, err := set.Assign(key, meta); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.Release(key); err != nil {
+		if _, err := set.Release(key); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -26,9 +26,11 @@ type Options struct {
 // means the feature is absent: no pool manager to wake, no reconciler to
 // reclaim or collect garbage through, no pod annotations.
 type Deps struct {
-	// Store assigns and releases pod addresses (the datastore).
+	// Store assigns and releases pod addresses (the node's per-card
+	// datastores, *cards.Set).
 	Store Allocator
-	// Stats counts the pool for STATUS (the datastore).
+	// Stats counts the pool for STATUS and explains failed ADDs from its
+	// figures (*cards.Set).
 	Stats PoolCounter
 	// Pods, when set, records each pod's address on the pod
 	// (ANNOTATE_POD_IP). Its calls must not block.
@@ -46,6 +48,10 @@ type Deps struct {
 	// now (nil: only the pool's own figures are unknown and the line is
 	// generic).
 	Explain func() addfail.Cause
+	// ExplainCard, when set, says why network card card (> 0) had no
+	// address for a multi-NIC pod (nil: a line from the card's own
+	// figures). The cause names the card either way.
+	ExplainCard func(card int) addfail.Cause
 	// Warn, when set, posts the cause of a failed ADD on the pod (a
 	// rate-limited Warning event). Its calls must not block.
 	Warn PodWarner
@@ -75,15 +81,28 @@ type PodWarner interface {
 	AddFailed(namespace, name, reason, line string)
 }
 
-// Allocator is the part of the datastore the CNI handlers need.
+// Allocator is the part of the node's datastores (one per managed network
+// card, card 0 first) the CNI handlers need.
 type Allocator interface {
+	// Assign gives a single-IP pod its address: card 0's, or the next
+	// card's when a card has none free.
 	Assign(datastore.IPAMKey, datastore.IPAMMetadata) (datastore.Allocation, error)
-	Release(datastore.IPAMKey) (datastore.Allocation, error)
+	// AssignEach gives a multi-NIC pod one address per card, in card
+	// order, or none (the error then names the card that failed).
+	AssignEach(datastore.IPAMKey, datastore.IPAMMetadata) ([]datastore.Allocation, error)
+	// Release frees the key on every card that holds it and returns the
+	// addresses in card order, with any card's failure;
+	// datastore.ErrUnknownPod when no card held it.
+	Release(datastore.IPAMKey) ([]datastore.Allocation, error)
 }
 
-// PoolCounter is the part of the datastore STATUS needs.
+// PoolCounter is the part of the datastores STATUS and the explanation
+// of a failed ADD need.
 type PoolCounter interface {
+	// Stats are the figures of all cards together.
 	Stats() datastore.Stats
+	// CardStats are one card's figures (false: not a managed card).
+	CardStats(card int) (datastore.Stats, bool)
 }
 
 // PodAnnotator records a pod's address on the pod object (upstream's
@@ -101,9 +120,12 @@ type Settings struct {
 	// Version is the ClientVersion requests must carry.
 	Version           string
 	NetworkPolicyMode string
-	EnableMultiNIC    bool
-	ExternalSNAT      bool
-	ExcludeSNATCIDRs  []string
+	// EnableMultiNIC (ENABLE_MULTI_NIC): an ADD that asks for a multi-NIC
+	// attachment gets one address per managed card; off, such an ADD is
+	// refused (Success=false), as upstream.
+	EnableMultiNIC   bool
+	ExternalSNAT     bool
+	ExcludeSNATCIDRs []string
 	// VPCCIDRs returns the VPC IPv4 CIDRs for ADD replies.
 	VPCCIDRs func() []string
 	// IPv6 (ENABLE_IPv6): ADD replies carry VPCv6CIDRs instead of the IPv4

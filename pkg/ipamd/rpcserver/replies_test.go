@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/cards"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/rpc"
 )
@@ -53,7 +54,8 @@ func serve(t *testing.T, o Options, addrs int) *served {
 		ip = ip.Next()
 	}
 	if o.Store == nil {
-		o.Store, o.Stats = store, store
+		set := cards.Single(store)
+		o.Store, o.Stats = set, set
 	}
 	if o.Version == "" {
 		o.Version = "v"
@@ -148,8 +150,8 @@ func TestDelUnknownKeyKeepsUpstreamCode(t *testing.T) {
 	assert.Equal(t, "datastore: unknown pod", status.Convert(err).Message())
 }
 
-// InterfacesCount is 1 for every ADD (multi-NIC pods are refused) and is
-// written to the checkpoint under upstream's key.
+// InterfacesCount is 1 for every single-IP ADD and is written to the
+// checkpoint under upstream's key.
 func TestAddRecordsInterfacesCount(t *testing.T) {
 	s := serve(t, Options{}, 1)
 	r, err := s.cni.AddNetwork(context.Background(), addRequest("a"))

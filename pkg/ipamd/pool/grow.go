@@ -127,9 +127,11 @@ func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 		}
 		return
 	}
-	opts := awsutils.AllocOptions{IPs: n, SubnetDiscovery: p.cfg.SubnetDiscovery}
+	// On a card above 0 (New cleared subnet discovery, custom networking
+	// and prefixes there) the ENI goes in the primary ENI's subnet.
+	opts := awsutils.AllocOptions{IPs: n, SubnetDiscovery: p.cfg.SubnetDiscovery, NetworkCard: p.cfg.NetworkCard}
 	if prefixes {
-		opts = awsutils.AllocOptions{Prefixes: n, SubnetDiscovery: p.cfg.SubnetDiscovery}
+		opts = awsutils.AllocOptions{Prefixes: n, SubnetDiscovery: p.cfg.SubnetDiscovery, NetworkCard: p.cfg.NetworkCard}
 	}
 	var pl Placement
 	if p.cfg.CustomNetworking {
@@ -251,10 +253,12 @@ func (p *Manager) subnetOf(eniID string) string {
 	return ""
 }
 
-// AddENI adds an ENI and its addresses (duplicates tolerated).
+// AddENI adds an ENI and its addresses (duplicates tolerated). Only card
+// 0's device 0 is the primary ENI; its route table is RouteTableFor its
+// card and device.
 func AddENI(store Store, e awsutils.ENI) error {
 	info := datastore.ENIInfo{ID: e.ID, DeviceNumber: e.DeviceNumber, Primary: e.DeviceNumber == 0 && e.NetworkCard == 0,
-		Trunk: IsTrunk(e), RouteTableID: networkutils.RouteTableFor(e.NetworkCard, e.DeviceNumber), SubnetID: e.SubnetID, PrimaryIP: e.PrimaryIP}
+		Trunk: IsTrunk(e), EFA: IsEFA(e), RouteTableID: networkutils.RouteTableFor(e.NetworkCard, e.DeviceNumber), SubnetID: e.SubnetID, PrimaryIP: e.PrimaryIP}
 	if err := store.AddENI(info); err != nil && !errors.Is(err, datastore.ErrDuplicateENI) {
 		return err
 	}

@@ -150,3 +150,14 @@ func (c *Card) attachOne(ctx context.Context, cfg Config, deps CardDeps, store S
 	}
 	return c.join(ctx, cfg, deps, store, attached)
 }
+
+// PoolConfig is the pool manager's Config for this card, from card 0's
+// (base): the card, its ENI limit, unmanaged ENIs and slots; pool.New
+// applies the rest of a card above 0's rules (targets, no prefixes, no
+// trunk, no custom networking or subnet discovery).
+func (c Card) PoolConfig(base pool.Config) pool.Config {
+	cfg := base
+	cfg.NetworkCard, cfg.MaxENIs, cfg.UnmanagedENIs, cfg.SlotsPerENI = c.Index, c.MaxENIs, c.UnmanagedENIs, c.SlotsPerENI
+	cfg.Targets.SlotsPerENI, cfg.Targets.MaxAddresses = c.SlotsPerENI, c.MaxAddresses
+	return cfg
+}

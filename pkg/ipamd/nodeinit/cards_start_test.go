@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 )
 
@@ -131,4 +133,17 @@ func simENI(sim *ec2sim.Sim, id string) (ec2sim.ENIState, bool) {
 		}
 	}
 	return ec2sim.ENIState{}, false
+}
+
+// TestACardsPoolConfigIsCardZerosWithTheCardsFigures: the card's index,
+// ENI limit, unmanaged ENIs and slots replace card 0's; the rest (timers,
+// provisioning, rules) carries over.
+func TestACardsPoolConfigIsCardZerosWithTheCardsFigures(t *testing.T) {
+	base := pool.Config{MaxENIs: 8, UnmanagedENIs: 2, SlotsPerENI: 49, Provisioning: true, PodENI: true,
+		Targets: warmpool.Config{WarmENITarget: 1, SlotsPerENI: 49, MaxAddresses: 6 * 49 * 16, PrefixDelegation: true}}
+	got := Card{Index: 1, MaxENIs: 15, UnmanagedENIs: 1, SlotsPerENI: 49, MaxAddresses: 14 * 49}.PoolConfig(base)
+	want := base
+	want.NetworkCard, want.MaxENIs, want.UnmanagedENIs = 1, 15, 1
+	want.Targets.MaxAddresses = 14 * 49
+	assert.Equal(t, want, got)
 }

@@ -109,7 +109,8 @@ func assign(t *testing.T, s *datastore.DataStore, pod string) {
 // its card (at that card's first device index, set up with the card's
 // route table, never the primary) carrying one address, then grows one
 // address at a time as pods take them (W = M = 1, no prefixes); card 0's
-// manager keeps today's pool on card 0. No manager adds, grows or syncs
+// manager keeps today's pool on card 0. When the pods go, the card gives
+// back all but its one warm address. No manager adds, grows or syncs
 // another card's ENIs, and an ENI of another card is not "unknown" to a
 // card's ENI sync (it does not make the sync read EC2).
 func TestEachCardsManagerKeepsOneWarmAddressOnItsOwnCard(t *testing.T) {
@@ -179,6 +180,18 @@ func TestEachCardsManagerKeepsOneWarmAddressOnItsOwnCard(t *testing.T) {
 				m.SyncENIs(ctx)
 			}
 			assert.Zero(t, n.sim.Calls()["DescribeNetworkInterfaces"], "no card's ENI is unknown to another card's sync")
+
+			// The pods go: card 1 gives back all but its one warm address
+			// and keeps its ENI, which holds it.
+			for pod := range 3 {
+				_, err := n.stores[1].Release(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: fmt.Sprintf("pod-%d", pod), IfName: "eth0"})
+				require.NoError(t, err)
+			}
+			n.mgrs[1].Step(ctx)
+			assert.Equal(t, 1, n.stores[1].Stats().TotalIPs, "one warm address left")
+			assert.Len(t, n.simENIsOn(1)[card1[0]].SecondaryIPs, 1, "given back to EC2")
+			assert.Equal(t, card1, storeENIs(n.stores[1]), "the ENI holding it stays")
+			assert.Len(t, n.simENIsOn(0)[n.sim.PrimaryENI()].SecondaryIPs, primaryIPs, "card 0 untouched")
 		})
 	}
 }

@@ -160,10 +160,14 @@ type AllocOptions struct {
 	// SubnetDiscovery (ENABLE_SUBNET_DISCOVERY) lets the ENI go in other
 	// subnets of the VPC and AZ tagged kubernetes.io/role/cni.
 	SubnetDiscovery bool
+	// NetworkCard is the network card to attach the ENI on (0, the
+	// default, is the instance's default card).
+	NetworkCard int
 }
 
 // AllocENI creates an ENI with upstream's description and tags, attaches it
-// at the first free device index of network card 0, and sets
+// on network card o.NetworkCard at the first free device index of that
+// card (device indexes are per card in EC2), and sets
 // DeleteOnTermination. On a failure after creation it deletes what it made.
 // The returned ENI may still be attaching: see WaitAttached.
 func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
@@ -190,7 +194,10 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 			return ENI{}, err
 		}
 	}
-	dev, err := c.freeDeviceIndex(ctx)
+	if o.NetworkCard < 0 {
+		return ENI{}, fmt.Errorf("network card %d: cards start at 0", o.NetworkCard)
+	}
+	dev, err := c.freeDeviceIndex(ctx, o.NetworkCard)
 	if err != nil {
 		return ENI{}, err
 	}
@@ -205,7 +212,7 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 				DeviceIndex:        aws.Int32(int32(dev)),
 				InstanceId:         aws.String(c.Identity.InstanceID),
 				NetworkInterfaceId: aws.String(eni.ID),
-				NetworkCardIndex:   aws.Int32(0),
+				NetworkCardIndex:   aws.Int32(int32(o.NetworkCard)),
 			})
 		})
 	})
@@ -214,7 +221,7 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 		return ENI{}, err
 	}
 	eni.AttachmentID = aws.ToString(att.AttachmentId)
-	eni.DeviceNumber = dev
+	eni.DeviceNumber, eni.NetworkCard = dev, o.NetworkCard
 	_, err = retryThrottledStep(ctx, func(ctx context.Context) (*ec2.ModifyNetworkInterfaceAttributeOutput, error) {
 		return ec2Call(ctx, "ModifyNetworkInterfaceAttribute", func(ctx context.Context) (*ec2.ModifyNetworkInterfaceAttributeOutput, error) {
 			return c.ec2.ModifyNetworkInterfaceAttribute(ctx, &ec2.ModifyNetworkInterfaceAttributeInput{
@@ -232,7 +239,7 @@ func (c *Client) AllocENI(ctx context.Context, o AllocOptions) (ENI, error) {
 	}
 	eni.DeleteOnTermination = true
 	c.created.add(eni)
-	c.log.Info("allocated ENI", "eni", eni.ID, "device", dev, "ips", len(eni.SecondaryIPs), "prefixes", len(eni.Prefixes))
+	c.log.Info("allocated ENI", "eni", eni.ID, "card", o.NetworkCard, "device", dev, "ips", len(eni.SecondaryIPs), "prefixes", len(eni.Prefixes))
 	return eni, nil
 }
 
@@ -279,8 +286,10 @@ func (c *Client) createENI(ctx context.Context, subnets []string, o AllocOptions
 	return nil, lastErr
 }
 
-// freeDeviceIndex asks EC2 which device indexes of card 0 are taken.
-func (c *Client) freeDeviceIndex(ctx context.Context) (int, error) {
+// freeDeviceIndex asks EC2 which device indexes of the card are taken and
+// returns the lowest free one: from 1 on card 0 (device 0 is the
+// primary's), from 0 on the others.
+func (c *Client) freeDeviceIndex(ctx context.Context, card int) (int, error) {
 	out, err := ec2Call(ctx, "DescribeInstances", func(ctx context.Context) (*ec2.DescribeInstancesOutput, error) {
 		return c.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{c.Identity.InstanceID}})
 	})
@@ -291,7 +300,7 @@ func (c *Client) freeDeviceIndex(ctx context.Context) (int, error) {
 	for _, r := range out.Reservations {
 		for _, inst := range r.Instances {
 			for _, n := range inst.NetworkInterfaces {
-				if a := n.Attachment; a != nil && aws.ToInt32(a.NetworkCardIndex) == 0 {
+				if a := n.Attachment; a != nil && int(aws.ToInt32(a.NetworkCardIndex)) == card {
 					if d := int(aws.ToInt32(a.DeviceIndex)); d >= 0 && d < maxDeviceIndex {
 						used[d] = true
 					}
@@ -299,12 +308,16 @@ func (c *Client) freeDeviceIndex(ctx context.Context) (int, error) {
 			}
 		}
 	}
-	for d := 1; d < maxDeviceIndex; d++ {
+	first := 0
+	if card == 0 {
+		first = 1
+	}
+	for d := first; d < maxDeviceIndex; d++ {
 		if !used[d] {
 			return d, nil
 		}
 	}
-	return 0, fmt.Errorf("no free device index: %w", ErrENILimit)
+	return 0, fmt.Errorf("no free device index on network card %d: %w", card, ErrENILimit)
 }
 
 // FreeENI detaches and deletes an ENI; an ENI that is already gone is not

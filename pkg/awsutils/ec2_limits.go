@@ -16,6 +16,9 @@ type TypeLimits struct {
 	IPv4PerENI int // primary included
 	Hypervisor string
 	BareMetal  bool
+	// CardENIs is each network card's ENI limit, by card index (one
+	// entry, ENIs, when EC2 lists no cards).
+	CardENIs []int
 }
 
 // DescribeInstanceTypeLimits asks EC2 for an instance type's limits.
@@ -39,9 +42,19 @@ func (c *Client) DescribeInstanceTypeLimits(ctx context.Context, instanceType st
 	}
 	def := aws.ToInt32(ni.DefaultNetworkCardIndex)
 	for _, card := range ni.NetworkCards {
+		idx, max := int(aws.ToInt32(card.NetworkCardIndex)), int(aws.ToInt32(card.MaximumNetworkInterfaces))
 		if aws.ToInt32(card.NetworkCardIndex) == def {
-			l.ENIs = int(aws.ToInt32(card.MaximumNetworkInterfaces))
+			l.ENIs = max
 		}
+		if idx >= 0 && idx < 1024 {
+			for len(l.CardENIs) <= idx {
+				l.CardENIs = append(l.CardENIs, 0)
+			}
+			l.CardENIs[idx] = max
+		}
+	}
+	if len(l.CardENIs) == 0 {
+		l.CardENIs = []int{l.ENIs}
 	}
 	return l, nil
 }

@@ -16,11 +16,13 @@ func TestDescribeInstanceTypeLimits(t *testing.T) {
 		typ  string
 		want TypeLimits
 	}{
-		{"m5.large", TypeLimits{ENIs: 3, IPv4PerENI: 10, Hypervisor: "nitro"}},
-		{"t3.nano", TypeLimits{ENIs: 2, IPv4PerENI: 2, Hypervisor: "nitro"}},
-		{"m5.4xlarge", TypeLimits{ENIs: 8, IPv4PerENI: 30, Hypervisor: "nitro"}},
-		// Two network cards of 8: only the default card's count is usable.
-		{"c6in.32xlarge", TypeLimits{ENIs: 8, IPv4PerENI: 50, Hypervisor: "nitro"}},
+		{"m5.large", TypeLimits{ENIs: 3, IPv4PerENI: 10, Hypervisor: "nitro", CardENIs: []int{3}}},
+		{"t3.nano", TypeLimits{ENIs: 2, IPv4PerENI: 2, Hypervisor: "nitro", CardENIs: []int{2}}},
+		{"m5.4xlarge", TypeLimits{ENIs: 8, IPv4PerENI: 30, Hypervisor: "nitro", CardENIs: []int{8}}},
+		// Two network cards of 8: ENIs is the default card's count, and
+		// each card has its own.
+		{"c6in.32xlarge", TypeLimits{ENIs: 8, IPv4PerENI: 50, Hypervisor: "nitro", CardENIs: []int{8, 8}}},
+		{"p4d.24xlarge", TypeLimits{ENIs: 15, IPv4PerENI: 50, Hypervisor: "nitro", CardENIs: []int{15, 15, 15, 15}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ, func(t *testing.T) {

@@ -182,7 +182,12 @@ func (c *Client) eniMetadata(ctx context.Context, mac string) (ENIMetadata, erro
 		return e, fmt.Errorf("imds subnet-ipv4-cidr-block %q: %w", subnet, err)
 	}
 	ips, err := c.get(ctx, base+"local-ipv4s")
-	if err != nil {
+	switch {
+	case errors.Is(err, errIMDSNotFound):
+		// An EFA-only ENI has no IP address: IMDS lists none (as
+		// upstream, it is shown with empty address lists).
+		ips = ""
+	case err != nil:
 		return e, err
 	}
 	for i, s := range strings.Fields(ips) {

@@ -12,10 +12,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ENI describes a secondary ENI of network card 0 as ipamd knows it.
+// ENI describes a secondary ENI as ipamd knows it: any ENI but network
+// card 0's primary (device 0).
 type ENI struct {
-	MAC          string
-	DeviceNumber int          // attachment device index, > 0
+	MAC string
+	// NetworkCard is the card the ENI is attached on; DeviceNumber its
+	// device index on that card (> 0 on card 0, any on the others: device
+	// indexes are per card).
+	NetworkCard  int
+	DeviceNumber int
 	PrimaryIP    netip.Addr   // IPv4, or IPv6 for an ENI of an IPv6 node
 	SubnetCIDR   netip.Prefix // the ENI's subnet, of PrimaryIP's family
 	// Trunk is the trunk ENI of security groups for pods: set up like any
@@ -28,23 +33,16 @@ type ENI struct {
 // fixed link-local gateway).
 var ENIIPv6Gateway = netip.MustParseAddr("fe80:ec2::1")
 
-// RouteTableForDevice is the route table of the ENI at deviceNumber on
-// network card 0: main (254) for the primary ENI (device 0), else
-// deviceNumber+1.
-func RouteTableForDevice(deviceNumber int) int {
-	if deviceNumber == 0 {
-		return mainTable
-	}
-	return deviceNumber + 1
-}
-
 // SetupENINetwork configures a secondary ENI: MTU, link up, its primary
-// IP as the only global address of its family, table DeviceNumber+1 with
+// IP as the only global address of its family, its table (RouteTableFor)
+// with
 // `<gw>/32 dev ethX scope link` and `default via <gw> dev ethX` (gw =
 // subnet network address + 1; for IPv6 `fe80:ec2::1/128 dev ethX` and
 // `default via fe80:ec2::1 dev ethX`), no subnet route for it in main, and
 // the rule `from <primary IP> lookup <table>` at priority 32765 in the
-// primary IP's family (not for a trunk ENI).
+// primary IP's family (not for a trunk ENI). On a card above 0, a rule
+// from the primary IP to that table already there at any priority (the
+// one amazon-ec2-net-utils installs) is used as it is: ours is not added.
 func (h *Host) SetupENINetwork(ctx context.Context, eni ENI) error {
 	if err := eni.validate(); err != nil {
 		return fmt.Errorf("setup ENI %s: %w", eni.MAC, err)
@@ -54,7 +52,7 @@ func (h *Host) SetupENINetwork(ctx context.Context, eni ENI) error {
 		return fmt.Errorf("setup ENI %s: %w", eni.MAC, err)
 	}
 	name := link.Attrs().Name
-	table := RouteTableForDevice(eni.DeviceNumber)
+	table := RouteTableFor(eni.NetworkCard, eni.DeviceNumber)
 	subnet := eni.SubnetCIDR.Masked()
 	gw := subnet.Addr().Next()
 	if subnet.Addr().Is6() {
@@ -75,7 +73,7 @@ func (h *Host) SetupENINetwork(ctx context.Context, eni ENI) error {
 		steps = append(steps, struct {
 			what string
 			do   func() error
-		}{"rule", func() error { return h.syncENIRule(eni.PrimaryIP, table) }})
+		}{"rule", func() error { return h.ensureENIRule(eni, table) }})
 	}
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
@@ -89,7 +87,9 @@ func (h *Host) SetupENINetwork(ctx context.Context, eni ENI) error {
 }
 
 // TeardownENINetwork deletes every rule whose source is exactly the ENI's
-// primary IP, in that IP's family (called when the ENI is freed).
+// primary IP, in that IP's family (called when the ENI is freed), but a
+// rule ipamd reused and never added: one to a table of a card above 0 at a
+// priority other than 32765 (see ensureENIRule).
 func (h *Host) TeardownENINetwork(ctx context.Context, primaryIP netip.Addr) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -101,8 +101,13 @@ func (h *Host) TeardownENINetwork(ctx context.Context, primaryIP netip.Addr) err
 }
 
 func (e ENI) validate() error {
-	if e.DeviceNumber < 1 {
-		return fmt.Errorf("device number %d: secondary ENIs start at 1", e.DeviceNumber)
+	switch {
+	case e.NetworkCard < 0:
+		return fmt.Errorf("network card %d: cards start at 0", e.NetworkCard)
+	case e.NetworkCard == 0 && e.DeviceNumber < 1:
+		return fmt.Errorf("device number %d: secondary ENIs of card 0 start at 1", e.DeviceNumber)
+	case e.DeviceNumber < 0:
+		return fmt.Errorf("device number %d: device indexes start at 0", e.DeviceNumber)
 	}
 	ip, subnet := e.PrimaryIP, e.SubnetCIDR
 	switch {

@@ -46,18 +46,13 @@ func TestSNATRandomArgs(t *testing.T) {
 	assert.Nil(t, snatRandomArgs(RandomizeSNATNone, true))
 }
 
-func TestRouteTableForDevice(t *testing.T) {
-	assert.Equal(t, 254, RouteTableForDevice(0))
-	assert.Equal(t, 2, RouteTableForDevice(1))
-	assert.Equal(t, 3, RouteTableForDevice(2))
-	assert.Equal(t, 16, RouteTableForDevice(15))
-}
-
 func TestENIValidate(t *testing.T) {
 	ok := eni1
 	assert.NoError(t, ok.validate())
 	for name, f := range map[string]func(*ENI){
 		"device 0":         func(e *ENI) { e.DeviceNumber = 0 },
+		"negative device":  func(e *ENI) { e.NetworkCard, e.DeviceNumber = 1, -1 },
+		"negative card":    func(e *ENI) { e.NetworkCard = -1 },
 		"ipv6 ip":          func(e *ENI) { e.PrimaryIP = netip.MustParseAddr("fd00::1") },
 		"no subnet":        func(e *ENI) { e.SubnetCIDR = netip.Prefix{} },
 		"ip outside":       func(e *ENI) { e.PrimaryIP = netip.MustParseAddr("10.9.9.9") },
@@ -67,6 +62,9 @@ func TestENIValidate(t *testing.T) {
 		f(&e)
 		assert.Error(t, e.validate(), name)
 	}
+	onCard1 := eni1
+	onCard1.NetworkCard, onCard1.DeviceNumber = 1, 0
+	assert.NoError(t, onCard1.validate(), "device 0 of a card above 0 is a secondary ENI")
 }
 
 func TestHelpers(t *testing.T) {

@@ -86,11 +86,50 @@ func (h *Host) syncENIRule(ip netip.Addr, table int) error {
 	return nil
 }
 
+// ensureENIRule gives the ENI its rule from its primary IP: on a card
+// above 0, a rule from that IP to table already there (at any priority,
+// amazon-ec2-net-utils') is reused and ours is not added; otherwise, and
+// on card 0 always, syncENIRule.
+func (h *Host) ensureENIRule(eni ENI, table int) error {
+	if eni.NetworkCard > 0 {
+		reused, err := h.hasRuleFrom(eni.PrimaryIP, table)
+		if err != nil {
+			return err
+		}
+		if reused {
+			return nil
+		}
+	}
+	return h.syncENIRule(eni.PrimaryIP, table)
+}
+
+// hasRuleFrom: a rule `from <ip>/32 lookup <table>` (/128 for IPv6) at a
+// priority other than ours exists.
+func (h *Host) hasRuleFrom(ip netip.Addr, table int) (bool, error) {
+	src := netip.PrefixFrom(ip, ip.BitLen())
+	h.rulesMu.Lock()
+	defer h.rulesMu.Unlock()
+	rules, err := h.listRules(netlinkFamily(ip))
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(rules, func(r netlink.Rule) bool {
+		return r.Table == table && r.Priority != FromENIPrimaryIPRulePriority && prefixEq(r.Src, src)
+	}), nil
+}
+
+// reusedRule: r is a rule ipamd reuses and never added (ensureENIRule):
+// to a table of a card above 0, at a priority other than ours.
+func reusedRule(r netlink.Rule) bool {
+	return r.Table >= RouteTableFor(1, 0) && r.Priority != FromENIPrimaryIPRulePriority
+}
+
 // deleteRulesFrom deletes every rule whose source is exactly ip/32 (or
-// ip/128).
+// ip/128) but the ones ipamd reused (reusedRule).
 func (h *Host) deleteRulesFrom(ip netip.Addr) error {
 	src := netip.PrefixFrom(ip, ip.BitLen())
-	if err := h.syncRules(netlinkFamily(ip), func(r netlink.Rule) bool { return prefixEq(r.Src, src) }, nil); err != nil {
+	ours := func(r netlink.Rule) bool { return prefixEq(r.Src, src) && !reusedRule(r) }
+	if err := h.syncRules(netlinkFamily(ip), ours, nil); err != nil {
 		return fmt.Errorf("delete rules from %s: %w", ip, err)
 	}
 	return nil

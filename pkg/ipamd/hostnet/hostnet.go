@@ -86,10 +86,10 @@ func Setup(ctx context.Context, newHost Factory, id awsutils.Identity, cfg Confi
 
 func (w *Wiring) managed() bool { return w != nil && w.host != nil }
 
-// SetupENI prepares the host side of a secondary ENI before its addresses
-// are handed out.
+// SetupENI prepares the host side of a secondary ENI (any but card 0's
+// device 0, the primary) before its addresses are handed out.
 func (w *Wiring) SetupENI(ctx context.Context, e awsutils.ENI) error {
-	if !w.managed() || e.DeviceNumber == 0 {
+	if !w.managed() || (e.NetworkCard == 0 && e.DeviceNumber == 0) {
 		return nil
 	}
 	var subnet netip.Prefix
@@ -105,7 +105,7 @@ func (w *Wiring) SetupENI(ctx context.Context, e awsutils.ENI) error {
 	}
 	// The trunk (security groups for pods) gets no rule from its primary
 	// IP: branch pods' traffic is routed by the plugin's VLAN rules.
-	return w.host.SetupENINetwork(ctx, networkutils.ENI{MAC: e.MAC, DeviceNumber: e.DeviceNumber, PrimaryIP: e.PrimaryIP, SubnetCIDR: subnet,
+	return w.host.SetupENINetwork(ctx, networkutils.ENI{MAC: e.MAC, NetworkCard: e.NetworkCard, DeviceNumber: e.DeviceNumber, PrimaryIP: e.PrimaryIP, SubnetCIDR: subnet,
 		Trunk: e.InterfaceType == awsutils.InterfaceTypeTrunk})
 }
 

@@ -115,3 +115,18 @@ func TestSetupFailureFailsTheStart(t *testing.T) {
 		awsutils.Identity{}, Config{})
 	assert.ErrorContains(t, err, "host network: no netlink")
 }
+
+// TestEveryENIOfACardAboveZeroIsSetUpDeviceZeroToo: device indexes are per
+// card, so device 0 of card 1 is a secondary ENI like any other and gets
+// its card's table; only card 0's device 0 (the primary) is skipped.
+func TestEveryENIOfACardAboveZeroIsSetUpDeviceZeroToo(t *testing.T) {
+	h := &host{enis: map[netip.Addr]networkutils.ENI{}}
+	w, err := Setup(context.Background(), func(awsutils.Identity) (Host, error) { return h, nil }, awsutils.Identity{},
+		Config{Subnets: subnets{"subnet-a": netip.MustParsePrefix("10.0.32.0/19")}})
+	require.NoError(t, err)
+	onCard1 := awsutils.ENI{ID: "eni-c1", MAC: "02:00:00:00:01:00", NetworkCard: 1, DeviceNumber: 0, SubnetID: "subnet-a",
+		PrimaryIP: netip.MustParseAddr("10.0.32.7")}
+	require.NoError(t, w.SetupENI(context.Background(), onCard1))
+	assert.Equal(t, networkutils.ENI{MAC: onCard1.MAC, NetworkCard: 1, DeviceNumber: 0, PrimaryIP: onCard1.PrimaryIP,
+		SubnetCIDR: netip.MustParsePrefix("10.0.32.0/19")}, h.enis[onCard1.PrimaryIP])
+}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 )
 
 // IPv6 is node initialisation in IPv6 mode (ENABLE_IPv6=true with prefix
@@ -43,7 +43,7 @@ func IPv6(ctx context.Context, cfg Config, deps Deps) (newPrefix bool, err error
 	if err != nil {
 		return false, fmt.Errorf("ENABLE_IPv6=true: IPv6 prefix of the primary ENI: %w", err)
 	}
-	info := datastore.ENIInfo{ID: primary.ID, Primary: true, RouteTableID: pool.RouteTableFor(0),
+	info := datastore.ENIInfo{ID: primary.ID, Primary: true, RouteTableID: networkutils.RouteTableFor(0, 0),
 		SubnetID: primary.SubnetID, PrimaryIP: primary.PrimaryIP}
 	if err := store.AddENI(info); err != nil {
 		return false, fmt.Errorf("add the primary ENI: %w", err)

@@ -18,6 +18,9 @@ const DefaultMaxPodsFile = "/app/eni-max-pods.txt"
 type Limits struct {
 	ENIs, IPv4PerENI int
 	PDSupported      bool // the instance type takes /28 prefixes
+	// CardENIs is each network card's ENI limit by card index (card 0's
+	// is ENIs); its length is the instance's number of network cards.
+	CardENIs []int
 }
 
 // LimitsSource is EC2's DescribeInstanceTypes; *awsutils.Client
@@ -30,13 +33,37 @@ type LimitsSource interface {
 // DescribeInstanceTypes for types the table does not know.
 func InstanceLimits(ctx context.Context, aws LimitsSource, instanceType string) (Limits, error) {
 	if l, ok := vpc.Lookup(instanceType); ok {
-		return Limits{ENIs: l.ENIs, IPv4PerENI: l.IPv4PerENI, PDSupported: l.PrefixDelegationSupported()}, nil
+		return Limits{ENIs: l.ENIs, IPv4PerENI: l.IPv4PerENI, PDSupported: l.PrefixDelegationSupported(),
+			CardENIs: cardENIs(l.NetworkCards, l.ENIs)}, nil
 	}
 	l, err := aws.DescribeInstanceTypeLimits(ctx, instanceType)
 	if err != nil {
 		return Limits{}, fmt.Errorf("limits of %s: not in the table and EC2 said: %w", instanceType, err)
 	}
-	return Limits{ENIs: l.ENIs, IPv4PerENI: l.IPv4PerENI, PDSupported: l.Hypervisor == "nitro" || l.BareMetal}, nil
+	cards := l.CardENIs
+	if len(cards) == 0 {
+		cards = []int{l.ENIs}
+	}
+	return Limits{ENIs: l.ENIs, IPv4PerENI: l.IPv4PerENI, PDSupported: l.Hypervisor == "nitro" || l.BareMetal, CardENIs: cards}, nil
+}
+
+// cardENIs lists the table's per-card ENI limits by card index; a type
+// listed without cards has one, of enis.
+func cardENIs(cards []vpc.NetworkCard, enis int) []int {
+	var out []int
+	for _, c := range cards {
+		if c.Index < 0 || c.Index >= 1024 {
+			continue
+		}
+		for len(out) <= c.Index {
+			out = append(out, 0)
+		}
+		out[c.Index] = c.MaxENIs
+	}
+	if len(out) == 0 {
+		return []int{enis}
+	}
+	return out
 }
 
 // PrefixDelegation says whether ipamd uses /28 prefixes: as asked

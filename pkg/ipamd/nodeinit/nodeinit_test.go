@@ -76,7 +76,7 @@ func TestIPv4FillsTheDatastore(t *testing.T) {
 	_, err = n.aws.WaitAttached(ctx, e.ID)
 	require.NoError(t, err)
 	limits := n.limits(t)
-	assert.Equal(t, Limits{ENIs: 3, IPv4PerENI: 10, PDSupported: true}, limits)
+	assert.Equal(t, Limits{ENIs: 3, IPv4PerENI: 10, PDSupported: true, CardENIs: []int{3}}, limits)
 
 	deps, store := n.deps(t, false, func(e awsutils.ENI) error {
 		if e.DeviceNumber == 0 {

@@ -199,14 +199,14 @@ func (p *Manager) confirmENI(ctx context.Context, id string) {
 }
 
 // attachedHere reports whether EC2's ENI is attached to this instance on
-// network card 0 and managed by ipamd, and if not, why (a dispute reason).
+// the manager's network card and managed by ipamd, and if not, why (a dispute reason).
 // nil: EC2 does not know the ENI.
 func (p *Manager) attachedHere(e *awsutils.ENI) (reason string, ok bool) {
 	id := p.AWS.InstanceIdentity()
 	switch {
 	case e == nil:
 		return reasonENIMissing, false
-	case !e.Attached || e.AttachedTo != id.InstanceID || e.NetworkCard != 0:
+	case !e.Attached || e.AttachedTo != id.InstanceID || e.NetworkCard != p.cfg.NetworkCard:
 		return reasonENINotAttached, false
 	case !IsManaged(*e, id, p.cfg.ENIRules):
 		return reasonENIUnmanaged, false

@@ -21,14 +21,16 @@ type ENIRules struct {
 // always; an ENI tagged no_manage=true never, one whose no_manage tag has
 // any other value always; one tagged with this instance's ID always;
 // otherwise (no instance tag, or another instance's) only when untagged
-// ENIs are managed (MANAGE_UNTAGGED_ENI, default true). EFA ENIs are left
-// alone (EFA is not supported). A trunk ENI follows the same rules, as
-// upstream: a managed one joins the datastore as the trunk (IsTrunk).
+// ENIs are managed (MANAGE_UNTAGGED_ENI, default true). An EFA-only ENI
+// (InterfaceType "efa-only", no IP addresses) is never managed. An EFA ENI
+// ("efa") and a trunk ENI follow the same rules, as upstream: a managed
+// one joins the datastore as EFA (IsEFA: never freed) or as the trunk
+// (IsTrunk).
 func IsManaged(e awsutils.ENI, id awsutils.Identity, r ENIRules) bool {
 	if e.ID == id.PrimaryENIID {
 		return true
 	}
-	if e.InterfaceType == "efa" || e.InterfaceType == "efa-only" {
+	if IsEFAOnly(e) {
 		return false
 	}
 	if r.TagsUnknown {
@@ -50,6 +52,21 @@ func IsManaged(e awsutils.ENI, id awsutils.Identity, r ENIRules) bool {
 // resource controller owns it.
 func IsTrunk(e awsutils.ENI) bool { return e.InterfaceType == awsutils.InterfaceTypeTrunk }
 
+// EC2's InterfaceType of EFA ENIs: "efa" has IP addresses and an EFA
+// device, "efa-only" the EFA device alone.
+const (
+	InterfaceTypeEFA     = "efa"
+	InterfaceTypeEFAOnly = "efa-only"
+)
+
+// IsEFA: the ENI is an EFA ENI with addresses. As upstream, a managed one
+// gives pods addresses like any ENI but is never freed.
+func IsEFA(e awsutils.ENI) bool { return e.InterfaceType == InterfaceTypeEFA }
+
+// IsEFAOnly: the ENI carries an EFA device and no IP address; ipamd never
+// manages it, and, alone on a network card, it leaves that card unmanaged.
+func IsEFAOnly(e awsutils.ENI) bool { return e.InterfaceType == InterfaceTypeEFAOnly }
+
 // PodENIs is how many ENIs may give pods addresses: the ENI limit less the
 // attached ENIs ipamd leaves alone, less the primary ENI under custom
 // networking, less the trunk's slot when a trunk is wanted (TrunkWanted;
@@ -70,9 +87,15 @@ func PodENIs(maxENIs, unmanaged int, customNetworking, trunk bool) int {
 // leaves alone. They take ENI slots ipamd cannot use, so, as upstream,
 // they come off the node's ENI limit (awscni_eni_max = limit - unmanaged).
 func CountUnmanaged(enis []awsutils.ENI, id awsutils.Identity, r ENIRules) int {
+	return CountUnmanagedOnCard(enis, id, r, 0)
+}
+
+// CountUnmanagedOnCard is CountUnmanaged for network card card: they come
+// off that card's ENI limit.
+func CountUnmanagedOnCard(enis []awsutils.ENI, id awsutils.Identity, r ENIRules, card int) int {
 	n := 0
 	for _, e := range enis {
-		if e.Attached && e.NetworkCard == 0 && !IsManaged(e, id, r) {
+		if e.Attached && e.NetworkCard == card && !IsManaged(e, id, r) {
 			n++
 		}
 	}

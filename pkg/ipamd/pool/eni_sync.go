@@ -139,7 +139,8 @@ func (p *Manager) confirmUnplaced(readAt time.Time, truth []awsutils.ENI) {
 }
 
 // imdsAgrees reports whether IMDS shows exactly the datastore's ENIs and
-// addresses (then there is nothing to ask EC2).
+// addresses on the manager's network card (then there is nothing to ask
+// EC2); other cards' ENIs are their managers'.
 func (p *Manager) imdsAgrees(attached []awsutils.ENIMetadata) bool {
 	inStore := map[string][]netip.Prefix{}
 	trunks := map[string]bool{}
@@ -149,6 +150,9 @@ func (p *Manager) imdsAgrees(attached []awsutils.ENIMetadata) bool {
 	}
 	seen := 0
 	for _, m := range attached {
+		if m.NetworkCard != p.cfg.NetworkCard {
+			continue
+		}
 		have, ok := inStore[m.ENIID]
 		if !ok {
 			return false
@@ -189,14 +193,14 @@ func sameSet(a, b []netip.Prefix) bool {
 // until the next one.
 func (p *Manager) applyTruth(ctx context.Context, truth []awsutils.ENI) {
 	id := p.AWS.InstanceIdentity()
-	p.setUnmanaged(CountUnmanaged(truth, id, p.cfg.ENIRules))
+	p.setUnmanaged(CountUnmanagedOnCard(truth, id, p.cfg.ENIRules, p.cfg.NetworkCard))
 	p.joined = map[netip.Prefix]bool{}
 	p.joinedENIs = map[string]bool{}
 	byID := map[string]*awsutils.ENI{}
 	attached := map[string]awsutils.ENI{}
 	for i, e := range truth {
 		byID[e.ID] = &truth[i]
-		if e.Attached && e.NetworkCard == 0 && IsManaged(e, id, p.cfg.ENIRules) {
+		if e.Attached && e.NetworkCard == p.cfg.NetworkCard && IsManaged(e, id, p.cfg.ENIRules) {
 			attached[e.ID] = e
 		}
 	}

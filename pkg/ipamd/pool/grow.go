@@ -9,6 +9,7 @@ import (
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/warmpool"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/networkutils"
 )
 
 // grow adds addresses as the decision asks: onto an ENI with room (one EC2
@@ -126,9 +127,11 @@ func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 		}
 		return
 	}
-	opts := awsutils.AllocOptions{IPs: n, SubnetDiscovery: p.cfg.SubnetDiscovery}
+	// On a card above 0 (New cleared subnet discovery, custom networking
+	// and prefixes there) the ENI goes in the primary ENI's subnet.
+	opts := awsutils.AllocOptions{IPs: n, SubnetDiscovery: p.cfg.SubnetDiscovery, NetworkCard: p.cfg.NetworkCard}
 	if prefixes {
-		opts = awsutils.AllocOptions{Prefixes: n, SubnetDiscovery: p.cfg.SubnetDiscovery}
+		opts = awsutils.AllocOptions{Prefixes: n, SubnetDiscovery: p.cfg.SubnetDiscovery, NetworkCard: p.cfg.NetworkCard}
 	}
 	var pl Placement
 	if p.cfg.CustomNetworking {
@@ -180,10 +183,11 @@ func (p *Manager) attachENI(ctx context.Context, n int, prefixes bool) {
 
 // addENI sets up an attached ENI's host side and adds it with its addresses.
 func (p *Manager) addENI(ctx context.Context, e awsutils.ENI) error {
-	if !e.Attached && e.DeviceNumber != 0 {
+	primary := e.NetworkCard == 0 && e.DeviceNumber == 0
+	if !e.Attached && !primary {
 		return errors.New("not attached")
 	}
-	if p.SetupENI != nil && e.DeviceNumber != 0 {
+	if p.SetupENI != nil && !primary {
 		if err := p.SetupENI(ctx, e); err != nil {
 			return err
 		}
@@ -249,10 +253,12 @@ func (p *Manager) subnetOf(eniID string) string {
 	return ""
 }
 
-// AddENI adds an ENI and its addresses (duplicates tolerated).
+// AddENI adds an ENI and its addresses (duplicates tolerated). Only card
+// 0's device 0 is the primary ENI; its route table is RouteTableFor its
+// card and device.
 func AddENI(store Store, e awsutils.ENI) error {
 	info := datastore.ENIInfo{ID: e.ID, DeviceNumber: e.DeviceNumber, Primary: e.DeviceNumber == 0 && e.NetworkCard == 0,
-		Trunk: IsTrunk(e), RouteTableID: RouteTableFor(e.DeviceNumber), SubnetID: e.SubnetID, PrimaryIP: e.PrimaryIP}
+		Trunk: IsTrunk(e), EFA: IsEFA(e), RouteTableID: networkutils.RouteTableFor(e.NetworkCard, e.DeviceNumber), SubnetID: e.SubnetID, PrimaryIP: e.PrimaryIP}
 	if err := store.AddENI(info); err != nil && !errors.Is(err, datastore.ErrDuplicateENI) {
 		return err
 	}
@@ -275,13 +281,4 @@ func eniCIDRs(e awsutils.ENI) []netip.Prefix {
 		out = append(out, netip.PrefixFrom(ip, 32))
 	}
 	return append(out, e.Prefixes...)
-}
-
-// RouteTableFor is the host route table of an ENI on network card 0: the
-// main table for the primary ENI, device number + 1 otherwise.
-func RouteTableFor(deviceNumber int) int {
-	if deviceNumber == 0 {
-		return 254
-	}
-	return deviceNumber + 1
 }

@@ -17,12 +17,23 @@ import (
 
 // Config is what the pool manager needs to know about the node.
 type Config struct {
-	Targets warmpool.Config // targets, max pods, capacity, PD, IPs per new ENI
-	// MaxENIs is the node's ENI limit (MAX_ENI or the instance type's).
-	// ipamd may use MaxENIs less the attached ENIs it leaves alone.
+	// NetworkCard is the network card whose ENIs this manager manages
+	// (one manager, and one Store, per managed card; 0 without
+	// ENABLE_MULTI_NIC). It sees, adds, grows, shrinks and frees only
+	// that card's ENIs and attaches new ones there. On a card above 0, as
+	// upstream: the targets are warmpool.CardTargets (W = M = 1, secondary
+	// IPs only), new ENIs go in the primary ENI's subnet (no custom
+	// networking, no subnet discovery), there is no trunk, and no ENI is
+	// the primary; New applies all of it.
+	NetworkCard int
+	Targets     warmpool.Config // targets, max pods, capacity, PD, IPs per new ENI
+	// MaxENIs is the ENI limit of the manager's card: on card 0 the node's
+	// (MAX_ENI or the instance type's), on card n > 0 that card's
+	// MaximumNetworkInterfaces. ipamd may use MaxENIs less the attached
+	// ENIs of the card it leaves alone.
 	MaxENIs int
-	// UnmanagedENIs is how many attached ENIs ipamd left alone at start;
-	// the ENI sync keeps the count current.
+	// UnmanagedENIs is how many ENIs attached on the card ipamd left alone
+	// at start; the ENI sync keeps the count current.
 	UnmanagedENIs int
 	// ENIRules decide which attached ENIs are ipamd's.
 	ENIRules ENIRules
@@ -200,6 +211,7 @@ type Manager struct {
 // New returns a pool manager; Run drives it.
 func New(cfg Config, deps Deps) *Manager {
 	cfg.setDefaults()
+	cfg = cardConfig(cfg)
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}

@@ -100,8 +100,9 @@ func (p *Manager) maybeFreeENI(ctx context.Context) {
 	enis := p.Store.ENISummaries()
 	for i := len(enis) - 1; i >= 0; i-- {
 		e := enis[i]
-		// The trunk is the VPC resource controller's: never freed.
-		if e.Info.Primary || e.Info.Trunk || e.Assigned > 0 || e.Cooling > 0 || p.now().Sub(e.CreatedAt) < p.cfg.MinENILifetime || p.eniGuarded(e) {
+		// The trunk is the VPC resource controller's, and an EFA ENI is
+		// never freed either (as upstream).
+		if e.Info.Primary || e.Info.Trunk || e.Info.EFA || e.Assigned > 0 || e.Cooling > 0 || p.now().Sub(e.CreatedAt) < p.cfg.MinENILifetime || p.eniGuarded(e) {
 			continue
 		}
 		// An excluded ENI adds nothing to the pool: once idle it only

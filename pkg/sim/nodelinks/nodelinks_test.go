@@ -146,7 +146,7 @@ func TestHostNetworkSetsUpSimulatedENI(t *testing.T) {
 	link := linkByMAC(t, nodeH, eni.MAC)
 	require.NotNil(t, link)
 	assert.NotZero(t, link.Attrs().Flags&net.FlagUp, "ipamd set the ENI's link up")
-	table := networkutils.RouteTableForDevice(eni.DeviceIndex)
+	table := networkutils.RouteTableFor(0, eni.DeviceIndex)
 	routes, err := nodeH.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
 	require.NoError(t, err)
 	var dflt bool

@@ -1,0 +1,65 @@
+package awsutils
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim/ec2simtest"
+)
+
+// addressFreeIMDS forwards IMDS requests to target, but answers 404 for
+// the local-ipv4s of mac, as IMDS does for an EFA-only ENI (no IP
+// address), which the simulator does not model.
+func addressFreeIMDS(t *testing.T, target, mac string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/macs/"+mac+"/local-ipv4s") {
+			http.NotFound(w, r)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestAnENIWithoutAddressesInIMDSIsListedWithNone: an EFA-only ENI, whose
+// IMDS entry has no local-ipv4s, is listed with no address instead of
+// failing the whole list (every ENI sync would fail on such a node).
+func TestAnENIWithoutAddressesInIMDSIsListedWithNone(t *testing.T) {
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "p4d.24xlarge"})
+	id, err := sim.CreateAttachedENIOnCard(1, nil, 0)
+	require.NoError(t, err)
+	var mac string
+	for _, e := range sim.ENIs() {
+		if e.ID == id {
+			mac = e.MAC
+		}
+	}
+	ec2simtest.PointSDKAt(t, sim.EC2Endpoint(), addressFreeIMDS(t, sim.IMDSEndpoint(), mac))
+	c := newClient(t, Options{})
+	got, err := c.AttachedENIs(context.Background())
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for _, e := range got {
+		if e.ENIID == id {
+			assert.Equal(t, 1, e.NetworkCard)
+			assert.False(t, e.PrimaryIP.IsValid())
+			assert.Empty(t, e.SecondaryIPs)
+		} else {
+			assert.True(t, e.PrimaryIP.IsValid(), "the primary ENI keeps its address")
+		}
+	}
+}

@@ -129,8 +129,9 @@ type Input struct {
 	Others []cri.SandboxStatus
 }
 
-// Result is the classification: addresses ordered by the ENI's network
-// card, its device number, then address, the unassigned counts per ENI, and the summary.
+// Result is the classification: addresses ordered by their ENI's network
+// card and device number then address, the unassigned counts per ENI,
+// and the summary.
 type Result struct {
 	Addresses       []Row
 	UnassignedByENI []ENIUnassigned

@@ -96,12 +96,12 @@ func Main(args []string, env func(string) (string, bool), stdout, stderr io.Writ
 
 	now := time.Now()
 	others := unheldStatuses(ctx, rt, sandboxes, st.Allocations)
-	res := Classify(Input{Now: now, Sandboxes: sandboxes, ENIs: enis, Reconciler: st, Grace: grace, Cooldown: cooldown, All: o.all, Others: others})
+	res := Classify(Input{Now: now, Sandboxes: sandboxes, ENIs: enis.all, ENICards: enis.cardOf, Reconciler: st, Grace: grace, Cooldown: cooldown, All: o.all, Others: others})
 	rep := Report{CheckedAt: now.UTC(), RuntimeEndpoint: used, Sandboxes: len(sandboxes),
 		Reconciler: ReconcilerInfo{Mode: string(st.Mode), GracePeriod: st.Grace, IPCooldown: st.IPCooldown,
 			LastPass: st.LastPass.Start, LastPassSkipped: st.LastPass.Skipped, RuntimeReachable: st.RuntimeReachable, PendingReason: st.PendingReason},
 		Addresses: res.Addresses, UnassignedByENI: res.UnassignedByENI, Summary: res.Summary, LeaksFound: res.Summary.ConfirmedLeaks > 0,
-		Subnets: orderSubnets(subnets, enis)}
+		NetworkCards: enis.cards, Subnets: orderSubnets(subnets, enis.all)}
 	if o.output == "json" {
 		err = writeJSON(stdout, rep)
 	} else {

@@ -30,8 +30,12 @@ const (
 
 // Row is one address.
 type Row struct {
-	Address      string  `json:"address"`
-	ENI          string  `json:"eni"`
+	Address string `json:"address"`
+	ENI     string `json:"eni"`
+	// NetworkCard is the network card whose datastore holds the address
+	// (0 on a node managing the default card only); absent for addresses
+	// outside the pool.
+	NetworkCard  *int    `json:"networkCard,omitempty"`
 	Verdict      Verdict `json:"verdict"`
 	PodNamespace string  `json:"podNamespace,omitempty"`
 	PodName      string  `json:"podName,omitempty"`
@@ -59,7 +63,7 @@ type Row struct {
 	ReleasedAt time.Time `json:"releasedAt,omitzero"`
 	FreeAt     time.Time `json:"freeAt,omitzero"`
 
-	device int // the ENI's device number, for ordering
+	order int // the ENI's card and device number (place), for ordering
 }
 
 // Leak says whether ipamd's evidence makes the row a leak: its sandbox
@@ -70,10 +74,18 @@ func (r Row) Leak() bool {
 
 // ENIUnassigned counts one ENI's free addresses.
 type ENIUnassigned struct {
-	ENI        string `json:"eni"`
-	Unassigned int    `json:"unassigned"`
-	device     int
+	ENI         string `json:"eni"`
+	NetworkCard int    `json:"networkCard"`
+	Unassigned  int    `json:"unassigned"`
+	order       int
 }
+
+// place orders an ENI by network card, then device number.
+func place(card, device int) int { return card<<16 | device }
+
+// unknownENI places an ENI /v1/enis did not list (it changed between
+// reads) after every listed one.
+const unknownENI = 1 << 30
 
 // Summary counts the verdicts.
 type Summary struct {
@@ -100,9 +112,12 @@ type Summary struct {
 // state, so that an allocation made after the list is young (in flight)
 // rather than absent.
 type Input struct {
-	Now        time.Time
-	Sandboxes  []cri.Sandbox
-	ENIs       datastore.ENIInfos
+	Now       time.Time
+	Sandboxes []cri.Sandbox
+	ENIs      datastore.ENIInfos // every managed card's
+	// ENICards is each ENI's network card (/v1/enis's key); an ENI not in
+	// it is card 0's.
+	ENICards   map[string]int
 	Reconciler podip.Status // from /v1/reconciler, with Allocations
 	Grace      time.Duration
 	Cooldown   time.Duration // 0: unknown or none
@@ -114,8 +129,9 @@ type Input struct {
 	Others []cri.SandboxStatus
 }
 
-// Result is the classification: addresses ordered by ENI device number
-// then address, the unassigned counts per ENI, and the summary.
+// Result is the classification: addresses ordered by their ENI's network
+// card and device number then address, the unassigned counts per ENI,
+// and the summary.
 type Result struct {
 	Addresses       []Row
 	UnassignedByENI []ENIUnassigned
@@ -141,15 +157,15 @@ func Classify(in Input) Result {
 	for _, c := range in.Reconciler.Candidates {
 		cands[candKey{c.ContainerID, c.IP}] = c
 	}
-	devices := make(map[string]int, len(in.ENIs.ENIs))
+	places := make(map[string]int, len(in.ENIs.ENIs))
 	for id, e := range in.ENIs.ENIs {
-		devices[id] = e.DeviceNumber
+		places[id] = place(in.ENICards[id], e.DeviceNumber)
 	}
-	device := func(eni string) int {
-		if d, ok := devices[eni]; ok {
-			return d
+	order := func(eni string) int {
+		if p, ok := places[eni]; ok {
+			return p
 		}
-		return 1 << 30 // an ENI /v1/enis did not list (it changed between reads): last
+		return unknownENI
 	}
 
 	var res Result
@@ -157,8 +173,8 @@ func Classify(in Input) Result {
 	taken := make(map[string]bool, len(in.Reconciler.Allocations))
 	for _, a := range in.Reconciler.Allocations {
 		taken[a.IP] = true
-		r := Row{Address: a.IP, ENI: a.ENI, PodNamespace: a.PodNamespace, PodName: a.PodName, ContainerID: a.ContainerID,
-			AssignedAt: a.AssignedAt, AgeSeconds: seconds(in.Now.Sub(a.AssignedAt)), device: device(a.ENI)}
+		r := Row{Address: a.IP, ENI: a.ENI, NetworkCard: card(a.NetworkCard), PodNamespace: a.PodNamespace, PodName: a.PodName,
+			ContainerID: a.ContainerID, AssignedAt: a.AssignedAt, AgeSeconds: seconds(in.Now.Sub(a.AssignedAt)), order: order(a.ENI)}
 		switch {
 		case listed[a.ContainerID]:
 			r.Verdict = Live
@@ -178,7 +194,8 @@ func Classify(in Input) Result {
 	}
 
 	for id, e := range in.ENIs.ENIs {
-		free := ENIUnassigned{ENI: id, device: e.DeviceNumber}
+		nc := in.ENICards[id]
+		free := ENIUnassigned{ENI: id, NetworkCard: nc, order: places[id]}
 		for _, c := range e.AvailableIPv4Cidrs {
 			for _, ip := range addresses(c) {
 				s := ip.String()
@@ -186,8 +203,8 @@ func Classify(in Input) Result {
 					continue
 				}
 				if v := c.IPAddresses[s]; v != nil && !v.UnassignedTime.IsZero() {
-					r := Row{Address: s, ENI: id, Verdict: CoolingDown, ReleasedAt: v.UnassignedTime,
-						AgeSeconds: seconds(in.Now.Sub(v.UnassignedTime)), device: e.DeviceNumber}
+					r := Row{Address: s, ENI: id, NetworkCard: card(nc), Verdict: CoolingDown, ReleasedAt: v.UnassignedTime,
+						AgeSeconds: seconds(in.Now.Sub(v.UnassignedTime)), order: places[id]}
 					if in.Cooldown > 0 {
 						r.FreeAt = v.UnassignedTime.Add(in.Cooldown)
 					}
@@ -201,7 +218,7 @@ func Classify(in Input) Result {
 				// when /v1/enis was read and released since.
 				free.Unassigned++
 				if in.All {
-					res.Addresses = append(res.Addresses, Row{Address: s, ENI: id, Verdict: Unassigned, device: e.DeviceNumber})
+					res.Addresses = append(res.Addresses, Row{Address: s, ENI: id, NetworkCard: card(nc), Verdict: Unassigned, order: places[id]})
 				}
 			}
 		}
@@ -213,10 +230,10 @@ func Classify(in Input) Result {
 	res.Addresses = append(res.Addresses, outsidePoolRows(in.Now, in.Others, in.ENIs)...)
 
 	slices.SortFunc(res.Addresses, func(a, b Row) int {
-		return cmp.Or(cmp.Compare(a.device, b.device), cmp.Compare(a.ENI, b.ENI), compareAddr(a.Address, b.Address))
+		return cmp.Or(cmp.Compare(a.order, b.order), cmp.Compare(a.ENI, b.ENI), compareAddr(a.Address, b.Address))
 	})
 	slices.SortFunc(res.UnassignedByENI, func(a, b ENIUnassigned) int {
-		return cmp.Or(cmp.Compare(a.device, b.device), cmp.Compare(a.ENI, b.ENI))
+		return cmp.Or(cmp.Compare(a.order, b.order), cmp.Compare(a.ENI, b.ENI))
 	})
 	for _, r := range res.Addresses {
 		switch r.Verdict {
@@ -275,5 +292,8 @@ func compareAddr(a, b string) int {
 	}
 	return x.Compare(y)
 }
+
+// card is a row's network card.
+func card(n int) *int { return &n }
 
 func seconds(d time.Duration) int64 { return int64(max(d, 0) / time.Second) }

@@ -111,7 +111,7 @@ func TestClassifyPool(t *testing.T) {
 	assert.Equal(t, int64(10), cool.AgeSeconds)
 	assert.True(t, cool.FreeAt.Equal(now.Add(20*time.Second)), "free at %s", cool.FreeAt)
 	assert.Empty(t, cool.ContainerID)
-	assert.Equal(t, []ENIUnassigned{{ENI: "eni-z", Unassigned: 13, device: 0}, {ENI: "eni-a", Unassigned: 16, device: 1}}, res.UnassignedByENI,
+	assert.Equal(t, []ENIUnassigned{{ENI: "eni-z", Unassigned: 13, order: 0}, {ENI: "eni-a", Unassigned: 16, order: 1}}, res.UnassignedByENI,
 		"device order; the excluded ENI's addresses are not for pods")
 	assert.Equal(t, Summary{ENIs: 3, Addresses: 32, Live: 1, InFlight: 1, CoolingDown: 1, Unassigned: 29, Pending: 2}, res.Summary)
 

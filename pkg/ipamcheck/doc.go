@@ -9,7 +9,11 @@
 // plugin networked) is shown as such, never as an anomaly: without the
 // API server the check cannot tell which. The exit code says whether
 // leaks ipamd confirmed were found (1), none were (0), or the check could
-// not be made (2).
+// not be made (2). On a node managing several network cards (one
+// datastore each) it reads every card's ENIs (/v1/enis is keyed by card)
+// and the reconcilers of all cards (/v1/reconciler, merged): each address
+// names its card (a CARD column in the table when there are several; the
+// JSON's networkCard always), and the verdicts are those of one card.
 //
 // Its verdicts follow the pod-IP reconciler's rules (pkg/ipamd/podip): a
 // sandbox the runtime lists owns its address; an allocation within the

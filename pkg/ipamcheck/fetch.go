@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,25 +48,47 @@ func newIntrospection(addr string, timeout time.Duration) *introspection {
 	return &introspection{base: base, client: &http.Client{Transport: tr, Timeout: timeout}}
 }
 
-// enis reads /v1/enis (keyed by network card; this build manages card 0
-// only, so every card's ENIs are merged).
-func (c *introspection) enis(ctx context.Context) (datastore.ENIInfos, error) {
+// nodeENIs is /v1/enis: every managed network card's ENIs together, each
+// ENI's card, and how many cards ipamd served.
+type nodeENIs struct {
+	all    datastore.ENIInfos
+	cardOf map[string]int // ENI ID -> network card
+	cards  int
+}
+
+// enis reads /v1/enis, keyed by network card index ("0", "1", ...): one
+// datastore per managed card. An ENI belongs to one card, so the cards'
+// ENIs are merged without collisions.
+func (c *introspection) enis(ctx context.Context) (nodeENIs, error) {
 	var cards map[string]datastore.ENIInfos
 	if err := c.get(ctx, pathENIs, &cards); err != nil {
-		return datastore.ENIInfos{}, err
+		return nodeENIs{}, err
 	}
-	out := datastore.ENIInfos{ENIs: map[string]datastore.ENIView{}}
-	for _, card := range cards {
-		out.TotalIPs += card.TotalIPs
-		out.AssignedIPs += card.AssignedIPs
+	return mergeCards(cards)
+}
+
+// mergeCards merges /v1/enis's cards.
+func mergeCards(cards map[string]datastore.ENIInfos) (nodeENIs, error) {
+	out := nodeENIs{all: datastore.ENIInfos{ENIs: map[string]datastore.ENIView{}}, cardOf: map[string]int{}, cards: len(cards)}
+	for key, card := range cards {
+		index, err := strconv.Atoi(key)
+		if err != nil || index < 0 {
+			return nodeENIs{}, fmt.Errorf("GET %s: unexpected answer: network card %q is not an index", pathENIs, key)
+		}
+		out.all.TotalIPs += card.TotalIPs
+		out.all.AssignedIPs += card.AssignedIPs
 		for id, e := range card.ENIs {
-			out.ENIs[id] = e
+			out.all.ENIs[id] = e
+			out.cardOf[id] = index
 		}
 	}
 	return out, nil
 }
 
-// reconciler reads /v1/reconciler. ipamd answers a path it does not serve
+// reconciler reads /v1/reconciler: every card's reconciler merged
+// (podip.NodeStatus), each allocation naming its card. Its candidates are
+// read without theirs: one is matched to its allocation by sandbox and
+// address, which no two cards share. ipamd answers a path it does not serve
 // with its list of paths, so a body without a mode means the reconciler
 // is off.
 func (c *introspection) reconciler(ctx context.Context) (podip.Status, error) {

@@ -74,14 +74,14 @@ func outsidePoolRows(now time.Time, others []cri.SandboxStatus, enis datastore.E
 				continue
 			}
 			rows = append(rows, Row{Address: a.Unmap().String(), Verdict: OutsidePool, PodNamespace: st.Namespace, PodName: st.Name,
-				ContainerID: st.ID, AgeSeconds: seconds(now.Sub(st.CreatedAt)), device: outsideDevice})
+				ContainerID: st.ID, AgeSeconds: seconds(now.Sub(st.CreatedAt)), order: outsideOrder})
 		}
 	}
 	return rows
 }
 
-// outsideDevice orders rows outside the pool after every ENI's.
-const outsideDevice = 1<<30 + 1
+// outsideOrder orders rows outside the pool after every ENI's.
+const outsideOrder = unknownENI + 1
 
 func prefixOf(n net.IPNet) (netip.Prefix, bool) {
 	ip, ok := netip.AddrFromSlice(n.IP)

@@ -72,7 +72,7 @@ func TestABranchPodIsShownOutsideThePoolNeverAsALeak(t *testing.T) {
 	}
 	require.Len(t, outside, 2)
 	assert.Equal(t, Row{Address: "10.0.40.7", Verdict: OutsidePool, PodNamespace: "shop", PodName: "db-0", ContainerID: "sb-db",
-		AgeSeconds: 90, device: outsideDevice}, outside[0])
+		AgeSeconds: 90, order: outsideOrder}, outside[0])
 	assert.Equal(t, "2600:1f14:aa::7", outside[1].Address)
 	assert.Equal(t, OutsidePool, res.Addresses[len(res.Addresses)-1].Verdict, "after every ENI's rows")
 	assert.Equal(t, 2, res.Summary.OutsidePool)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -188,10 +190,15 @@ func TestIpamCheckAgreesWithEveryPath(t *testing.T) {
 			grace, err := time.ParseDuration(st.Grace)
 			require.NoError(t, err)
 			cooldown, _ := time.ParseDuration(st.IPCooldown)
-			res := ipamcheck.Classify(ipamcheck.Input{Now: time.Now(), Sandboxes: w.checksList(rng.IntN), ENIs: w.store.ENIInfos(),
-				Reconciler: st, Grace: grace, Cooldown: cooldown})
+			in := ipamcheck.Input{Now: time.Now(), Sandboxes: w.checksList(rng.IntN), ENIs: w.store.ENIInfos(),
+				Reconciler: st, Grace: grace, Cooldown: cooldown}
+			res := ipamcheck.Classify(in)
 			if why := w.disagreement(res, st); why != "" {
 				t.Errorf("trial %d, step %d (pass skipped %q): %s\nworld: %v", trial, s, rep.Skipped, why, w)
+				break
+			}
+			if why := sameOnTwoCards(in, res); why != "" {
+				t.Errorf("trial %d, step %d: %s\nworld: %v", trial, s, why, w)
 				break
 			}
 		}
@@ -245,6 +252,44 @@ func (w *propWorld) disagreement(res ipamcheck.Result, st podip.Status) string {
 			if ip, _ := w.addr(p); p == nil || !p.alive || ip.String() != row.Address {
 				return fmt.Sprintf("in use by a sandbox that is gone or uses another address: %s", rowText(row))
 			}
+		}
+	}
+	return ""
+}
+
+// sameOnTwoCards classifies in (whose result is res) again as if one of
+// its ENIs were network card 1's (its allocations naming card 1, as the merged
+// /v1/reconciler serves them): the verdicts must be res's, and every row
+// must name its ENI's card ("" when so).
+func sameOnTwoCards(in ipamcheck.Input, res ipamcheck.Result) string {
+	moved := "" // the first allocation's ENI, else the last ENI
+	for id := range in.ENIs.ENIs {
+		moved = max(moved, id)
+	}
+	if len(in.Reconciler.Allocations) > 0 {
+		moved = in.Reconciler.Allocations[0].ENI
+	}
+	cards := map[string]int{moved: 1}
+	split := in.Reconciler
+	split.Allocations = slices.Clone(split.Allocations)
+	for i, a := range split.Allocations {
+		split.Allocations[i].NetworkCard = cards[a.ENI]
+	}
+	in.ENICards, in.Reconciler = cards, split
+	two := ipamcheck.Classify(in)
+	if !reflect.DeepEqual(two.Summary, res.Summary) {
+		return fmt.Sprintf("on two cards the summary is %+v, on one %+v", two.Summary, res.Summary)
+	}
+	verdicts := map[string]ipamcheck.Verdict{}
+	for _, r := range res.Addresses {
+		verdicts[r.Address] = r.Verdict
+	}
+	for _, r := range two.Addresses {
+		if verdicts[r.Address] != r.Verdict {
+			return fmt.Sprintf("on two cards %s is %s, on one %s", r.Address, r.Verdict, verdicts[r.Address])
+		}
+		if r.NetworkCard == nil || *r.NetworkCard != cards[r.ENI] {
+			return fmt.Sprintf("%s on %s does not name card %d", r.Address, r.ENI, cards[r.ENI])
 		}
 	}
 	return ""

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,6 +23,9 @@ type Report struct {
 	Addresses       []Row           `json:"addresses"`
 	UnassignedByENI []ENIUnassigned `json:"unassignedByENI"`
 	Summary         Summary         `json:"summary"`
+	// NetworkCards is how many network cards ipamd manages (keys of
+	// /v1/enis): each address and ENI names its card.
+	NetworkCards int `json:"networkCards"`
 	// Subnets are the subnets the node uses (its ENIs' and the candidates
 	// for new ENIs) with EC2's free count as of ipamd's last
 	// DescribeSubnets answer (/v1/subnets); absent when ipamd does not
@@ -56,24 +60,43 @@ func writeJSON(w io.Writer, r Report) error {
 }
 
 // writeTable prints one row per address (unassigned ones as one row per
-// ENI unless every row was asked for), then the summary line.
+// ENI unless every row was asked for), then the summary line. A node
+// managing several network cards gets a CARD column.
 func writeTable(w io.Writer, r Report) error {
 	grace := r.Reconciler.GracePeriod
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ADDRESS\tENI\tPOD\tCONTAINER\tAGE\tVERDICT")
+	cards := severalCards(r)
+	// cardCell is the CARD column's cell, with its tab; none on a node
+	// managing one card.
+	cardCell := func(n *int) string {
+		switch {
+		case !cards:
+			return ""
+		case n == nil:
+			return "-\t"
+		}
+		return strconv.Itoa(*n) + "\t"
+	}
+	header := "ADDRESS\tENI\tPOD\tCONTAINER\tAGE\tVERDICT"
+	if cards {
+		header = "ADDRESS\tCARD\tENI\tPOD\tCONTAINER\tAGE\tVERDICT"
+	}
+	fmt.Fprintln(tw, header)
 	free := r.UnassignedByENI
 	// With -all the unassigned addresses are rows of their own.
 	listsFree := slices.ContainsFunc(r.Addresses, func(a Row) bool { return a.Verdict == Unassigned })
-	// flushFree prints the per-ENI rows of the ENIs ordered before device upTo.
+	// flushFree prints the per-ENI rows of the ENIs ordered before upTo.
 	flushFree := func(upTo int) {
-		for len(free) > 0 && (free[0].device < upTo) {
-			fmt.Fprintf(tw, "(%s)\t%s\t-\t-\t-\tunassigned (-all lists them)\n", plural(free[0].Unassigned, "address", "addresses"), free[0].ENI)
+		for len(free) > 0 && (free[0].order < upTo) {
+			f := free[0]
+			fmt.Fprintf(tw, "(%s)\t%s%s\t-\t-\t-\tunassigned (-all lists them)\n", plural(f.Unassigned, "address", "addresses"),
+				cardCell(&f.NetworkCard), f.ENI)
 			free = free[1:]
 		}
 	}
 	for _, a := range r.Addresses {
 		if !listsFree {
-			flushFree(a.device)
+			flushFree(a.order)
 		}
 		pod := "-"
 		if a.PodName != "" {
@@ -83,7 +106,8 @@ func writeTable(w io.Writer, r Report) error {
 		if a.Verdict != Unassigned {
 			age = compactAge(time.Duration(a.AgeSeconds) * time.Second)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Address, orDash(a.ENI), pod, orDash(shortID(a.ContainerID)), age, verdictText(a, grace))
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\n", a.Address, cardCell(a.NetworkCard), orDash(a.ENI), pod, orDash(shortID(a.ContainerID)), age,
+			verdictText(a, grace))
 	}
 	if !listsFree {
 		flushFree(1 << 31)
@@ -93,6 +117,16 @@ func writeTable(w io.Writer, r Report) error {
 	}
 	_, err := fmt.Fprintln(w, summaryLine(r))
 	return err
+}
+
+// severalCards says whether the node manages more than one network card
+// (or, from an ipamd that did not say, whether a row names a card above 0).
+func severalCards(r Report) bool {
+	if r.NetworkCards > 1 {
+		return true
+	}
+	return slices.ContainsFunc(r.Addresses, func(a Row) bool { return a.NetworkCard != nil && *a.NetworkCard > 0 }) ||
+		slices.ContainsFunc(r.UnassignedByENI, func(f ENIUnassigned) bool { return f.NetworkCard > 0 })
 }
 
 func verdictText(a Row, grace string) string {
@@ -160,8 +194,12 @@ func summaryLine(r Report) string {
 	if s.OutsidePool > 0 {
 		parts = append(parts, plural(s.OutsidePool, "pod address", "pod addresses")+" outside ipamd's pool (branch ENI pods or another plugin's)")
 	}
+	enis := plural(s.ENIs, "ENI", "ENIs")
+	if r.NetworkCards > 1 {
+		enis += " of " + plural(r.NetworkCards, "network card", "network cards")
+	}
 	line := fmt.Sprintf("%s on %s: %s; reconciler %s mode, grace %s; %s on %s",
-		plural(s.Addresses, "address", "addresses"), plural(s.ENIs, "ENI", "ENIs"), strings.Join(parts, ", "),
+		plural(s.Addresses, "address", "addresses"), enis, strings.Join(parts, ", "),
 		r.Reconciler.Mode, r.Reconciler.GracePeriod, plural(r.Sandboxes, "sandbox", "sandboxes"), r.RuntimeEndpoint)
 	return line + subnetsText(r)
 }

@@ -1,5 +1,5 @@
 // Package introspect is ipamd's introspection endpoint: upstream's
-// read-only JSON paths (/v1/enis, /v1/eni-configs,
+// read-only JSON paths (/v1/enis, keyed by network card, /v1/eni-configs,
 // /v1/networkutils-env-settings, /v1/ipamd-env-settings) and those the
 // agent adds for its other jobs (/v1/reconciler, /v1/subnets); any other
 // path lists the paths served.
@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
@@ -41,6 +42,13 @@ type ENISource interface {
 	ENIInfos() datastore.ENIInfos
 }
 
+// CardENIs is one managed network card's datastore: Index is the card's
+// NetworkCardIndex (0 is the default card).
+type CardENIs struct {
+	Index int
+	ENIs  ENISource
+}
+
 // Settings are the environment settings the two env paths report, as
 // ipamd read them.
 type Settings struct {
@@ -54,7 +62,11 @@ type Settings struct {
 
 // Config is what the endpoint serves from.
 type Config struct {
+	// ENIs is the datastore of a node managing card 0 only; Cards, when
+	// set, replaces it and lists every managed card's datastore (card 0's
+	// included), each served under its index.
 	ENIs     ENISource
+	Cards    func() []CardENIs
 	Settings Settings
 	// ENIConfigName names the node's ENIConfig (nil: no API client).
 	ENIConfigName func(ctx context.Context) (string, error)
@@ -80,12 +92,7 @@ func New(cfg Config) *Handler {
 
 func (h *Handler) routes() map[string]func() (any, int) {
 	r := map[string]func() (any, int){
-		PathENIs: func() (any, int) {
-			infos := h.cfg.ENIs.ENIInfos()
-			blankKeys(infos)
-			// Keyed by network card index; this build manages card 0 only.
-			return map[string]datastore.ENIInfos{"0": infos}, http.StatusOK
-		},
+		PathENIs:            func() (any, int) { return h.enis(), http.StatusOK },
 		PathENIConfigs:      h.eniConfig,
 		PathNetworkUtilsEnv: func() (any, int) { return h.networkUtilsEnv(), http.StatusOK },
 		PathIPAMDEnv:        func() (any, int) { return h.ipamdEnv(), http.StatusOK },
@@ -120,6 +127,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err := json.NewEncoder(w).Encode(body); err != nil {
 		h.cfg.Log.Warn("write failed", "introspection write failed", "error", err)
 	}
+}
+
+// enis answers /v1/enis as upstream: an object keyed by network card
+// index as a JSON string ("0", "1", ...), each card's ENIInfos with the
+// container IDs and interface names blanked.
+func (h *Handler) enis() map[string]datastore.ENIInfos {
+	cards := []CardENIs{{Index: 0, ENIs: h.cfg.ENIs}}
+	if h.cfg.Cards != nil {
+		cards = h.cfg.Cards()
+	}
+	out := make(map[string]datastore.ENIInfos, len(cards))
+	for _, c := range cards {
+		if c.ENIs == nil {
+			continue
+		}
+		infos := c.ENIs.ENIInfos()
+		blankKeys(infos)
+		out[strconv.Itoa(c.Index)] = infos
+	}
+	return out
 }
 
 // blankKeys hides container IDs and interface names, as upstream does.

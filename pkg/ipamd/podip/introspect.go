@@ -12,9 +12,14 @@ import (
 // /v1/enis, which blanks container IDs as upstream does, it names the
 // sandbox, so a tool can compare the allocations with the runtime's list
 // as a pass does (aws-k8s-agent ipam-check).
+//
+// NetworkCard is the network card whose datastore holds it, set by
+// MergeStatus; it is left out of the JSON for card 0, so a node managing
+// card 0 only serves what it always did.
 type AllocationStatus struct {
 	IP, ENI, ContainerID, PodNamespace, PodName string
 	AssignedAt                                  time.Time
+	NetworkCard                                 int `json:",omitempty"`
 }
 
 // Introspect is Status plus what only /v1/reconciler serves: every

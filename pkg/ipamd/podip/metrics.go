@@ -5,8 +5,14 @@ import "github.com/prometheus/client_golang/prometheus"
 // Pod-IP reconciler metrics (ours; upstream has no reconciler).
 // Metrics are the reconciler's and the DEL queue's collectors (ours;
 // upstream has neither). One set per agent, registered with its registry.
+//
+// A node managing several network cards runs one reconciler per card, all
+// on the one runtime: each gets ForCard(card), a view sharing the
+// counters, the histogram and the agent-wide gauges (running, DEL queue
+// depth), whose per-pass gauges are kept per card and reported combined
+// (metrics_cards.go). The Metrics NewMetrics returns is card 0's view.
 type Metrics struct {
-	reconcileCandidates   prometheus.Gauge
+	reconcileCandidates   cardGaugeView
 	reconcileReclaimed    prometheus.Counter
 	reconcileWouldReclaim prometheus.Counter
 	reconcileReadopted    prometheus.Counter
@@ -14,22 +20,22 @@ type Metrics struct {
 	reconcilePassSeconds  prometheus.Histogram
 	reconcilerRunning     prometheus.Gauge
 	reclaimedForAdd       prometheus.Counter
-	reconcileLeaked       prometheus.Gauge
-	podIPPending          prometheus.Gauge
-	runtimeReachable      prometheus.Gauge
-	reconcileLastSuccess  prometheus.Gauge
+	reconcileLeaked       cardGaugeView
+	podIPPending          cardGaugeView
+	runtimeReachable      cardGaugeView
+	reconcileLastSuccess  cardGaugeView
 	delQueueReplayed      *prometheus.CounterVec
 	delQueueBad           prometheus.Counter
 	delQueueDepth         prometheus.Gauge
+
+	perCard *perCardGauges
 }
 
 // NewMetrics builds the collectors and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	pc := newPerCardGauges()
 	m := &Metrics{
-		reconcileCandidates: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "awscni_ipamd_pod_ip_reconcile_candidates",
-			Help: "Allocations whose sandbox the runtime does not list, past the grace period, awaiting confirmation",
-		}),
+		perCard: pc,
 		reconcileReclaimed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "awscni_ipamd_pod_ip_reconcile_reclaimed_total",
 			Help: "Leaked pod IPs freed by the reconciler",
@@ -59,22 +65,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "awscni_ipamd_pod_ip_reconcile_reclaimed_for_add_total",
 			Help: "Leaked pod IPs freed by an ADD that found the pool exhausted (also counted in reclaimed_total)",
 		}),
-		reconcileLeaked: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "awscni_ipamd_pod_ip_reconcile_leaked",
-			Help: "Allocations currently judged leaked (confirmed absent from the runtime) and still held: report mode, or over the release cap",
-		}),
-		podIPPending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "awscni_ipamd_pod_ip_pending_addresses",
-			Help: "Addresses that joined the pool and are not assignable until checked against the runtime's sandboxes",
-		}),
-		runtimeReachable: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "awscni_ipamd_cri_runtime_reachable",
-			Help: "1 when the last call to the container runtime (CRI) succeeded",
-		}),
-		reconcileLastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "awscni_ipamd_pod_ip_reconcile_last_success_timestamp_seconds",
-			Help: "Unix time of the last reconciler pass that completed",
-		}),
 		delQueueReplayed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "awscni_ipamd_del_queue_replayed_total",
 			Help: "Queued CNI DELs replayed by ipamd, by result (released; unknown: the key held nothing)",
@@ -88,11 +78,32 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Entries left in the DEL queue after the last replay: kept for a retry, queued again meanwhile, or unreadable",
 		}),
 	}
-	reg.MustRegister(m.reconcileCandidates, m.reconcileReclaimed, m.reconcileWouldReclaim, m.reconcileReadopted, m.reconcileSkipped, m.reconcilePassSeconds, m.reconcilerRunning, m.reclaimedForAdd, m.reconcileLeaked, m.podIPPending, m.runtimeReachable, m.reconcileLastSuccess, m.delQueueReplayed, m.delQueueBad, m.delQueueDepth)
+	m.setCard(0)
+	reg.MustRegister(pc.candidates, m.reconcileReclaimed, m.reconcileWouldReclaim, m.reconcileReadopted, m.reconcileSkipped, m.reconcilePassSeconds, m.reconcilerRunning, m.reclaimedForAdd, pc.leaked, pc.pending, pc.reachable, pc.lastSuccess, m.delQueueReplayed, m.delQueueBad, m.delQueueDepth)
 	for _, r := range []string{SkipCRIError, SkipCRITimeout, SkipEmptyList, SkipMassHeld, SkipStatusUnknown} {
 		m.reconcileSkipped.WithLabelValues(r)
 	}
 	return m
+}
+
+// ForCard is the view of network card card's reconciler (pass it to New):
+// the same counters, histogram and agent-wide gauges as m, its own share
+// of the per-pass gauges. ForCard(0) reports as the Metrics NewMetrics
+// returned.
+func (m *Metrics) ForCard(card int) *Metrics {
+	v := *m
+	v.setCard(card)
+	return &v
+}
+
+// setCard points the per-pass gauges at card's share.
+func (m *Metrics) setCard(card int) {
+	pc := m.perCard
+	m.reconcileCandidates = pc.candidates.forCard(card)
+	m.reconcileLeaked = pc.leaked.forCard(card)
+	m.podIPPending = pc.pending.forCard(card)
+	m.runtimeReachable = pc.reachable.forCard(card)
+	m.reconcileLastSuccess = pc.lastSuccess.forCard(card)
 }
 
 // Skip reasons (the reason label of awscni_ipamd_pod_ip_reconcile_skipped_passes_total).
@@ -106,5 +117,7 @@ const (
 	SkipStatusUnknown = "sandbox_status_unknown"
 )
 
-// MarkRunning sets awscni_ipamd_pod_ip_reconciler_running.
+// MarkRunning sets awscni_ipamd_pod_ip_reconciler_running, one gauge for
+// the agent's reconcilers on every card (they run on the one runtime, and
+// start and stop together).
 func (m *Metrics) MarkRunning(on bool) { m.reconcilerRunning.Set(boolGauge(on)) }

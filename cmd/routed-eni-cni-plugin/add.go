@@ -39,9 +39,10 @@ func cmdAdd(args *skel.CmdArgs) error {
 	return types.PrintResult(res, inv.conf.CNIVersion)
 }
 
-// add asks ipamd for the pod's address and wires the pod: a regular pod,
-// or a branch-ENI pod when ipamd's reply names a VLAN. It returns the
-// result to print.
+// add asks ipamd for the pod's address (one per network card when the pod
+// is annotated for a multi-NIC attachment) and wires the pod: a veth per
+// address for a regular pod, or a branch-ENI pod when ipamd's reply names
+// a VLAN. It returns the result to print.
 func (inv *invocation) add() (*current.Result, error) {
 	args, conf, log := inv.args, inv.conf, inv.log
 	log.Info("ADD", "netns", args.Netns, "network", conf.Name, "mtu", conf.podMTU, "vethPrefix", conf.VethPrefix)

@@ -20,7 +20,8 @@ import (
 // Order of work, chosen so a new pod that was already handed the same
 // address is never hurt:
 //  1. DelNetwork (or queue it when ipamd does not answer);
-//  2. find the node end of the pod's veth from inside the pod's namespace
+//  2. find the node end of each of the pod's veths (one per address: eth0,
+//     then mNicIf<i> for a multi-NIC pod) from inside the pod's namespace
 //     (driver.HostPeer), if the namespace is still there;
 //  3. per address, under the address's lock (package hostlock, which an
 //     ADD holds while adding its route and rules): delete the main-table

@@ -83,6 +83,11 @@ func TestAMultiNICPodTalksThroughEachInterface(t *testing.T) {
 					requirePodInterfaceWired(t, m.node, podNs, i, c)
 				}
 				m.requireTalksThroughEachCard(t, podNs, cards)
+				check := multiNICVerb(t, sock, podNs.Path(), false, map[string]any{"prevResult": prevResultOf(t, res)})
+				require.NoError(t, inNodeNS(t, m.node, func() error { return cmdCheck(check) }), "CHECK of every interface")
+				last := len(cards) - 1
+				removePodRule(t, podNs, cards[last].podIP, last)
+				require.Error(t, inNodeNS(t, m.node, func() error { return cmdCheck(check) }), "CHECK sees the last interface's in-pod rule gone")
 
 				require.NoError(t, delInProcess(t, m.node, multiNICVerb(t, sock, podNs.Path(), false, map[string]any{"prevResult": prevResultOf(t, res)})))
 				assert.Equal(t, []string{reasonPodDeleted}, ipamd.delReasons())
@@ -144,6 +149,13 @@ func TestDelFromPrevResultTearsDownEveryInterface(t *testing.T) {
 			}
 			require.NoError(t, delInProcess(t, m.node, multiNICVerb(t, delSock, podNs.Path(), false, map[string]any{"prevResult": prevResultOf(t, res)})))
 			m.requireNodeHasNoPodState(t, cards, false)
+			if !c.gone {
+				// A repeated DEL finding the namespace still there deletes
+				// every one of the pod's veths.
+				links, err := netnsutil.LinkNames(podNs)
+				require.NoError(t, err)
+				assert.Equal(t, []string{"lo"}, links)
+			}
 			netnsutil.Delete(t, podNs)
 			m.requireNodeHasNoPodState(t, cards, true)
 		})
@@ -291,6 +303,21 @@ func requirePodInterfaceWired(t *testing.T, node, podNs ns.NetNS, i int, c card)
 		require.Len(t, podRule, 1, "in-pod rule 1: from %s lookup %d", c.podIP, i)
 		assert.Equal(t, i, podRule[0].Table)
 	}
+}
+
+// removePodRule deletes the in-pod rule of interface i (address ip).
+func removePodRule(t *testing.T, podNs ns.NetNS, ip net.IP, i int) {
+	t.Helper()
+	h, err := netnsutil.HandleAt(podNs.Path())
+	require.NoError(t, err)
+	defer h.Close()
+	r := netlink.NewRule()
+	r.Priority, r.Table, r.Src = 1, i, hostPrefixOf(ip)
+	r.Family = netlink.FAMILY_V4
+	if ip.To4() == nil {
+		r.Family = netlink.FAMILY_V6
+	}
+	require.NoError(t, h.RuleDel(r))
 }
 
 func isDefaultNet(n *net.IPNet) bool {

@@ -23,6 +23,10 @@
 // same with X/128 and the gateway fe80::1, with IPv6 enabled on the
 // container interface and lo.
 //
+// A multi-NIC pod has one such veth per network card (SetupPod, all or
+// nothing); interface i > 0 has gateway .<i+1>, its routes in table i
+// and an in-pod rule "from X lookup i" (PodRoutingFor, podside.go).
+//
 // Like the rest of the plugin, it never imports pkg/ipamd/..., the
 // simulators or ipamd's clients.
 package driver

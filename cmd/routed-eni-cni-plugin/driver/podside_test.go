@@ -55,3 +55,14 @@ func TestEachPodInterfaceHasItsOwnGatewayAndTable(t *testing.T) {
 	r, _ = PodRoutingFor(net.ParseIP("2001:db8::1"), 0)
 	assert.True(t, r.Gateway.Equal(GatewayIPv6))
 }
+
+// SetupPod takes the interfaces in order: interface k has index k.
+func TestSetupPodWantsInterfacesInOrder(t *testing.T) {
+	p := PodNetwork{HostVeth: "enitest0000001", ContainerIf: "eth0", NetnsPath: "/nonexistent", IP: net.ParseIP("10.0.0.1"), MTU: 9001}
+	q := p
+	q.Index = 2
+	err := SetupPod([]PodNetwork{p, q}, nil, quiet)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "index 2")
+	require.Error(t, SetupPod(nil, nil, quiet))
+}

@@ -66,7 +66,7 @@ func (inv *invocation) del() error {
 	case branchPod:
 		return inv.teardownBranch(r.vlan, r.ips)
 	case released:
-		return inv.removeReleased(r.released)
+		return inv.removeReleased(onPrevInterfaces(r.released, prev))
 	default: // alreadyReleased, queued: no reply names the addresses
 		inv.removeFromPrev(prev, r.outcome == alreadyReleased)
 		return nil

@@ -157,3 +157,22 @@ func TestDelTearsDownEveryAddressIPAMDReleased(t *testing.T) {
 		{IP: net.IPv4(10, 2, 0, 7).To4(), RouteTable: 10201, DeviceNumber: 1, IfName: "mNicIf2", Index: 2},
 	}, releasedAttachments(reply, "eth0"))
 }
+
+// When ipamd's reply skips an address (released earlier), each address it
+// names is still torn down on the interface prevResult gives it.
+func TestReleasedAddressesFollowPrevResultsInterfaces(t *testing.T) {
+	reply := &rpc.DelNetworkReply{Success: true, IPAllocationMetadata: []*rpc.IPAllocationMetadata{threeCards[0], threeCards[2]}}
+	byPosition := releasedAttachments(reply, "eth0")
+	assert.Equal(t, "mNicIf1", byPosition[1].IfName, "position alone would pick the wrong interface")
+	prev := &prevInfo{Attachments: []attachment{
+		{IP: net.IPv4(10, 0, 0, 5).To4(), IfName: "eth0"},
+		{IP: net.IPv4(10, 1, 0, 6).To4(), IfName: "mNicIf1", Index: 1},
+		{IP: net.IPv4(10, 2, 0, 7).To4(), IfName: "mNicIf2", Index: 2},
+	}}
+	got := onPrevInterfaces(byPosition, prev)
+	assert.Equal(t, "eth0", got[0].IfName)
+	assert.Equal(t, "mNicIf2", got[1].IfName)
+	assert.Equal(t, 2, got[1].Index)
+	assert.Equal(t, 10201, got[1].RouteTable, "the table stays ipamd's")
+	assert.Equal(t, byPosition, onPrevInterfaces(byPosition, nil), "no prevResult: by position")
+}

@@ -130,26 +130,38 @@ func comparableRequest(r *rpc.AddNetworkRequest) map[string]any {
 // Upstream's aws-cni and this plugin, given one multi-NIC reply from
 // ipamd, ask for it alike (RequiresMultiNICAttachment included), wire the
 // pod into the same result field by field, and each tears down the
-// other's pod from its prevResult alone when ipamd cannot be reached: a
-// rolling update of aws-node, or a rollback, in the middle of a multi-NIC
-// pod's life leaves neither a broken pod nor a stale route or rule. Both
-// plugins' pods send each address's traffic out of its own card.
+// other's pod, from its prevResult alone when ipamd cannot be reached and
+// from ipamd's reply when it answers: a rolling update of aws-node, or a
+// rollback, in the middle of a multi-NIC pod's life leaves neither a
+// broken pod nor a stale route or rule. Both plugins' pods send each
+// address's traffic out of its own card.
 func TestUpstreamsPluginAndOursShareAMultiNICPod(t *testing.T) {
 	bin := upstreamCNI(t)
 	for _, c := range []struct {
-		name string
-		n    int
-		v6   bool
-	}{{"3 cards IPv4", 3, false}, {"2 cards IPv6", 2, true}} {
+		name       string
+		n          int
+		v6         bool
+		ipamdOnDel bool
+	}{
+		{"3 cards IPv4, DEL from prevResult", 3, false, false},
+		{"3 cards IPv4, DEL from ipamd's reply", 3, false, true},
+		{"2 cards IPv6, DEL from prevResult", 2, true, false},
+		{"2 cards IPv6, DEL from ipamd's reply", 2, true, true},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			cards := cardsFor(c.n, c.v6)
 			m := newMultiNICNode(t, cards, c.v6)
 			ipamd := &multiNICIPAMD{allocs: allocations(cards)}
-			sockDir, absentDir := t.TempDir(), t.TempDir()
+			sockDir := t.TempDir()
 			serveIPAMDIn(t, sockDir, ipamd)
 			sock := filepath.Join(sockDir, "ipamd.sock")
+			delDir := t.TempDir() // no ipamd there
+			if c.ipamdOnDel {
+				delDir = sockDir
+			}
+			delSock := filepath.Join(delDir, "ipamd.sock")
 
-			// Upstream's ADD, then our DEL from its prevResult, ipamd away.
+			// Upstream's ADD, then our DEL.
 			podNs := newPodNetns(t)
 			path := realNetnsPath(t, podNs)
 			out, err := runUpstreamIn(t, bin, m.node, sockDir, "ADD", path, upstreamMultiNICConf(t, nil))
@@ -160,14 +172,13 @@ func TestUpstreamsPluginAndOursShareAMultiNICPod(t *testing.T) {
 			for i, cd := range cards {
 				requirePodInterfaceWired(t, m.node, podNs, i, cd)
 			}
-			absent := filepath.Join(absentDir, "ipamd.sock")
-			require.NoError(t, delInProcess(t, m.node, multiNICVerb(t, absent, path, false, map[string]any{"prevResult": prevResultOf(t, &theirs)})),
+			require.NoError(t, delInProcess(t, m.node, multiNICVerb(t, delSock, path, false, map[string]any{"prevResult": prevResultOf(t, &theirs)})),
 				"our DEL of upstream's pod")
 			m.requireNodeHasNoPodState(t, cards, false)
 			netnsutil.Delete(t, podNs)
 			m.requireNodeHasNoPodState(t, cards, true)
 
-			// Our ADD, then upstream's DEL from our prevResult, ipamd away.
+			// Our ADD, then upstream's DEL.
 			podNs = newPodNetns(t)
 			path = realNetnsPath(t, podNs)
 			ours, err := addInProcess(t, m.node, multiNICVerb(t, sock, path, false, nil))
@@ -182,12 +193,16 @@ func TestUpstreamsPluginAndOursShareAMultiNICPod(t *testing.T) {
 			assert.True(t, reqs[0].RequiresMultiNICAttachment, "upstream asks for a multi-NIC attachment")
 			assert.Equal(t, comparableRequest(reqs[0]), comparableRequest(reqs[1]), "AddNetwork, upstream's and ours")
 
-			_, err = runUpstreamIn(t, bin, m.node, absentDir, "DEL", path, upstreamMultiNICConf(t, ours))
+			_, err = runUpstreamIn(t, bin, m.node, delDir, "DEL", path, upstreamMultiNICConf(t, ours))
 			require.NoError(t, err, "upstream's DEL of our pod")
 			m.requireNodeHasNoPodState(t, cards, false)
 			netnsutil.Delete(t, podNs)
 			m.requireNodeHasNoPodState(t, cards, true)
-			assert.Empty(t, ipamd.delReasons(), "ipamd was away for both DELs")
+			if c.ipamdOnDel {
+				assert.Equal(t, []string{reasonPodDeleted, reasonPodDeleted}, ipamd.delReasons(), "both DELs release at ipamd")
+			} else {
+				assert.Empty(t, ipamd.delReasons(), "ipamd was away for both DELs")
+			}
 		})
 	}
 }

@@ -87,3 +87,24 @@ func releasedAttachments(reply *rpc.DelNetworkReply, ifName string) []attachment
 	}
 	return out
 }
+
+// onPrevInterfaces puts each released address on the pod interface
+// prevResult names for it, where it names one: ipamd's reply lists the
+// addresses it still held, so a position can be off when one of them was
+// released earlier. The others keep the interface of their position.
+func onPrevInterfaces(as []attachment, prev *prevInfo) []attachment {
+	if prev == nil {
+		return as
+	}
+	out := make([]attachment, len(as))
+	for i, a := range as {
+		out[i] = a
+		for _, p := range prev.Attachments {
+			if p.IP.Equal(a.IP) && p.IfName != "" {
+				out[i].IfName, out[i].Index = p.IfName, p.Index
+				break
+			}
+		}
+	}
+	return out
+}

@@ -39,9 +39,10 @@ func cmdAdd(args *skel.CmdArgs) error {
 	return types.PrintResult(res, inv.conf.CNIVersion)
 }
 
-// add asks ipamd for the pod's address and wires the pod: a regular pod,
-// or a branch-ENI pod when ipamd's reply names a VLAN. It returns the
-// result to print.
+// add asks ipamd for the pod's address (one per network card when the pod
+// is annotated for a multi-NIC attachment) and wires the pod: a veth per
+// address for a regular pod, or a branch-ENI pod when ipamd's reply names
+// a VLAN. It returns the result to print.
 func (inv *invocation) add() (*current.Result, error) {
 	args, conf, log := inv.args, inv.conf, inv.log
 	log.Info("ADD", "netns", args.Netns, "network", conf.Name, "mtu", conf.podMTU, "vethPrefix", conf.VethPrefix)
@@ -50,8 +51,9 @@ func (inv *invocation) add() (*current.Result, error) {
 	if err := checkNetns(args.Netns); err != nil {
 		return nil, err
 	}
-	if conf.multiNICRequested() {
-		log.Warn("pod asks for a multi-NIC attachment; not supported by this plugin, attaching one interface")
+	multiNIC := conf.multiNICRequested()
+	if multiNIC {
+		log.Info("pod asks for a multi-NIC attachment: one interface per network card")
 	}
 
 	client := newIPAMDClient(conf.IPAMDSocket)
@@ -63,6 +65,7 @@ func (inv *invocation) add() (*current.Result, error) {
 		IfName:                     args.IfName,
 		NetworkName:                conf.Name,
 		ContainerID:                args.ContainerID,
+		RequiresMultiNICAttachment: multiNIC,
 	})
 	if err != nil {
 		if isUnreachable(err) {
@@ -89,43 +92,21 @@ func (inv *invocation) add() (*current.Result, error) {
 		return inv.addBranch(client, reply)
 	}
 
-	a, rawTable, err := singleAddress(reply)
+	ifs, err := planPod(conf.VethPrefix, inv.pod, args.IfName, reply.IPAllocationMetadata)
 	if err != nil {
 		inv.giveBack(client)
 		return nil, err
 	}
-	hostVeth := hostVethName(conf.VethPrefix, inv.pod.Namespace, inv.pod.Name)
-	pn := driver.PodNetwork{
-		HostVeth:    hostVeth,
-		ContainerIf: args.IfName,
-		NetnsPath:   args.Netns,
-		IP:          a.IP,
-		RouteTable:  rawTable,
-		MTU:         conf.podMTU,
-	}
-	if err := driver.Setup(pn, inv.addressLocks(), log); err != nil {
-		log.Error("pod network setup failed; giving the address back", "ip", a.IP.String(), "error", err)
+	if err := driver.SetupPod(networks(ifs, args.Netns, conf.podMTU), inv.addressLocks(), log); err != nil {
+		log.Error("pod network setup failed; giving the addresses back", "interfaces", len(ifs), "error", err)
 		inv.giveBack(client)
 		return nil, fmt.Errorf("setup pod network: %w", err)
 	}
-	log.Info("pod network ready", "ip", a.IP.String(), "hostVeth", hostVeth,
-		"deviceNumber", a.DeviceNumber, "routeTable", a.RouteTable)
-	return buildResult(hostVeth, args.IfName, args.Netns, dummyIfName(inv.pod.Namespace, inv.pod.Name), a, rawTable), nil
-}
-
-// singleAddress extracts the one allocation this plugin wires for a
-// regular pod: an IPv4 address, or an IPv6 one in IPv6 mode.
-func singleAddress(reply *rpc.AddNetworkReply) (attachment, int, error) {
-	if len(reply.IPAllocationMetadata) != 1 {
-		return attachment{}, 0, fmt.Errorf("ipamd returned %d addresses; this plugin wires exactly one", len(reply.IPAllocationMetadata))
+	for _, pi := range ifs {
+		log.Info("pod network ready", "ip", pi.IP.String(), "hostVeth", pi.HostVeth, "containerIf", pi.ContainerIf,
+			"deviceNumber", pi.DeviceNumber, "routeTable", normalizeTable(pi.RawTable))
 	}
-	md := reply.IPAllocationMetadata[0]
-	ip := replyAddress(md)
-	if ip == nil {
-		return attachment{}, 0, fmt.Errorf("ipamd returned no valid address (IPv4 %q, IPv6 %q)", md.IPv4Addr, md.IPv6Addr)
-	}
-	a := attachment{IP: ip, RouteTable: normalizeTable(int(md.RouteTableId)), DeviceNumber: int(md.DeviceNumber)}
-	return a, int(md.RouteTableId), nil
+	return buildResult(ifs, args.Netns, dummyIfName(inv.pod.Namespace, inv.pod.Name)), nil
 }
 
 // checkNetns makes sure CNI_NETNS names a network namespace.

@@ -41,11 +41,15 @@ func (inv *invocation) check() error {
 	if info.VlanID != 0 {
 		return fmt.Errorf("CHECK of branch-ENI pods (vlan %d) is not supported", info.VlanID)
 	}
-	hostVeth := hostVethName(conf.VethPrefix, inv.pod.Namespace, inv.pod.Name)
 	for _, a := range info.Attachments {
+		ifName := a.IfName
+		if ifName == "" {
+			ifName = inv.args.IfName
+		}
 		err := driver.Check(driver.PodNetwork{
-			HostVeth:    hostVeth,
-			ContainerIf: inv.args.IfName,
+			HostVeth:    hostVethNameAt(conf.VethPrefix, inv.pod.Namespace, inv.pod.Name, a.Index),
+			ContainerIf: ifName,
+			Index:       a.Index,
 			NetnsPath:   inv.args.Netns,
 			IP:          a.IP,
 			RouteTable:  a.RouteTable,

@@ -20,7 +20,8 @@ import (
 // Order of work, chosen so a new pod that was already handed the same
 // address is never hurt:
 //  1. DelNetwork (or queue it when ipamd does not answer);
-//  2. find the node end of the pod's veth from inside the pod's namespace
+//  2. find the node end of each of the pod's veths (one per address: eth0,
+//     then mNicIf<i> for a multi-NIC pod) from inside the pod's namespace
 //     (driver.HostPeer), if the namespace is still there;
 //  3. per address, under the address's lock (package hostlock, which an
 //     ADD holds while adding its route and rules): delete the main-table
@@ -65,7 +66,7 @@ func (inv *invocation) del() error {
 	case branchPod:
 		return inv.teardownBranch(r.vlan, r.ips)
 	case released:
-		return inv.removeReleased(r.ips)
+		return inv.removeReleased(onPrevInterfaces(r.released, prev))
 	default: // alreadyReleased, queued: no reply names the addresses
 		inv.removeFromPrev(prev, r.outcome == alreadyReleased)
 		return nil
@@ -86,12 +87,14 @@ const (
 	queued
 )
 
-// releaseResult is an outcome and, for branchPod and released, the pod's
-// addresses (and a branch-ENI pod's VLAN).
+// releaseResult is an outcome and, for branchPod, the pod's addresses and
+// VLAN; for released, the addresses ipamd released, each on its pod
+// interface.
 type releaseResult struct {
-	outcome releaseOutcome
-	vlan    int
-	ips     []net.IP
+	outcome  releaseOutcome
+	vlan     int
+	ips      []net.IP
+	released []attachment
 }
 
 // release asks ipamd to release the pod's address, unless prevResult shows
@@ -114,11 +117,10 @@ func (inv *invocation) release(prev *prevInfo) (releaseResult, error) {
 		return releaseResult{outcome: alreadyReleased}, nil
 	case err == nil:
 		inv.logReleased(reply)
-		r := releaseResult{outcome: released, ips: replyAddresses(reply)}
 		if reply.PodVlanId != 0 {
-			r.outcome, r.vlan = branchPod, int(reply.PodVlanId)
+			return releaseResult{outcome: branchPod, vlan: int(reply.PodVlanId), ips: replyAddresses(reply)}, nil
 		}
-		return r, nil
+		return releaseResult{outcome: released, released: releasedAttachments(reply, inv.args.IfName)}, nil
 	case isUnknownPod(err):
 		inv.log.Info("ipamd holds nothing for this pod (already released)")
 		return releaseResult{outcome: alreadyReleased}, nil
@@ -157,17 +159,18 @@ func queueReason(err error) string {
 	return "ipamd error: " + err.Error()
 }
 
-// removeReleased removes the node routing of the addresses ipamd released;
-// a failure fails the DEL, so the runtime retries it.
-func (inv *invocation) removeReleased(ips []net.IP) error {
-	peer := inv.hostPeer()
+// removeReleased removes the node routing of the addresses ipamd released
+// (one per pod interface); a failure fails the DEL, so the runtime
+// retries it.
+func (inv *invocation) removeReleased(as []attachment) error {
+	peers := inv.hostPeers()
 	var errs []error
-	for _, ip := range ips {
-		if err := inv.releaseHostRouting(ip, peer); err != nil {
+	for _, a := range as {
+		if err := inv.releaseHostRouting(a.IP, peers.of(a.IfName)); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if len(ips) == 0 {
+	if len(as) == 0 {
 		inv.log.Warn("ipamd's reply carries no address; nothing to remove on the node")
 	}
 	return errors.Join(errs...)
@@ -180,19 +183,27 @@ func (inv *invocation) removeReleased(ips []net.IP) error {
 // keeps it (or retries after a later plugin failed), so the pair would
 // not go with it and is deleted here.
 func (inv *invocation) removeFromPrev(prev *prevInfo, repeat bool) {
-	peer := inv.hostPeer()
+	peers := inv.hostPeers()
+	ifNames := []string{inv.args.IfName}
 	if prev == nil {
 		inv.log.Info("no usable prevResult; no address to remove from the node")
 	} else {
+		ifNames = nil
 		for _, a := range prev.Attachments {
-			if err := inv.releaseHostRouting(a.IP, peer); err != nil {
+			if err := inv.releaseHostRouting(a.IP, peers.of(a.IfName)); err != nil {
 				inv.log.Warn("could not remove the node's route and rules from prevResult", "ip", a.IP.String(), "error", err)
 			}
+			ifNames = append(ifNames, a.IfName)
 		}
 	}
-	if repeat && peer > 0 {
-		inv.log.Info("namespace outlived an earlier DEL; deleting the pod's veth")
-		inv.removeContainerLink()
+	if !repeat {
+		return
+	}
+	for _, name := range ifNames {
+		if peers.of(name) > 0 {
+			inv.log.Info("namespace outlived an earlier DEL; deleting the pod's veth", "ifName", name)
+			inv.removeContainerLink(name)
+		}
 	}
 }
 
@@ -228,22 +239,40 @@ func (inv *invocation) prevInfo() *prevInfo {
 	return &info
 }
 
-// hostPeer is the node ifindex of the pod's veth, 0 when the namespace or
-// the pair is gone (or cannot be read: then only an address no interface
-// routes has its rules removed).
-func (inv *invocation) hostPeer() int {
-	peer, err := driver.HostPeer(inv.args.Netns, inv.args.IfName, inv.log)
-	if err != nil {
-		inv.log.Warn("could not find the pod's veth; its node route goes with the namespace", "error", err)
-		return 0
+// peerCache finds the node ifindex of each pod interface's veth once.
+type peerCache struct {
+	inv   *invocation
+	found map[string]int
+}
+
+func (inv *invocation) hostPeers() *peerCache {
+	return &peerCache{inv: inv, found: map[string]int{}}
+}
+
+// of is the node ifindex of the veth of pod interface ifName ("" means
+// CNI_IFNAME), 0 when the namespace or the pair is gone (or cannot be
+// read: then only an address no interface routes has its rules removed).
+func (c *peerCache) of(ifName string) int {
+	if ifName == "" {
+		ifName = c.inv.args.IfName
 	}
+	if p, ok := c.found[ifName]; ok {
+		return p
+	}
+	peer, err := driver.HostPeer(c.inv.args.Netns, ifName, c.inv.log)
+	if err != nil {
+		c.inv.log.Warn("could not find the pod's veth; its node route goes with the namespace", "ifName", ifName, "error", err)
+		peer = 0
+	}
+	c.found[ifName] = peer
 	return peer
 }
 
-// removeContainerLink deletes the pod's veth when its namespace remains.
-func (inv *invocation) removeContainerLink() {
-	if err := driver.RemoveContainerLink(inv.args.Netns, inv.args.IfName, inv.log); err != nil {
-		inv.log.Warn("could not delete the pod's interface; it goes with the namespace", "error", err)
+// removeContainerLink deletes the pod's veth ifName when its namespace
+// remains.
+func (inv *invocation) removeContainerLink(ifName string) {
+	if err := driver.RemoveContainerLink(inv.args.Netns, ifName, inv.log); err != nil {
+		inv.log.Warn("could not delete the pod's interface; it goes with the namespace", "ifName", ifName, "error", err)
 	}
 }
 
@@ -273,7 +302,7 @@ func (inv *invocation) teardownBranch(vlan int, ips []net.IP) error {
 	if len(ips) > 0 {
 		ip = ips[0]
 	}
-	if err := driver.TeardownBranchENI(vlan, ip, inv.hostPeer(), inv.addressLocks(), inv.log); err != nil {
+	if err := driver.TeardownBranchENI(vlan, ip, inv.hostPeers().of(inv.args.IfName), inv.addressLocks(), inv.log); err != nil {
 		return fmt.Errorf("tear down branch-ENI pod (vlan %d): %w", vlan, err)
 	}
 	return nil

@@ -59,7 +59,7 @@ func TestDelReleaseOutcomes(t *testing.T) {
 			name: "released", wantCalls: 1,
 			ipamd: &scriptedIPAMD{reply: &rpc.DelNetworkReply{Success: true, IPAllocationMetadata: []*rpc.IPAllocationMetadata{
 				{IPv4Addr: "10.0.0.5"}, {IPv4Addr: "not an address"}}}},
-			want: releaseResult{outcome: released, ips: []net.IP{net.IPv4(10, 0, 0, 5).To4()}},
+			want: releaseResult{outcome: released, released: []attachment{{IP: net.IPv4(10, 0, 0, 5).To4(), RouteTable: 254, IfName: "eth0"}}},
 		},
 		{
 			name: "refused", wantCalls: 1,

@@ -39,49 +39,49 @@ func TestParsePrevInfo(t *testing.T) {
 			version: "1.0.0",
 			result: `{"cniVersion":"1.0.0","interfaces":[{"name":"enic440f455693"},{"name":"eth0","sandbox":"/var/run/netns/x","mac":"254"},
 				{"name":"` + dummy + `","mac":"0","sandbox":"0"}],"ips":[{"interface":1,"address":"10.0.0.5/32"}]}`,
-			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 0, 5).To4(), RouteTable: 254, DeviceNumber: 0}}},
+			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 0, 5).To4(), RouteTable: 254, DeviceNumber: 0, IfName: "eth0"}}},
 		},
 		{
 			name:    "secondary ENI, table in mac",
 			version: "1.0.0",
 			result: `{"cniVersion":"1.0.0","interfaces":[{"name":"eni1"},{"name":"eth0","sandbox":"/x","mac":"3"},
 				{"name":"` + dummy + `","mac":"0","sandbox":"2"}],"ips":[{"interface":1,"address":"10.0.2.9/32"}]}`,
-			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 2, 9).To4(), RouteTable: 3, DeviceNumber: 2}}},
+			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 2, 9).To4(), RouteTable: 3, DeviceNumber: 2, IfName: "eth0"}}},
 		},
 		{
 			name:    "0.4.0 result with no table in mac: the device's table",
 			version: "0.4.0",
 			result: `{"cniVersion":"0.4.0","interfaces":[{"name":"eni1"},{"name":"eth0","sandbox":"/x"},
 				{"name":"` + dummy + `","mac":"0","sandbox":"4"}],"ips":[{"version":"4","interface":1,"address":"10.0.4.1/32"}]}`,
-			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 4, 1).To4(), RouteTable: 5, DeviceNumber: 4}}},
+			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 4, 1).To4(), RouteTable: 5, DeviceNumber: 4, IfName: "eth0"}}},
 		},
 		{
 			name:    "old result with a real MAC on the container entry",
 			version: "0.4.0",
 			result: `{"cniVersion":"0.4.0","interfaces":[{"name":"eni1"},{"name":"eth0","sandbox":"/x","mac":"0a:58:0a:00:00:05"},
 				{"name":"` + dummy + `","mac":"0","sandbox":"1"}],"ips":[{"version":"4","interface":1,"address":"10.0.1.7/32"}]}`,
-			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 1, 7).To4(), RouteTable: 2, DeviceNumber: 1}}},
+			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 1, 7).To4(), RouteTable: 2, DeviceNumber: 1, IfName: "eth0"}}},
 		},
 		{
 			name:    "legacy table 1 means main",
 			version: "1.0.0",
 			result: `{"cniVersion":"1.0.0","interfaces":[{"name":"eni1"},{"name":"eth0","sandbox":"/x","mac":"1"},
 				{"name":"` + dummy + `","mac":"0","sandbox":"0"}],"ips":[{"interface":1,"address":"10.0.0.8/32"}]}`,
-			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 0, 8).To4(), RouteTable: 254}}},
+			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 0, 8).To4(), RouteTable: 254, IfName: "eth0"}}},
 		},
 		{
 			name:    "branch ENI: dummy mac is the VLAN",
 			version: "1.0.0",
 			result: `{"cniVersion":"1.0.0","interfaces":[{"name":"vlan1"},{"name":"eth0","sandbox":"/x","mac":"0"},
 				{"name":"` + dummy + `","mac":"7"}],"ips":[{"interface":1,"address":"10.0.9.9/32"}]}`,
-			want: prevInfo{VlanID: 7, Attachments: []attachment{{IP: net.IPv4(10, 0, 9, 9).To4(), RouteTable: 107}}},
+			want: prevInfo{VlanID: 7, Attachments: []attachment{{IP: net.IPv4(10, 0, 9, 9).To4(), RouteTable: 107, IfName: "eth0"}}},
 		},
 		{
 			name:    "address without an interface index",
 			version: "1.0.0",
 			result: `{"cniVersion":"1.0.0","interfaces":[{"name":"eni1"},{"name":"eth0","sandbox":"/x","mac":"3"},
 				{"name":"` + dummy + `","mac":"0","sandbox":"2"}],"ips":[{"address":"10.0.2.3/32"}]}`,
-			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 2, 3).To4(), RouteTable: 3, DeviceNumber: 2}}},
+			want: prevInfo{Attachments: []attachment{{IP: net.IPv4(10, 0, 2, 3).To4(), RouteTable: 3, DeviceNumber: 2, IfName: "eth0"}}},
 		},
 		{
 			name:    "malformed dummy mac",
@@ -108,7 +108,7 @@ func TestParsePrevInfo(t *testing.T) {
 			version: "1.0.0",
 			result: `{"cniVersion":"1.0.0","interfaces":[{"name":"eni1"},{"name":"eth0","sandbox":"/x","mac":"254"},
 				{"name":"` + dummy + `","mac":"0","sandbox":"0"}],"ips":[{"interface":1,"address":"2001:db8::5/128"}]}`,
-			want: prevInfo{Attachments: []attachment{{IP: net.ParseIP("2001:db8::5"), RouteTable: 254}}},
+			want: prevInfo{Attachments: []attachment{{IP: net.ParseIP("2001:db8::5"), RouteTable: 254, IfName: "eth0"}}},
 		},
 		{
 			name:    "no address",
@@ -143,8 +143,9 @@ func TestParsePrevInfoAnyDummyWhenNameUnknown(t *testing.T) {
 }
 
 func TestResultRoundTripsThroughEveryVersion(t *testing.T) {
-	a := attachment{IP: net.IPv4(10, 250, 1, 4).To4(), RouteTable: 2, DeviceNumber: 1}
-	res := buildResult("eni0123456789a", "eth0", "/var/run/netns/cni-1", dummyIfName("default", "web"), a, 2)
+	pi := podInterface{HostVeth: "eni0123456789a", ContainerIf: "eth0", IP: net.IPv4(10, 250, 1, 4).To4(), RawTable: 2, DeviceNumber: 1}
+	a := attachment{IP: pi.IP, RouteTable: 2, DeviceNumber: 1, IfName: "eth0"}
+	res := buildResult([]podInterface{pi}, "/var/run/netns/cni-1", dummyIfName("default", "web"))
 	for _, v := range supportedVersions.SupportedVersions() {
 		t.Run(v, func(t *testing.T) {
 			conv, err := res.GetAsVersion(v)
@@ -161,7 +162,7 @@ func TestResultRoundTripsThroughEveryVersion(t *testing.T) {
 		})
 	}
 	// The primary ENI: table 254 in the result, main after parsing.
-	p := buildResult("h", "eth0", "/n", "dummyx", attachment{IP: net.IPv4(10, 0, 0, 1).To4(), RouteTable: 254}, 254)
+	p := buildResult([]podInterface{{HostVeth: "h", ContainerIf: "eth0", IP: net.IPv4(10, 0, 0, 1).To4(), RawTable: 254}}, "/n", "dummyx")
 	assert.Equal(t, "254", p.Interfaces[1].Mac)
 	assert.Equal(t, "0", p.Interfaces[2].Sandbox)
 	assert.Equal(t, "0", p.Interfaces[2].Mac)

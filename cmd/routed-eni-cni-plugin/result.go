@@ -39,31 +39,39 @@ type attachment struct {
 	IP           net.IP // IPv4, or IPv6 in IPv6 mode
 	RouteTable   int    // normalised; main for the primary ENI
 	DeviceNumber int
+	IfName       string // the pod-side interface holding IP
+	Index        int    // that interface's position (0: CNI_IFNAME)
 }
 
 // buildResult is the ADD result in upstream's shape, which DEL (this
-// plugin's and upstream's) reads back from prevResult:
+// plugin's and upstream's) reads back from prevResult. Per pod interface i
+// (one, or one per network card):
 //
-//	interfaces[0] = {name: <host veth>}
-//	interfaces[1] = {name: CNI_IFNAME, sandbox: <netns>, mac: "<route table>"}
-//	interfaces[2] = {name: "dummy<hash>", mac: "0", sandbox: "<device number>"}
-//	ips[0]        = {interface: 1, address: <pod IP>/32 (or /128)}
+//	interfaces[2i]   = {name: <host veth i>}
+//	interfaces[2i+1] = {name: <container if i>, sandbox: <netns>, mac: "<route table of i>"}
+//	ips[i]           = {interface: 2i+1, address: <pod IP i>/32 (or /128)}
 //
-// Storing the route table in mac and the device number in sandbox is
-// deliberate (upstream's contract), not a bug.
-func buildResult(hostVeth, contIf, netns, dummy string, a attachment, rawTable int) *current.Result {
-	return &current.Result{
-		CNIVersion: current.ImplementedSpecVersion,
-		Interfaces: []*current.Interface{
-			{Name: hostVeth},
-			{Name: contIf, Sandbox: netns, Mac: strconv.Itoa(rawTable)},
-			{Name: dummy, Mac: "0", Sandbox: strconv.Itoa(a.DeviceNumber)},
-		},
-		IPs: []*current.IPConfig{{
-			Interface: current.Int(1),
-			Address:   hostNet(a.IP),
-		}},
+// and last the pseudo entry {name: "dummy<hash>", mac: "0", sandbox:
+// "<device number of interface 0>"}. Storing the route table in mac and
+// the device number in sandbox is deliberate (upstream's contract), not a
+// bug.
+func buildResult(ifs []podInterface, netns, dummy string) *current.Result {
+	res := &current.Result{CNIVersion: current.ImplementedSpecVersion}
+	for _, pi := range ifs {
+		res.Interfaces = append(res.Interfaces,
+			&current.Interface{Name: pi.HostVeth},
+			&current.Interface{Name: pi.ContainerIf, Sandbox: netns, Mac: strconv.Itoa(pi.RawTable)})
+		res.IPs = append(res.IPs, &current.IPConfig{
+			Interface: current.Int(len(res.Interfaces) - 1),
+			Address:   hostNet(pi.IP),
+		})
 	}
+	device := 0
+	if len(ifs) > 0 {
+		device = ifs[0].DeviceNumber
+	}
+	res.Interfaces = append(res.Interfaces, &current.Interface{Name: dummy, Mac: "0", Sandbox: strconv.Itoa(device)})
+	return res
 }
 
 // buildBranchResult is the ADD result of a branch-ENI pod in upstream's
@@ -152,7 +160,10 @@ func parsePrevInfo(res *current.Result, dummyName, ifName string) (prevInfo, err
 		device = d
 	}
 
-	// Every address bound to a container interface (sandbox set).
+	// Every address bound to a container interface (sandbox set): for a
+	// regular pod CNI_IFNAME, and mNicIf<k> for k below the interface
+	// count, (entries - 1) / 2, of a multi-NIC pod.
+	count := (len(res.Interfaces) - 1) / 2
 	for _, ipc := range res.IPs {
 		if ipc == nil || canonicalIP(ipc.Address.IP) == nil {
 			continue
@@ -165,15 +176,20 @@ func parsePrevInfo(res *current.Result, dummyName, ifName string) (prevInfo, err
 		if idx < 0 || idx >= len(res.Interfaces) || idx == dummyIdx || res.Interfaces[idx] == nil {
 			// No usable interface index: take the address for CNI_IFNAME
 			// with the device's table.
-			info.Attachments = append(info.Attachments, attachment{IP: ip, RouteTable: tableForDevice(device), DeviceNumber: device})
+			info.Attachments = append(info.Attachments, attachment{IP: ip, RouteTable: tableForDevice(device), DeviceNumber: device, IfName: ifName})
 			continue
 		}
 		itf := res.Interfaces[idx]
 		if itf.Sandbox == "" {
 			continue // a host-side entry
 		}
-		if info.VlanID == 0 && ifName != "" && itf.Name != ifName && !strings.HasPrefix(itf.Name, "mNicIf") {
-			continue
+		index := 0
+		if info.VlanID == 0 && ifName != "" {
+			k, ok := containerIfIndex(itf.Name, ifName)
+			if !ok || (k > 0 && k >= count) {
+				continue
+			}
+			index = k
 		}
 		table := tableForDevice(device)
 		if t, err := strconv.Atoi(strings.TrimSpace(itf.Mac)); err == nil {
@@ -184,7 +200,7 @@ func parsePrevInfo(res *current.Result, dummyName, ifName string) (prevInfo, err
 		if info.VlanID != 0 {
 			table = info.VlanID + 100
 		}
-		info.Attachments = append(info.Attachments, attachment{IP: ip, RouteTable: table, DeviceNumber: device})
+		info.Attachments = append(info.Attachments, attachment{IP: ip, RouteTable: table, DeviceNumber: device, IfName: itf.Name, Index: index})
 	}
 	if len(info.Attachments) == 0 {
 		return info, errors.New("prevResult has no address for the pod")

@@ -14,10 +14,19 @@ import (
 // and waits up to timeout for the matching reply. It uses a raw socket
 // (root), so the ping binary is not needed.
 func Ping(from ns.NetNS, dst net.IP, timeout time.Duration) error {
+	return PingFrom(from, nil, dst, timeout)
+}
+
+// PingFrom is Ping with the request sent from source address src (nil:
+// the kernel picks it), so the namespace's policy rules for src route it.
+func PingFrom(from ns.NetNS, src, dst net.IP, timeout time.Duration) error {
 	network, laddr, request, reply := "ip4:icmp", "0.0.0.0", byte(8), byte(0)
 	if dst.To4() == nil {
 		// The kernel fills in ICMPv6 checksums on raw sockets.
 		network, laddr, request, reply = "ip6:ipv6-icmp", "::", 128, 129
+	}
+	if src != nil {
+		laddr = src.String()
 	}
 	var conn net.PacketConn
 	err := from.Do(func(ns.NetNS) error {

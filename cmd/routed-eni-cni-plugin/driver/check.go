@@ -40,18 +40,28 @@ func Check(p PodNetwork) error {
 	if !found {
 		return fmt.Errorf("pod interface %s does not have %s", p.ContainerIf, p.IP)
 	}
-	routes, err := pod.RouteList(link, family)
+	pr, err := PodRoutingFor(p.IP, p.Index)
+	if err != nil {
+		return err
+	}
+	routes, err := pod.RouteListFiltered(family, &netlink.Route{LinkIndex: link.Attrs().Index, Table: pr.Table},
+		netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return fmt.Errorf("routes of %s: %w", p.ContainerIf, err)
 	}
 	found = false
 	for _, r := range routes {
-		if (r.Dst == nil || isDefault(r.Dst)) && r.Gw.Equal(gatewayFor(p.IP)) {
+		if (r.Dst == nil || isDefault(r.Dst)) && r.Gw.Equal(pr.Gateway) {
 			found = true
 		}
 	}
 	if !found {
-		return fmt.Errorf("pod has no default route via %s on %s", gatewayFor(p.IP), p.ContainerIf)
+		return fmt.Errorf("pod has no default route via %s on %s in table %d", pr.Gateway, p.ContainerIf, pr.Table)
+	}
+	if pr.Rule != nil {
+		if err := expectRule(pod, pr.Rule, netlink.RT_FILTER_SRC); err != nil {
+			return fmt.Errorf("pod: %w", err)
+		}
 	}
 
 	host, err := hostHandle()

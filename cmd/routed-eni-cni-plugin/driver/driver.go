@@ -23,6 +23,10 @@
 // same with X/128 and the gateway fe80::1, with IPv6 enabled on the
 // container interface and lo.
 //
+// A multi-NIC pod has one such veth per network card (SetupPod, all or
+// nothing); interface i > 0 has gateway .<i+1>, its routes in table i
+// and an in-pod rule "from X lookup i" (PodRoutingFor, podside.go).
+//
 // Like the rest of the plugin, it never imports pkg/ipamd/..., the
 // simulators or ipamd's clients.
 package driver
@@ -78,6 +82,10 @@ type PodNetwork struct {
 	// 254 mean main.
 	RouteTable int
 	MTU        int
+	// Index is the interface's position in a multi-NIC pod (0 for a
+	// single-interface pod): it picks the pod-side gateway and table
+	// (PodRoutingFor).
+	Index int
 }
 
 // table is the normalised route table.
@@ -102,16 +110,10 @@ func (p PodNetwork) validate() error {
 		return fmt.Errorf("container interface name %q is empty or longer than %d", p.ContainerIf, unix.IFNAMSIZ-1)
 	case p.NetnsPath == "":
 		return fmt.Errorf("no network namespace")
+	case p.Index < 0 || p.Index >= MaxInterfaces:
+		return fmt.Errorf("pod interface index %d outside [0, %d)", p.Index, MaxInterfaces)
 	}
 	return nil
-}
-
-// gatewayFor is the pod's next hop for an address of ip's family.
-func gatewayFor(ip net.IP) net.IP {
-	if ip.To4() != nil {
-		return GatewayIPv4
-	}
-	return GatewayIPv6
 }
 
 // defaultDst is 0.0.0.0/0 or ::/0.

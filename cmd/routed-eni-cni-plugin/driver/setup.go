@@ -44,6 +44,7 @@ func Setup(p PodNetwork, locks AddressLocker, log *slog.Logger) (err error) {
 			return
 		}
 		s.removeVethPair(p, log)
+		s.removePodRule(p, log)
 		if derr := podrules.Remove(s.host, p.IP); derr != nil {
 			log.Error("rollback: could not delete rules", "ip", p.IP.String(), "error", derr)
 		}
@@ -73,13 +74,22 @@ func setupPodSide(pod handle, p PodNetwork, hostMAC net.HardwareAddr) error {
 	if err := pod.LinkSetUp(link); err != nil {
 		return fmt.Errorf("set %s up in the pod: %w", p.ContainerIf, err)
 	}
-	gwIP := gatewayFor(p.IP)
-	gw := podrules.HostPrefix(gwIP)
-	if err := pod.RouteReplace(&netlink.Route{LinkIndex: idx, Dst: gw, Scope: netlink.SCOPE_LINK}); err != nil {
-		return fmt.Errorf("pod route to the gateway %s: %w", gwIP, err)
+	pr, err := PodRoutingFor(p.IP, p.Index)
+	if err != nil {
+		return err
 	}
-	if err := pod.RouteReplace(&netlink.Route{LinkIndex: idx, Dst: defaultDst(p.IP), Gw: gwIP, Scope: netlink.SCOPE_UNIVERSE}); err != nil {
-		return fmt.Errorf("pod default route via %s: %w", gwIP, err)
+	gwIP := pr.Gateway
+	gw := podrules.HostPrefix(gwIP)
+	if err := pod.RouteReplace(&netlink.Route{LinkIndex: idx, Dst: gw, Scope: netlink.SCOPE_LINK, Table: pr.Table}); err != nil {
+		return fmt.Errorf("pod route to the gateway %s (table %d): %w", gwIP, pr.Table, err)
+	}
+	if pr.Rule != nil {
+		if err := addRule(pod, pr.Rule); err != nil {
+			return fmt.Errorf("pod rule: %w", err)
+		}
+	}
+	if err := pod.RouteReplace(&netlink.Route{LinkIndex: idx, Dst: defaultDst(p.IP), Gw: gwIP, Scope: netlink.SCOPE_UNIVERSE, Table: pr.Table}); err != nil {
+		return fmt.Errorf("pod default route via %s (table %d): %w", gwIP, pr.Table, err)
 	}
 	addr := &netlink.Addr{IPNet: podrules.HostPrefix(p.IP)}
 	if v6 {

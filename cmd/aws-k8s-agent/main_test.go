@@ -30,7 +30,7 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	dir, bin := buildAgent(t)
 
 	refused := exec.Command(bin, "-dev-static-pool", "1x4")
-	refused.Env = append(os.Environ(), "ENABLE_IPv4=true", "ENABLE_MULTI_NIC=true")
+	refused.Env = append(os.Environ(), "ENABLE_IPv6=true", "ENABLE_PREFIX_DELEGATION=true", "ENABLE_MULTI_NIC=true")
 	out, err := refused.CombinedOutput()
 	require.Error(t, err, "a refused setting stops ipamd")
 	assert.Equal(t, 1, refused.ProcessState.ExitCode())

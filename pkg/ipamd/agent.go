@@ -12,13 +12,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/delqueue"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/cards"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/enisweep"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/hostnet"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/imdsrefresh"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/pool"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/poolgauges"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/rpcserver"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/k8sapi"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
@@ -155,6 +155,11 @@ type Agent struct {
 	trunkAskErr       string    // the last failure to ask ("" after a success)
 	trunkAskLogged    time.Time // when it was logged
 	trunk             trunkState
+	// cards are the managed network cards above 0 (ENABLE_MULTI_NIC),
+	// in card order; card 0 is store, pool and recon above.
+	cards []*cardState
+	// set is every managed card's store, card 0 first (built at start).
+	set *cards.Set
 }
 
 // NewAgent discovers the node (or takes the development pool), builds the
@@ -185,16 +190,12 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	a.metrics = newAgentMetrics(opts.Registry, func() poolgauges.Source {
-		if a.store == nil {
-			return nil
-		}
-		return a.store
-	}, a.subnetFigures)
+	a.metrics = newAgentMetrics(opts.Registry, a.cardGaugeSources, a.subnetFigures)
 	if err := a.start(ctx); err != nil {
 		if a.store != nil {
 			_ = a.store.Close()
 		}
+		_ = a.closeCardStores()
 		a.closeClients()
 		return nil, err
 	}
@@ -203,6 +204,19 @@ func NewAgent(ctx context.Context, opts Options) (*Agent, error) {
 
 // Store exposes the datastore (for in-process tools and tests).
 func (a *Agent) Store() *datastore.DataStore { return a.store }
+
+// CardStore is the datastore of managed network card index (card 0: Store).
+func (a *Agent) CardStore(index int) (*datastore.DataStore, bool) {
+	if index == 0 {
+		return a.store, a.store != nil
+	}
+	for _, c := range a.cards {
+		if c.index == index {
+			return c.store, true
+		}
+	}
+	return nil, false
+}
 
 // ReconcilerStatus reports the pod-IP reconciler; false when it is not
 // running (off, or no runtime).
@@ -220,6 +234,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	lis, err := rpcserver.ListenUnix(a.opts.SocketPath)
 	if err != nil {
 		_ = a.store.Close()
+		_ = a.closeCardStores()
 		a.closeClients()
 		return err
 	}
@@ -247,6 +262,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	stopJobs()
 	wg.Wait()
 	if cerr := a.store.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("final checkpoint flush: %w", cerr)
+	}
+	if cerr := a.closeCardStores(); cerr != nil && err == nil {
 		err = fmt.Errorf("final checkpoint flush: %w", cerr)
 	}
 	a.closeClients()

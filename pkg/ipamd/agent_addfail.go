@@ -1,6 +1,9 @@
 package ipamd
 
-import "github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/addfailsource"
+import (
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/addfail"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/addfailsource"
+)
 
 // addFailures is what explains an ADD that found no address: the parts
 // that run, read from their last published state (addfailsource).
@@ -19,4 +22,26 @@ func (a *Agent) addFailures() addfailsource.Source {
 		src.Reconciler = a.recon
 	}
 	return src
+}
+
+// explainCard explains why network card index (above 0) had no address
+// for a multi-NIC pod, from that card's store, pool and reconciler.
+func (a *Agent) explainCard(index int) addfail.Cause {
+	for _, c := range a.cards {
+		if c.index != index {
+			continue
+		}
+		src := addfailsource.Source{Store: c.store, MaxPods: a.opts.MaxPods}
+		if c.pool != nil {
+			src.Pool, src.SlotsPerENI = c.pool, c.node.SlotsPerENI
+			if a.aws != nil {
+				src.InstanceType = a.aws.InstanceIdentity().InstanceType
+			}
+		}
+		if c.recon != nil {
+			src.Reconciler = c.recon
+		}
+		return src.Explain()
+	}
+	return a.addFailures().Explain()
 }

@@ -168,21 +168,28 @@ func (a *Agent) buildPool() {
 	if a.poolCfg == nil {
 		return
 	}
-	deps := pool.Deps{AWS: a.aws, Store: a.store, Log: a.log, SetupENI: a.setupENI, TeardownENI: a.teardownENI, TagENI: a.aws.EnsureENITags,
+	a.pool = pool.New(*a.poolCfg, a.poolDeps(a.store, a.recon))
+}
+
+// poolDeps are what one card's pool manager works with: the card's store,
+// signalling the card's reconciler (nil: none) when the pool looks full of
+// leaks or addresses wait for their check.
+func (a *Agent) poolDeps(store *datastore.DataStore, recon *podip.Reconciler) pool.Deps {
+	deps := pool.Deps{AWS: a.aws, Store: store, Log: a.log, SetupENI: a.setupENI, TeardownENI: a.teardownENI, TagENI: a.aws.EnsureENITags,
 		OnLeak: a.opts.OnLeak, Events: a.events, Errors: a.metrics.errors, Metrics: a.metrics.pool, Placement: a.placement,
 		AskForTrunk: a.tryEnableSecurityGroupsForPods}
 	if a.sched != nil {
 		deps.Schedulable = a.sched.Schedulable
 	}
-	if a.recon != nil {
+	if recon != nil {
 		hook := a.opts.OnLeak
 		deps.OnLeak = func(d warmpool.Decision, s datastore.Stats) {
-			a.recon.Trigger("pool leak signal")
+			recon.Trigger("pool leak signal")
 			if hook != nil {
 				hook(d, s)
 			}
 		}
-		deps.VerifyPending = func(context.Context) { a.recon.VerifySoon() }
+		deps.VerifyPending = func(context.Context) { recon.VerifySoon() }
 	}
-	a.pool = pool.New(*a.poolCfg, deps)
+	return deps
 }

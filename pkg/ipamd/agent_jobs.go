@@ -52,6 +52,7 @@ func (a *Agent) jobs() []job {
 	if a.sweep != nil {
 		jobs = append(jobs, a.sweep)
 	}
+	jobs = append(jobs, a.cardJobs()...)
 	if pool.TrunkWanted(cfg.EnablePodENI, a.instanceType()) && cfg.EnableIPv6 && a.aws != nil && a.store != nil && a.opts.DevPool == nil {
 		jobs = append(jobs, ipv6TrunkWatch{a})
 	}
@@ -61,7 +62,7 @@ func (a *Agent) jobs() []job {
 // introspection is the introspection endpoint's handler.
 func (a *Agent) introspection() http.Handler {
 	cfg := a.opts.Config
-	ic := introspect.Config{ENIs: a.store, Log: loglimit.New(a.log, loglimit.Config{}), Settings: introspect.Settings{
+	ic := introspect.Config{Cards: a.cardENIs, Log: loglimit.New(a.log, loglimit.Config{}), Settings: introspect.Settings{
 		WarmIPTarget: cfg.WarmIPTarget, WarmENITarget: cfg.WarmENITarget, CustomNetworking: cfg.CustomNetworking,
 		ManageENIsNonSchedulable: cfg.ManageENIsNonSchedulable, SubnetDiscovery: cfg.SubnetDiscovery, Network: cfg.Network,
 	}}
@@ -70,7 +71,7 @@ func (a *Agent) introspection() http.Handler {
 	}
 	ic.Extra = map[string]func() any{}
 	if a.recon != nil {
-		ic.Extra[introspect.PathReconciler] = func() any { return a.recon.Introspect() }
+		ic.Extra[introspect.PathReconciler] = a.reconcilerIntrospection
 	}
 	if figs := a.subnetFigures(); figs != nil {
 		ic.Extra[introspect.PathSubnets] = a.subnetsIntrospection(figs)

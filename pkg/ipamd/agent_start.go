@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/awsutils"
-	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/cards"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/nodeinit"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/podip"
@@ -53,20 +52,35 @@ func (a *Agent) phases(st *startState) []phase {
 		{phaseKubernetes, a.connectK8s},
 		{"runtime", func(context.Context) error { a.runtime, st.verifying = a.runtimeSource(); return nil }},
 		{"datastore", st.datastore},
-		{"addresses", st.addresses},
-		{"reconciler", func(context.Context) error { a.connectRuntime(a.runtime, st.verifying); return nil }},
-		{"pool", func(context.Context) error { a.buildPool(); return nil }},
+		{"addresses", func(ctx context.Context) error {
+			if err := st.addresses(ctx); err != nil {
+				return err
+			}
+			a.set = a.cardSet()
+			return nil
+		}},
+		{"reconciler", func(context.Context) error {
+			a.connectRuntime(a.runtime, st.verifying)
+			a.connectCardRuntimes(a.runtime, st.verifying)
+			return nil
+		}},
+		{"pool", func(context.Context) error { a.buildPool(); a.buildCardPools(); return nil }},
 		{"enisweep", func(context.Context) error { a.buildENISweep(); return nil }},
 		{"imdsrefresh", func(context.Context) error { a.buildIMDSRefresh(); return nil }},
-		{"restore", a.restore},
+		{"restore", func(ctx context.Context) error {
+			if err := a.restore(ctx); err != nil {
+				return err
+			}
+			return a.restoreCards(ctx)
+		}},
 		{"delqueue", func(context.Context) error {
-			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Every: a.opts.Config.Reconciler.Interval, Store: cards.Single(a.store),
+			a.delq = &podip.DelQueue{Dir: a.opts.DelQueueDir, Every: a.opts.Config.Reconciler.Interval, Store: a.set,
 				Rules: a.podRules(), Log: a.log, Metrics: a.metrics.podip}
 			a.delq.Replay()
 			return nil
 		}},
 		{"podeni", func(ctx context.Context) error { a.askForTrunkAtStart(ctx); return nil }},
-		{"size", func(ctx context.Context) error { a.afterRestore(ctx); return nil }},
+		{"size", func(ctx context.Context) error { a.afterRestore(ctx); a.sizeCards(ctx); return nil }},
 		{"rpc", func(context.Context) error { a.wireRPC(); return nil }},
 	}
 }
@@ -196,7 +210,7 @@ func (st *startState) addresses(ctx context.Context) error {
 		return err
 	}
 	a.poolCfg = a.poolConfig(n)
-	return nil
+	return st.startCards(ctx, nc)
 }
 
 // poolConfig is the pool manager's configuration: the sizing node init
@@ -268,8 +282,7 @@ func (a *Agent) afterRestore(ctx context.Context) {
 // wireRPC sets what the gRPC handlers serve from.
 func (a *Agent) wireRPC() {
 	cfg := a.opts.Config
-	stores := cards.Single(a.store)
-	deps := rpcserver.Deps{Store: stores, Stats: stores, Explain: a.addFailures().Explain}
+	deps := rpcserver.Deps{Store: a.set, Stats: a.set, Explain: a.addFailures().Explain, ExplainCard: a.explainCard}
 	if a.podWarnings != nil {
 		deps.Warn = a.podWarnings
 	}
@@ -277,12 +290,12 @@ func (a *Agent) wireRPC() {
 		deps.Pods = a.podIPs
 	}
 	if a.pool != nil {
-		deps.OnExhausted = a.pool.Wake
+		deps.OnExhausted = a.wakePools
 	}
 	a.wirePodENI(&deps)
 	if a.recon != nil {
-		deps.Reclaim = a.recon.ReclaimForAdd
-		deps.GC = a.recon.CollectGarbage
+		deps.Reclaim = a.reclaimForAdd
+		deps.GC = a.collectGarbage
 	}
 	set := rpcserver.Settings{Version: version.RPCVersion,
 		NetworkPolicyMode: cfg.NetworkPolicyMode, EnableMultiNIC: cfg.EnableMultiNIC,

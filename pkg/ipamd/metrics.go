@@ -32,7 +32,7 @@ type agentMetrics struct {
 	podip            *podip.Metrics
 }
 
-func newAgentMetrics(reg *prometheus.Registry, src func() poolgauges.Source, subnets func() *subnetfigures.Figures) *agentMetrics {
+func newAgentMetrics(reg *prometheus.Registry, src func() []poolgauges.CardSource, subnets func() *subnetfigures.Figures) *agentMetrics {
 	m := &agentMetrics{
 		reg: reg,
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -74,7 +74,7 @@ func newAgentMetrics(reg *prometheus.Registry, src func() poolgauges.Source, sub
 	for _, fn := range []string{"nodeInit", "tryEnableSecurityGroupsForPods"} {
 		m.podENIErrors.WithLabelValues(fn)
 	}
-	reg.MustRegister(m.errors, m.podENIErrors, m.startup, m.nodeInit, m.checkpointWrites, buildInfo, poolgauges.New(src),
+	reg.MustRegister(m.errors, m.podENIErrors, m.startup, m.nodeInit, m.checkpointWrites, buildInfo, poolgauges.NewCards(src),
 		subnetfigures.NewCollector(subnets))
 	return m
 }

@@ -73,7 +73,7 @@ func nodeOnSim(t tb, sim *ec2sim.Sim, env map[string]string, mutate ...func(*Opt
 	opts, client := simOptions(t, sim, env, mutate...)
 	a, err := NewAgent(context.Background(), opts)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = a.store.Close() })
+	t.Cleanup(func() { _ = a.store.Close(); _ = a.closeCardStores() })
 	return &simNode{sim: sim, aws: client, agent: a, dir: filepath.Dir(opts.SocketPath)}
 }
 

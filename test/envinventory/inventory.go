@@ -109,7 +109,7 @@ var All = []Var{
 	// prefix delegation, as upstream); pkg/ipamd's tests cover IPv6 mode.
 	up("ENABLE_IPv6", Honoured, "", IPAMD, Entrypoint, Init),
 	up("IP_COOLDOWN_PERIOD", Honoured, "5", IPAMD, Entrypoint),
-	up("ENABLE_MULTI_NIC", Refused, "true", IPAMD),
+	up("ENABLE_MULTI_NIC", Honoured, "true", IPAMD),
 
 	// §4.2 ENI placement, tagging, AWS access.
 	up("AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG", Honoured, "true", IPAMD),

@@ -24,7 +24,7 @@ type Config struct {
 	// Pool sizing and IPAM mode.
 	EnableIPv4       bool          // ENABLE_IPv4, default false (the chart sets true)
 	EnableIPv6       bool          // ENABLE_IPv6: pods from the primary ENI's IPv6 /80 (with prefix delegation)
-	EnableMultiNIC   bool          // ENABLE_MULTI_NIC: refused
+	EnableMultiNIC   bool          // ENABLE_MULTI_NIC: a pool per network card (not with IPv6)
 	IPCooldown       time.Duration // IP_COOLDOWN_PERIOD, whole seconds, default 30
 	MaxENI           int           // MAX_ENI, -1 = instance limit
 	MinimumIPTarget  int           // MINIMUM_IP_TARGET, 0 = unset
@@ -216,8 +216,10 @@ func (c Config) validate() error {
 		// As the entrypoint (upstream's checks): the mode decides the host's
 		// local-table rules, so a typo must not pick one silently.
 		return fmt.Errorf("ENABLE_POD_ENI=true: POD_SECURITY_GROUP_ENFORCING_MODE=%q must be strict or standard", c.PodSGMode)
-	case c.EnableMultiNIC:
-		return fmt.Errorf("ENABLE_MULTI_NIC=true: multi-NIC pods are %w", ErrUnsupported)
+	case c.EnableMultiNIC && c.EnableIPv6:
+		// Upstream gives each card above 0 an IPv6 ENI; this build has
+		// not been tested there, so it refuses rather than half-honours.
+		return fmt.Errorf("ENABLE_MULTI_NIC=true with ENABLE_IPv6=true: multi-NIC pods in IPv6 mode are %w", ErrUnsupported)
 	}
 	return validEndpoint("AWS_EC2_ENDPOINT", c.EC2Endpoint)
 }

@@ -99,7 +99,7 @@ func TestLoadConfigRefusals(t *testing.T) {
 			"AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true"}, "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"},
 		{"pod ENI with an unknown enforcing mode", map[string]string{"ENABLE_IPv4": "true", "ENABLE_POD_ENI": "true",
 			"POD_SECURITY_GROUP_ENFORCING_MODE": "Strict"}, "POD_SECURITY_GROUP_ENFORCING_MODE"},
-		{"multi NIC", map[string]string{"ENABLE_IPv4": "true", "ENABLE_MULTI_NIC": "true"}, "multi-NIC"},
+		{"multi NIC in IPv6 mode", map[string]string{"ENABLE_IPv6": "true", "ENABLE_PREFIX_DELEGATION": "true", "ENABLE_MULTI_NIC": "true"}, "ENABLE_MULTI_NIC=true with ENABLE_IPv6=true"},
 		{"bad policy mode", map[string]string{"ENABLE_IPv4": "true", "NETWORK_POLICY_ENFORCING_MODE": "lenient"}, "NETWORK_POLICY_ENFORCING_MODE"},
 		{"empty policy mode (set but empty, as upstream)", map[string]string{"ENABLE_IPv4": "true", "NETWORK_POLICY_ENFORCING_MODE": ""}, "NETWORK_POLICY_ENFORCING_MODE"},
 	}

@@ -83,11 +83,20 @@ func Cards(ctx context.Context, cfg Config, multiNIC bool, deps CardDeps, limits
 	return out, nil
 }
 
+// cardMaxENIs is a card's ENI limit: the card's own, capped by MAX_ENI
+// when that is set (1 or more), which upstream applies to every card.
+func cardMaxENIs(card, maxENI int) int {
+	if maxENI >= 1 && maxENI < card {
+		return maxENI
+	}
+	return card
+}
+
 // startCard fills one card's datastore (see Cards).
 func startCard(ctx context.Context, cfg Config, deps CardDeps, limits Limits, enis []awsutils.ENI, card int) (Card, error) {
 	aws, store := deps.AWS, deps.Store(card)
 	id := aws.InstanceIdentity()
-	c := Card{Index: card, MaxENIs: limits.CardENIs[card], SlotsPerENI: max(limits.IPv4PerENI-1, 0),
+	c := Card{Index: card, MaxENIs: cardMaxENIs(limits.CardENIs[card], cfg.MaxENI), SlotsPerENI: max(limits.IPv4PerENI-1, 0),
 		UnmanagedENIs: pool.CountUnmanagedOnCard(enis, id, cfg.Rules, card)}
 	managed := 0
 	for _, e := range enis {

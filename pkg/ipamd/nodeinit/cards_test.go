@@ -51,3 +51,23 @@ func TestManagedCardsAreCardZeroOrEveryCardButAnEFAOnlyOne(t *testing.T) {
 		})
 	}
 }
+
+// MAX_ENI caps every card's ENIs, as upstream applies it to each card; a
+// card's own limit stands when MAX_ENI is unset or above it.
+func TestMaxENICapsEveryCardsENIs(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		card, maxENI int
+		want         int
+	}{
+		{"unset (-1)", 15, -1, 15},
+		{"zero is unset", 15, 0, 15},
+		{"below the card's limit", 15, 4, 4},
+		{"equal", 2, 2, 2},
+		{"above the card's limit", 2, 10, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, cardMaxENIs(tc.card, tc.maxENI))
+		})
+	}
+}

@@ -58,7 +58,40 @@ func (st *startState) startCards(ctx context.Context, nc nodeinit.Config) error 
 		return err
 	}
 	a.log.Info("multi-NIC: managed network cards", "cards", a.cardIndexes())
+	a.trackENISubnets() // the subnet figures name the cards' ENIs too
 	return nil
+}
+
+// everyCardsENIs lists every managed card's ENIs, card 0's first: what
+// the security-group refresh gives the primary ENI's groups to (upstream:
+// every ENI of every datastore) and what the subnet figures count.
+type everyCardsENIs struct{ a *Agent }
+
+func (v everyCardsENIs) ENISummaries() []datastore.ENISummary {
+	return v.snapshot().ENISummaries()
+}
+
+// snapshot is the list of stores as it is now (the cards above 0 are
+// fixed once start-up has started them).
+func (v everyCardsENIs) snapshot() cardStores {
+	out := cardStores{v.a.store}
+	for _, c := range v.a.cards {
+		out = append(out, c.store)
+	}
+	return out
+}
+
+// cardStores are some cards' stores, listed together.
+type cardStores []*datastore.DataStore
+
+func (s cardStores) ENISummaries() []datastore.ENISummary {
+	var out []datastore.ENISummary
+	for _, st := range s {
+		if st != nil {
+			out = append(out, st.ENISummaries()...)
+		}
+	}
+	return out
 }
 
 // newCardStore is the datastore of network card card, checkpointed beside

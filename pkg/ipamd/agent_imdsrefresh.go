@@ -10,7 +10,7 @@ func (a *Agent) buildIMDSRefresh() {
 		return
 	}
 	cfg := a.opts.Config
-	deps := imdsrefresh.Deps{AWS: a.aws, Store: a.store, IPv4CIDRs: &a.vpcSet, IPv6CIDRs: &a.vpcSetV6, Errors: a.metrics.errors}
+	deps := imdsrefresh.Deps{AWS: a.aws, Store: everyCardsENIs{a}, IPv4CIDRs: &a.vpcSet, IPv6CIDRs: &a.vpcSetV6, Errors: a.metrics.errors}
 	if a.host != nil {
 		deps.SNAT = a.host
 	}

@@ -21,10 +21,12 @@ func (a *Agent) trackENISubnets() {
 	if figs == nil || a.store == nil {
 		return
 	}
-	store := a.store
+	// Called again once the cards above 0 have started: the view it
+	// keeps is of the cards known at the call.
+	enis := everyCardsENIs{a}.snapshot()
 	figs.TrackENIs(func() map[string][]string {
 		out := map[string][]string{}
-		for _, e := range store.ENISummaries() {
+		for _, e := range enis.ENISummaries() {
 			out[e.Info.SubnetID] = append(out[e.Info.SubnetID], e.Info.ID)
 		}
 		return out

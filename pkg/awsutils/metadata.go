@@ -182,12 +182,10 @@ func (c *Client) eniMetadata(ctx context.Context, mac string) (ENIMetadata, erro
 		return e, fmt.Errorf("imds subnet-ipv4-cidr-block %q: %w", subnet, err)
 	}
 	ips, err := c.get(ctx, base+"local-ipv4s")
-	switch {
-	case errors.Is(err, errIMDSNotFound):
-		// An EFA-only ENI has no IP address: IMDS lists none (as
-		// upstream, it is shown with empty address lists).
-		ips = ""
-	case err != nil:
+	if errors.Is(err, errIMDSNotFound) {
+		ips, err = c.addressFreeENI(ctx, base)
+	}
+	if err != nil {
 		return e, err
 	}
 	for i, s := range strings.Fields(ips) {
@@ -210,6 +208,24 @@ func (c *Client) eniMetadata(ctx context.Context, mac string) (ENIMetadata, erro
 		}
 	}
 	return e, nil
+}
+
+// addressFreeENI answers for an ENI whose local-ipv4s IMDS did not
+// find: an EFA-only ENI, which has no IP address, is one whose field list
+// names neither local-ipv4s nor ipv6s (as upstream, it is shown with empty
+// address lists); any other ENI's missing addresses are an error, for IMDS
+// has not caught up with it yet and the read is tried again later.
+func (c *Client) addressFreeENI(ctx context.Context, base string) (string, error) {
+	listing, err := c.get(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range strings.Fields(listing) {
+		if f == "local-ipv4s" || f == "ipv6s" {
+			return "", fmt.Errorf("imds %slocal-ipv4s: listed but not found (IMDS not caught up yet): %w", base, errIMDSNotFound)
+		}
+	}
+	return "", nil
 }
 
 // optionalPrefixes reads a list of prefixes IMDS may not have (404: none).

@@ -50,6 +50,10 @@ func (st *startState) startCards(ctx context.Context, nc nodeinit.Config) error 
 	started, err := nodeinit.Cards(ctx, nc, true, nodeinit.CardDeps{AWS: a.aws, Store: storeFor, SetupENI: a.setupENI}, st.limits)
 	for _, c := range started {
 		a.cards = append(a.cards, &cardState{index: c.Index, store: stores[c.Index], node: c})
+		delete(stores, c.Index)
+	}
+	for _, s := range stores {
+		_ = s.Close() // a card whose start failed: its store never serves
 	}
 	if err == nil {
 		err = cpErr

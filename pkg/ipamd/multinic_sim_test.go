@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,4 +201,29 @@ func TestAMultiNICPodsAddressesSurviveARestart(t *testing.T) {
 		assert.Equal(t, allocs[i].IP, got[i].IP, "card %d keeps the address", i)
 		assert.Equal(t, 2, got[i].Metadata.InterfacesCount)
 	}
+}
+
+// committers counts the datastores' checkpoint writers running now.
+func committers() int {
+	buf := make([]byte, 1<<22)
+	n := runtime.Stack(buf, true)
+	return strings.Count(string(buf[:n]), "datastore.(*committer).loop")
+}
+
+// A start that fails on a card above 0 (here: tagging its ENI is refused)
+// leaves no datastore of any card running.
+func TestAFailedCardStartLeavesNoStoreRunning(t *testing.T) {
+	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "c6in.32xlarge"})
+	first := nodeOnSim(t, sim, quietListeners) // tags the primary ENI
+	require.NoError(t, first.agent.store.Close())
+	_, err := sim.CreateAttachedENIOnCard(1, nil, 2)
+	require.NoError(t, err)
+	before := committers()
+	opts, _ := simOptions(t, sim, multiNICEnv)
+	sim.SetUnauthorized("CreateTags", true)
+	_, err = NewAgent(context.Background(), opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "network card 1")
+	require.Eventually(t, func() bool { return committers() == before }, 5*time.Second, 10*time.Millisecond,
+		"no checkpoint writer left running after NewAgent failed")
 }

@@ -212,7 +212,8 @@ func (h *cniHandler) DelNetwork(ctx context.Context, in *rpc.DelNetworkRequest) 
 	}
 	if err != nil {
 		// A card that could not record its release: the others are
-		// released; the plugin's retry of the DEL finishes the job.
+		// released; the plugin's DEL queue (ours) or the reconciler
+		// (upstream's plugin reports success) frees the rest.
 		h.rep.errors.WithLabelValues("DelNetwork").Inc()
 		h.rep.log.Error("DelNetwork failed", "key", key.String(), "released", len(allocs), "error", err)
 		return nil, status.Errorf(codes.Unavailable, "release %s: %v", key, err)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -48,19 +50,27 @@ type ipamdENI struct {
 // them and both tables are replied.
 var servedENIs = []ipamdENI{{0, 0, 0}, {0, 1, 3}, {1, 0, 1}, {1, 1, 1}}
 
+// uplinkTables are the tables newMultiNICNode routes out of cards 0 and 1
+// (wireServedCards adds the others).
+var uplinkTables = []card{
+	{podIP: net.IPv4(10, 0, 255, 254).To4(), table: networkutils.RouteTableFor(0, 1)},
+	{podIP: net.IPv4(10, 1, 255, 254).To4(), table: networkutils.RouteTableFor(1, 0)},
+}
+
 // ourIPAMD is rpcserver.New served at dir/ipamd.sock over one datastore
 // per card, card c checkpointing to datastore.CheckpointPathForCard of
 // dir/ckpt/ipam.json.
 type ourIPAMD struct {
+	enis []ipamdENI
 	set  *cards.Set
 	reg  *prometheus.Registry // the server's request metrics
 	dir  string               // the socket's directory
 	ckpt string               // card 0's checkpoint path
 }
 
-func serveOurMultiNICIPAMD(t *testing.T) *ourIPAMD {
+func serveOurMultiNICIPAMD(t *testing.T, enis []ipamdENI) *ourIPAMD {
 	t.Helper()
-	s := &ourIPAMD{dir: t.TempDir()}
+	s := &ourIPAMD{enis: enis, dir: t.TempDir()}
 	s.ckpt = filepath.Join(t.TempDir(), "ipam.json")
 	var cs []cards.Card
 	for card := range 2 {
@@ -68,7 +78,7 @@ func serveOurMultiNICIPAMD(t *testing.T) *ourIPAMD {
 		require.NoError(t, err)
 		d := datastore.New(datastore.Config{NetworkCard: card, Checkpointer: cp})
 		t.Cleanup(func() { _ = d.Close() })
-		for _, e := range servedENIs {
+		for _, e := range enis {
 			if e.card != card {
 				continue
 			}
@@ -130,10 +140,14 @@ func (s *ourIPAMD) requests(t *testing.T, name string) float64 {
 }
 
 // checkpointEntry is containerID's entry in card's checkpoint file,
-// decoded with upstream's schema (false: none).
+// decoded with upstream's schema (false: none, or no file yet: a store
+// writes its checkpoint on its first change).
 func (s *ourIPAMD) checkpointEntry(t *testing.T, card int, containerID string) (upstreamschema.Entry, bool) {
 	t.Helper()
 	b, err := os.ReadFile(datastore.CheckpointPathForCard(s.ckpt, card))
+	if errors.Is(err, fs.ErrNotExist) {
+		return upstreamschema.Entry{}, false
+	}
 	require.NoError(t, err, "card %d's checkpoint", card)
 	var doc upstreamschema.Doc
 	require.NoError(t, json.Unmarshal(b, &doc), "card %d's checkpoint: %s", card, b)
@@ -152,31 +166,33 @@ func podKey(containerID string) datastore.IPAMKey {
 }
 
 // requireServedPod checks a pod's ADD result against what ipamd holds for
-// it: interface i of the result carries card i's address (from the card's
-// ENI range), the route table in its container entry's mac is the one of
-// the ENI holding the address (networkutils.RouteTableFor), the dummy
-// entry carries card 0's device; every card's store and checkpoint file
-// hold the pod under the same key with its interface count. It returns
-// the pod's cards as the kernel checks read them.
-func (s *ourIPAMD) requireServedPod(t *testing.T, res *current.Result, pod, containerID, netnsPath string, nCards int) []card {
+// it: interface i of the result carries an address of network card
+// onCards[i] (from the range of the ENI holding it), the route table in
+// its container entry's mac is that ENI's (networkutils.RouteTableFor),
+// the dummy entry carries the first card's device; every one of those
+// cards' stores and checkpoint files holds the pod under the same key
+// with its interface count, and the other cards hold nothing of it. It
+// returns the pod's cards as the kernel checks read them.
+func (s *ourIPAMD) requireServedPod(t *testing.T, res *current.Result, pod, containerID, netnsPath string, onCards ...int) []card {
 	t.Helper()
+	nCards := len(onCards)
 	require.Len(t, res.IPs, nCards, "one address per card")
 	require.Len(t, res.Interfaces, 2*nCards+1, "host veth and pod interface per card, then the dummy")
 	var out []card
-	for i := range nCards {
-		a, ok := s.set.FindOnCard(i, podKey(containerID))
-		require.True(t, ok, "card %d's store holds %s", i, containerID)
+	for i, cd := range onCards {
+		a, ok := s.set.FindOnCard(cd, podKey(containerID))
+		require.True(t, ok, "card %d's store holds %s", cd, containerID)
 		ip := net.IP(a.IP.AsSlice())
-		assert.Equal(t, i, a.NetworkCard)
-		assert.Equal(t, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), byte(a.DeviceNumber), 0}), 24).Contains(a.IP), true,
-			"card %d's address %s is from the ENI at device %d", i, a.IP, a.DeviceNumber)
-		table := networkutils.RouteTableFor(i, a.DeviceNumber)
+		assert.Equal(t, cd, a.NetworkCard)
+		assert.True(t, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(cd), byte(a.DeviceNumber), 0}), 24).Contains(a.IP),
+			"card %d's address %s is from the ENI at device %d", cd, a.IP, a.DeviceNumber)
+		table := networkutils.RouteTableFor(cd, a.DeviceNumber)
 		assert.Equal(t, table, a.RouteTableID)
-		assert.Equal(t, nCards, a.Metadata.InterfacesCount, "card %d: interfaces count", i)
+		assert.Equal(t, nCards, a.Metadata.InterfacesCount, "card %d: interfaces count", cd)
 		assert.Equal(t, pod, a.Metadata.K8SPodName)
 		assert.Equal(t, "default", a.Metadata.K8SPodNamespace)
 
-		assert.Equal(t, hostPrefixOf(ip).String(), res.IPs[i].Address.String(), "result address %d is card %d's", i, i)
+		assert.Equal(t, hostPrefixOf(ip).String(), res.IPs[i].Address.String(), "result address %d is card %d's", i, cd)
 		require.NotNil(t, res.IPs[i].Interface)
 		assert.Equal(t, 2*i+1, *res.IPs[i].Interface)
 		assert.Equal(t, current.Interface{Name: containerIfName("eth0", i), Sandbox: netnsPath, Mac: strconv.Itoa(table)}, *res.Interfaces[2*i+1],
@@ -184,15 +200,18 @@ func (s *ourIPAMD) requireServedPod(t *testing.T, res *current.Result, pod, cont
 		assert.Equal(t, hostVethNameAt("eni", "default", pod, i), res.Interfaces[2*i].Name)
 		assert.Empty(t, res.Interfaces[2*i].Sandbox)
 
-		e, ok := s.checkpointEntry(t, i, containerID)
-		require.True(t, ok, "card %d's checkpoint holds %s", i, containerID)
+		e, ok := s.checkpointEntry(t, cd, containerID)
+		require.True(t, ok, "card %d's checkpoint holds %s", cd, containerID)
 		assert.Equal(t, upstreamschema.Entry{NetworkName: networkName, ContainerID: containerID, IfName: "eth0", IPv4: a.IP.String(),
 			AllocationTimestamp: e.AllocationTimestamp, Metadata: upstreamschema.Metadata{K8SPodNamespace: "default", K8SPodName: pod, InterfacesCount: nCards}}, e,
-			"card %d's checkpoint entry", i)
+			"card %d's checkpoint entry", cd)
 		assert.NotZero(t, e.AllocationTimestamp)
 		out = append(out, card{podIP: ip, table: table, device: a.DeviceNumber})
 	}
-	for i := nCards; i < s.set.Len(); i++ {
+	for i := range s.set.Len() {
+		if slices.Contains(onCards, i) {
+			continue
+		}
 		_, ok := s.set.FindOnCard(i, podKey(containerID))
 		assert.False(t, ok, "card %d holds nothing of %s", i, containerID)
 		_, ok = s.checkpointEntry(t, i, containerID)
@@ -218,7 +237,7 @@ func (s *ourIPAMD) requireReleased(t *testing.T, containerID string) {
 // of servedENIs out of its card (routed: the tables newMultiNICNode gave
 // a default route already), and each card's VPC route the card's whole
 // range back (the addresses are ipamd's choice, not known ahead).
-func wireServedCards(t *testing.T, m *multiNICNode, routed []card) {
+func wireServedCards(t *testing.T, m *multiNICNode, enis []ipamdENI, routed []card) {
 	t.Helper()
 	nh := netnsutil.Handle(t, m.node)
 	for c, vpc := range m.vpcs {
@@ -226,7 +245,7 @@ func wireServedCards(t *testing.T, m *multiNICNode, routed []card) {
 		netnsutil.Route(t, vpc, fmt.Sprintf("10.%d.0.0/16", c), nodeAddr)
 		l, err := nh.LinkByName("card" + strconv.Itoa(c))
 		require.NoError(t, err)
-		for _, e := range servedENIs {
+		for _, e := range enis {
 			table := networkutils.RouteTableFor(e.card, e.device)
 			if e.card != c || table == routed[c].table {
 				continue
@@ -322,13 +341,9 @@ func resultShape(r *current.Result) current.Result {
 // annotation, through upstream's plugin, gets one address, card 0's.
 func TestUpstreamsPluginAndOursGetMultiNICPodsFromOurIPAMD(t *testing.T) {
 	bin := upstreamCNI(t)
-	ipamd := serveOurMultiNICIPAMD(t)
-	uplinks := []card{
-		{podIP: net.IPv4(10, 0, 255, 254).To4(), table: networkutils.RouteTableFor(0, 1)},
-		{podIP: net.IPv4(10, 1, 255, 254).To4(), table: networkutils.RouteTableFor(1, 0)},
-	}
-	m := newMultiNICNode(t, uplinks, false)
-	wireServedCards(t, m, uplinks)
+	ipamd := serveOurMultiNICIPAMD(t, servedENIs)
+	m := newMultiNICNode(t, uplinkTables, false)
+	wireServedCards(t, m, servedENIs, uplinkTables)
 
 	// Upstream's ADD of a multi-NIC pod.
 	webNs := newPodNetns(t)
@@ -337,7 +352,7 @@ func TestUpstreamsPluginAndOursGetMultiNICPodsFromOurIPAMD(t *testing.T) {
 	require.NoError(t, err)
 	var theirs current.Result
 	require.NoError(t, json.Unmarshal(out, &theirs), "upstream's result: %s", out)
-	web := ipamd.requireServedPod(t, &theirs, "web", "c0ffeeweb", webPath, 2)
+	web := ipamd.requireServedPod(t, &theirs, "web", "c0ffeeweb", webPath, 0, 1)
 	for i, c := range web {
 		requirePodInterfaceWiredFor(t, m.node, webNs, "web", i, c)
 	}
@@ -354,7 +369,7 @@ func TestUpstreamsPluginAndOursGetMultiNICPodsFromOurIPAMD(t *testing.T) {
 	require.NoError(t, err)
 	var ours current.Result
 	require.NoError(t, json.Unmarshal(mustJSON(t, res), &ours))
-	oursCards := ipamd.requireServedPod(t, &ours, "ours", "c0ffeeours", oursPath, 2)
+	oursCards := ipamd.requireServedPod(t, &ours, "ours", "c0ffeeours", oursPath, 0, 1)
 	for i, c := range oursCards {
 		requirePodInterfaceWiredFor(t, m.node, oursNs, "ours", i, c)
 	}
@@ -364,6 +379,20 @@ func TestUpstreamsPluginAndOursGetMultiNICPodsFromOurIPAMD(t *testing.T) {
 		"card 1's two ENIs each served one pod")
 	assert.Equal(t, []int{2, 2}, ipamd.assigned())
 
+	// Upstream's ADD of a third multi-NIC pod: card 1 has no address left,
+	// so the ADD fails and card 0's address goes back; the pod and the node
+	// keep nothing of it.
+	fullNs := newPodNetns(t)
+	_, err = runUpstreamAs(t, bin, m.node, ipamd.dir, "ADD", realNetnsPath(t, fullNs), "full", "c0ffeefull", upstreamMultiNICConf(t, nil))
+	require.Error(t, err, "no address on card 1")
+	assert.Equal(t, []int{2, 2}, ipamd.assigned(), "card 0's address given back")
+	ipamd.requireReleased(t, "c0ffeefull")
+	links, err := netnsutil.LinkNames(fullNs)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"lo"}, links)
+	requireHostVethsGone(t, m.node, "full", 2)
+	netnsutil.Delete(t, fullNs)
+
 	// Upstream's ADD of a pod without the annotation: card 0 only.
 	soloNs := newPodNetns(t)
 	soloPath := realNetnsPath(t, soloNs)
@@ -371,7 +400,7 @@ func TestUpstreamsPluginAndOursGetMultiNICPodsFromOurIPAMD(t *testing.T) {
 	require.NoError(t, err)
 	var solo current.Result
 	require.NoError(t, json.Unmarshal(out, &solo), "upstream's result: %s", out)
-	soloCards := ipamd.requireServedPod(t, &solo, "solo", "c0ffeesolo", soloPath, 1)
+	soloCards := ipamd.requireServedPod(t, &solo, "solo", "c0ffeesolo", soloPath, 0)
 	requirePodInterfaceWiredFor(t, m.node, soloNs, "solo", 0, soloCards[0])
 	m.requireTalksThroughEachCard(t, soloNs, soloCards)
 	assert.Equal(t, []int{3, 2}, ipamd.assigned())
@@ -417,7 +446,45 @@ func TestUpstreamsPluginAndOursGetMultiNICPodsFromOurIPAMD(t *testing.T) {
 	netnsutil.Delete(t, soloNs)
 	requireHostVethsGone(t, m.node, "solo", 1)
 
-	assert.Equal(t, 3.0, ipamd.requests(t, "awscni_add_ip_req_count"))
+	assert.Equal(t, 4.0, ipamd.requests(t, "awscni_add_ip_req_count"))
 	assert.Equal(t, 4.0, ipamd.requests(t, "awscni_del_ip_req_count"))
 	assert.Zero(t, ipamd.requests(t, "awscni_ipamd_invalid_request_count"), "no request refused (ClientVersion included)")
+}
+
+// A pod without the annotation, through upstream's plugin, gets card 1's
+// address when card 0 has none free (ipamd's fall-through with
+// ENABLE_MULTI_NIC on), and upstream wires it into card 1's ENI table
+// (container entry mac 10100, rule 1536 into it, traffic out of card 1);
+// its DEL frees it on card 1.
+func TestUpstreamsPluginGetsTheNextCardsAddressWhenCard0HasNone(t *testing.T) {
+	bin := upstreamCNI(t)
+	enis := []ipamdENI{{0, 0, 0}, {0, 1, 1}, {1, 0, 1}}
+	ipamd := serveOurMultiNICIPAMD(t, enis)
+	m := newMultiNICNode(t, uplinkTables, false)
+	wireServedCards(t, m, enis, uplinkTables)
+
+	var pods []ns.NetNS
+	for i, pod := range []string{"first", "spill"} {
+		podNs := newPodNetns(t)
+		pods = append(pods, podNs)
+		path := realNetnsPath(t, podNs)
+		out, err := runUpstreamAs(t, bin, m.node, ipamd.dir, "ADD", path, pod, "c0ffee"+pod, upstreamSingleConf(t, nil))
+		require.NoError(t, err)
+		var res current.Result
+		require.NoError(t, json.Unmarshal(out, &res), "upstream's result: %s", out)
+		got := ipamd.requireServedPod(t, &res, pod, "c0ffee"+pod, path, i)
+		requirePodInterfaceWiredFor(t, m.node, podNs, pod, 0, got[0])
+		m.requireTalksThroughEachCard(t, podNs, got)
+		if pod == "spill" {
+			assert.Equal(t, networkutils.RouteTableFor(1, 0), got[0].table)
+			_, err = runUpstreamAs(t, bin, m.node, ipamd.dir, "DEL", path, pod, "c0ffee"+pod, upstreamSingleConf(t, &res))
+			require.NoError(t, err)
+			ipamd.requireReleased(t, "c0ffee"+pod)
+			requireNoNodeStateFor(t, m.node, got)
+		}
+	}
+	assert.Equal(t, []int{1, 0}, ipamd.assigned())
+	for _, p := range pods {
+		netnsutil.Delete(t, p)
+	}
 }

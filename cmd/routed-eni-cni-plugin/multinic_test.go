@@ -212,9 +212,16 @@ func requireMultiNICResult(t *testing.T, res *current.Result, cards []card, netn
 		*res.Interfaces[2*len(cards)])
 }
 
-// requirePodInterfaceWired reads back interface i of the pod and its node
-// side from the kernel.
+// requirePodInterfaceWired reads back interface i of pod default/web and
+// its node side from the kernel.
 func requirePodInterfaceWired(t *testing.T, node, podNs ns.NetNS, i int, c card) {
+	t.Helper()
+	requirePodInterfaceWiredFor(t, node, podNs, "web", i, c)
+}
+
+// requirePodInterfaceWiredFor is requirePodInterfaceWired for pod
+// default/<pod>.
+func requirePodInterfaceWiredFor(t *testing.T, node, podNs ns.NetNS, pod string, i int, c card) {
 	t.Helper()
 	family, gw := netlink.FAMILY_V4, net.IPv4(169, 254, 1, byte(i+1)).To4()
 	if c.podIP.To4() == nil {
@@ -224,7 +231,7 @@ func requirePodInterfaceWired(t *testing.T, node, podNs ns.NetNS, i int, c card)
 	if i > 0 {
 		podTable = i
 	}
-	hostVeth := hostVethNameAt("eni", "default", "web", i)
+	hostVeth := hostVethNameAt("eni", "default", pod, i)
 	contIf := containerIfName("eth0", i)
 
 	nh := netnsutil.Handle(t, node)

@@ -95,12 +95,19 @@ exec "$BIN"`
 // unreachable). It returns the plugin's stdout.
 func runUpstreamIn(t *testing.T, bin string, node ns.NetNS, sockDir, verb, netnsPath string, conf []byte) ([]byte, error) {
 	t.Helper()
+	return runUpstreamAs(t, bin, node, sockDir, verb, netnsPath, "web", "c0ffeeweb", conf)
+}
+
+// runUpstreamAs is runUpstreamIn for pod default/<pod> in sandbox
+// containerID.
+func runUpstreamAs(t *testing.T, bin string, node ns.NetNS, sockDir, verb, netnsPath, pod, containerID string, conf []byte) ([]byte, error) {
+	t.Helper()
 	cmd := exec.Command("nsenter", "--net="+node.Path(), "--", "unshare", "--mount", "--propagation", "private", "--", "sh", "-c", upstreamScript)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(conf), &stdout, &stderr
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "BIN=" + bin, "SOCKDIR=" + sockDir,
-		"CNI_COMMAND=" + verb, "CNI_CONTAINERID=c0ffeeweb", "CNI_NETNS=" + netnsPath, "CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin",
-		"CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web;K8S_POD_INFRA_CONTAINER_ID=c0ffeeweb;K8S_POD_UID=uid-web"}
+		"CNI_COMMAND=" + verb, "CNI_CONTAINERID=" + containerID, "CNI_NETNS=" + netnsPath, "CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin",
+		"CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=" + pod + ";K8S_POD_INFRA_CONTAINER_ID=" + containerID + ";K8S_POD_UID=uid-" + pod}
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("upstream aws-cni %s: %w (stdout %q, stderr %q)", verb, err, stdout.String(), stderr.String())
 	}

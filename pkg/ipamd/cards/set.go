@@ -71,14 +71,7 @@ func (s *Set) Store(index int) (*datastore.DataStore, bool) {
 func (s *Set) Stats() datastore.Stats {
 	var sum datastore.Stats
 	for _, c := range s.cards {
-		st := c.Store.Stats()
-		sum.ENIs += st.ENIs
-		sum.TotalIPs += st.TotalIPs
-		sum.AssignedIPs += st.AssignedIPs
-		sum.CooldownIPs += st.CooldownIPs
-		sum.PendingIPs += st.PendingIPs
-		sum.TotalPrefixes += st.TotalPrefixes
-		sum.FreePrefixes += st.FreePrefixes
+		sum = sum.Plus(c.Store.Stats())
 	}
 	return sum
 }

@@ -67,3 +67,11 @@ func TestAllocationsCarryTheStoresNetworkCard(t *testing.T) {
 		require.NoError(t, d.Close())
 	}
 }
+
+// Two pools' figures counted together are each figure's sum.
+func TestStatsPlusAddsEveryFigure(t *testing.T) {
+	a := Stats{ENIs: 1, TotalIPs: 2, AssignedIPs: 3, CooldownIPs: 4, PendingIPs: 5, TotalPrefixes: 6, FreePrefixes: 7}
+	b := Stats{ENIs: 10, TotalIPs: 20, AssignedIPs: 30, CooldownIPs: 40, PendingIPs: 50, TotalPrefixes: 60, FreePrefixes: 70}
+	assert.Equal(t, Stats{ENIs: 11, TotalIPs: 22, AssignedIPs: 33, CooldownIPs: 44, PendingIPs: 55, TotalPrefixes: 66, FreePrefixes: 77}, a.Plus(b))
+	assert.Equal(t, a, a.Plus(Stats{}))
+}

@@ -81,6 +81,14 @@ type Stats struct {
 	FreePrefixes int
 }
 
+// Plus is s and o counted together: the figures of two pools (two
+// network cards' datastores) as one.
+func (s Stats) Plus(o Stats) Stats {
+	return Stats{ENIs: s.ENIs + o.ENIs, TotalIPs: s.TotalIPs + o.TotalIPs, AssignedIPs: s.AssignedIPs + o.AssignedIPs,
+		CooldownIPs: s.CooldownIPs + o.CooldownIPs, PendingIPs: s.PendingIPs + o.PendingIPs,
+		TotalPrefixes: s.TotalPrefixes + o.TotalPrefixes, FreePrefixes: s.FreePrefixes + o.FreePrefixes}
+}
+
 // AvailableIPs is TotalIPs - AssignedIPs (never negative): upstream's
 // "available", the figure the warm-pool targets are measured against.
 // Cooling and pending addresses count as available.

@@ -105,11 +105,7 @@ func (p *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		seen = true
 		s := c.Source.Stats()
-		sum.ENIs += s.ENIs
-		sum.TotalIPs += s.TotalIPs
-		sum.AssignedIPs += s.AssignedIPs
-		sum.TotalPrefixes += s.TotalPrefixes
-		sum.CooldownIPs += s.CooldownIPs
+		sum = sum.Plus(s)
 		card := strconv.Itoa(c.Index)
 		gauge(descCardIPs, s.TotalIPs, card, StateTotal)
 		gauge(descCardIPs, s.AssignedIPs, card, StateAssigned)

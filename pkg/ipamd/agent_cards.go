@@ -189,6 +189,9 @@ func (a *Agent) restoreCards(ctx context.Context) error {
 	for _, c := range a.cards {
 		rc := restore.Config{Checkpoint: datastore.CheckpointPathForCard(cfg.CheckpointPath, c.index), Mode: cfg.Reconciler.Mode,
 			Log: a.log.With("networkCard", c.index), Node: restore.Node{IPv6: cfg.EnableIPv6, LeftOut: c.node.LeftOut}}
+		if c.node.Attached != "" {
+			rc.Node.AttachedNow = []string{c.node.Attached}
+		}
 		if c.recon != nil {
 			rc.Reconciler = c.recon
 		}

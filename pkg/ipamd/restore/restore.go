@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
@@ -44,6 +45,10 @@ type Node struct {
 	// LeftOut are managed ENIs whose setup failed at start: their
 	// addresses join later, and a pod may hold one meanwhile.
 	LeftOut []string
+	// AttachedNow are ENIs this start created and attached (a network
+	// card above 0 that had none): no pod can hold their addresses, so
+	// they do not make the node other than fresh.
+	AttachedNow []string
 }
 
 // Run loads the checkpoint, then has the addresses that are not restored
@@ -87,10 +92,12 @@ func Run(ctx context.Context, c Config, store Store) error {
 
 // Fresh reports whether the node holds nothing a pod could use: at most
 // its primary ENI, no address of either mode on it, no ENI left out, and a
-// real (not synthetic) pool. In IPv6 mode the primary ENI always carries
-// its /80 by now, so the node is fresh only when that /80 was assigned at
-// this start; a /80 it already had may hold running pods.
+// real (not synthetic) pool. ENIs this start attached do not count. In
+// IPv6 mode the primary ENI always carries its /80 by now, so the node is
+// fresh only when that /80 was assigned at this start; a /80 it already
+// had may hold running pods.
 func Fresh(n Node, enis []datastore.ENISummary) bool {
+	enis = slices.DeleteFunc(slices.Clone(enis), func(e datastore.ENISummary) bool { return slices.Contains(n.AttachedNow, e.Info.ID) })
 	if n.IPv6 {
 		return n.NewIPv6Prefix && len(enis) <= 1 && len(n.LeftOut) == 0
 	}

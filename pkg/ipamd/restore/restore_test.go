@@ -31,6 +31,8 @@ func TestFresh(t *testing.T) {
 		{"no ENI", Node{}, nil, true},
 		{"an address on it", Node{}, []datastore.ENISummary{withIP}, false},
 		{"a second ENI", Node{}, []datastore.ENISummary{primary, second}, false},
+		{"an ENI with an address attached at this start (a card above 0)", Node{AttachedNow: []string{"eni-1"}}, []datastore.ENISummary{withIP}, true},
+		{"an ENI attached at this start beside one with an address", Node{AttachedNow: []string{"eni-2"}}, []datastore.ENISummary{withIP, second}, false},
 		{"an ENI left out", Node{LeftOut: []string{"eni-2"}}, []datastore.ENISummary{primary}, false},
 		{"a development pool", Node{Synthetic: true}, []datastore.ENISummary{primary}, false},
 		{"IPv6, /80 assigned at this start", Node{IPv6: true, NewIPv6Prefix: true}, []datastore.ENISummary{primary}, true},

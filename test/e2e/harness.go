@@ -630,8 +630,10 @@ func (s State) Problems() []string {
 	return out
 }
 
-// Observe reads the runtime, the agent (checkpoint and introspection) and
-// EC2 and cross-checks them. The agent must be running.
+// Observe reads the runtime, the agent (every managed network card's
+// checkpoint and introspection) and EC2 and cross-checks them: a sandbox's
+// IP may be held on any card (a multi-NIC pod's eth0 is card 0's). The
+// agent must be running.
 func (n *Node) Observe(ctx context.Context) (State, error) {
 	st := State{Sandboxes: map[string]SandboxInfo{}, Checkpoint: map[string]netip.Addr{}}
 	items, err := n.CRI.ListPodSandbox(ctx)

@@ -240,3 +240,45 @@ func (n *Node) hostVethOf(ip netip.Addr) (string, error) {
 	}
 	return l.Attrs().Name, nil
 }
+
+// RouteTable is the node's route table of the ENI's link (eniTable).
+func (e ENIHolding) RouteTable() int { return eniTable(e.Card, e.Device) }
+
+// eniTable is the route table of the ENI at device on network card card,
+// as the agent numbers them (upstream's): main for card 0's primary ENI,
+// device+1 for card 0's others, 10000+device+100*card beyond card 0.
+func eniTable(card, device int) int {
+	switch {
+	case card > 0:
+		return 10000 + device + 100*card
+	case device == 0:
+		return unix.RT_TABLE_MAIN
+	default:
+		return device + 1
+	}
+}
+
+// NodeRulesFor are the node's IPv4 policy rules naming ip as their source
+// or destination (a pod's "to" rule at 512, "from" rule at 1536), as
+// "priority from/to table" text.
+func (n *Node) NodeRulesFor(ip netip.Addr) ([]string, error) {
+	h, err := netnsutil.HandleAt(n.Net.Node.Path())
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	rules, err := h.RuleList(unix.AF_INET)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range rules {
+		if r.Src != nil && r.Src.IP.Equal(ip.AsSlice()) {
+			out = append(out, fmt.Sprintf("%d from %s table %d", r.Priority, ip, r.Table))
+		}
+		if r.Dst != nil && r.Dst.IP.Equal(ip.AsSlice()) {
+			out = append(out, fmt.Sprintf("%d to %s table %d", r.Priority, ip, r.Table))
+		}
+	}
+	return out, nil
+}

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // multiNICCards is the instance type of the multi-NIC scenario and its
@@ -77,6 +79,26 @@ func waitCardFree(t testing.TB, n *Node) {
 	require.Truef(t, ok, "no free address on every card after %v: free by card %v (held back pending a check: %d)", took, free, pending)
 }
 
+// requirePodRules checks the node's policy rules for a pod address: the
+// "to" rule into main (512) and, unless the address's ENI routes through
+// main, the "from" rule into its ENI's table (1536), 10000+device+100*card
+// beyond card 0; none at all once the pod is gone (live false).
+func requirePodRules(t testing.TB, n *Node, ip netip.Addr, live bool) {
+	t.Helper()
+	var want []string
+	if live {
+		eni, ok := n.ENIHolding(ip)
+		require.Truef(t, ok, "%s is on no attached ENI in EC2", ip)
+		want = append(want, fmt.Sprintf("512 to %s table %d", ip, unix.RT_TABLE_MAIN))
+		if table := eni.RouteTable(); table != unix.RT_TABLE_MAIN {
+			want = append(want, fmt.Sprintf("1536 from %s table %d", ip, table))
+		}
+	}
+	got, err := n.NodeRulesFor(ip)
+	require.NoError(t, err)
+	assert.ElementsMatchf(t, want, got, "the node's rules for %s", ip)
+}
+
 // multiNICAddrs checks the multi-NIC pod's interfaces (eth0, mNicIf1, one
 // address each, no other interface) and returns its address on each card
 // in card order, checked against EC2 (the ENI carrying it is on that card)
@@ -97,6 +119,7 @@ func multiNICAddrs(t testing.TB, n *Node, p *Pod) []netip.Addr {
 		require.Truef(t, ok, "pod %s: %s's %s is on no attached ENI in EC2", p.Name, name, ip)
 		assert.Equalf(t, card, eni.Card, "pod %s: %s's %s is on %s, card %d", p.Name, name, ip, eni.ID, eni.Card)
 		assert.Equalf(t, ip, held[card], "pod %s: card %d's checkpoint holds %v for the sandbox", p.Name, card, held[card])
+		requirePodRules(t, n, ip, true)
 		out = append(out, ip)
 	}
 	assert.Equal(t, p.IP, out[0], "the runtime reports eth0's address")
@@ -149,6 +172,10 @@ func TestMultiNICPodsBesideRegularOnes(t *testing.T) {
 		}
 		assert.Empty(t, cardAddrs(t, n, p.ID)[1], "card 1 holds nothing for a regular pod")
 	}
+	// The agent set up every ENI's link, card 1's with table 10000+device+100.
+	checked, err := n.CheckENILinks()
+	require.NoError(t, err)
+	assert.NotZero(t, checked, "card 1's ENI carries addresses")
 	cards, err := n.IPAMD.AssignedOnCards()
 	require.NoError(t, err)
 	assert.Len(t, cards[0], len(regular)+len(multi), "card 0 serves every pod")
@@ -179,6 +206,9 @@ func TestMultiNICPodsBesideRegularOnes(t *testing.T) {
 	})
 	require.Truef(t, ok, "still held %v after the deletes: %v", took, held)
 	assert.Empty(t, cardAddrs(t, n, gone.ID), "no card's checkpoint holds the deleted pod")
+	for _, ip := range addrs[2] {
+		requirePodRules(t, n, ip, false)
+	}
 	assert.Empty(t, n.IPAMD.Queue(), "no DEL was queued: ipamd was up")
 
 	// A lost DEL: the reconciler frees the pod's address on every card,
@@ -205,6 +235,9 @@ func TestMultiNICPodsBesideRegularOnes(t *testing.T) {
 		t.Logf("reconciler totals: %+v", st.Totals)
 	}
 	assert.Empty(t, cardAddrs(t, n, lost.ID), "no card's checkpoint holds the lost pod")
+	for _, ip := range addrs[1] {
+		requirePodRules(t, n, ip, false)
+	}
 	assert.Equal(t, addrs[0], multiNICAddrs(t, n, live), "the live multi-NIC pod keeps both addresses")
 	assert.Equal(t, addrs[0], heldOnCards(t, n, addrs[0]))
 	for card, ip := range addrs[0] {

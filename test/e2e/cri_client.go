@@ -46,6 +46,11 @@ type PodSpec struct {
 	// PID is the sandbox's PID namespace mode; the zero value is POD (a
 	// pod-wide namespace, the pause process as PID 1).
 	PID runtimeapi.NamespaceMode
+	// Annotations are the pod's annotations as the kubelet passes them
+	// (PodSandboxConfig.Annotations); a runtime hands them to a CNI plugin
+	// whose conflist declares the io.kubernetes.cri.pod-annotations
+	// capability.
+	Annotations map[string]string
 }
 
 // RunPodSandbox creates and starts a sandbox (CNI ADD happens inside) and
@@ -58,6 +63,7 @@ func (c *CRI) RunPodSandbox(ctx context.Context, p PodSpec) (string, error) {
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: p.Name, Namespace: p.Namespace, Uid: p.UID},
 		LogDirectory: p.LogDir,
+		Annotations:  p.Annotations,
 		Labels:       map[string]string{"io.kubernetes.pod.name": p.Name, "io.kubernetes.pod.namespace": p.Namespace, "io.kubernetes.pod.uid": p.UID},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			CgroupParent: p.CgroupParent,

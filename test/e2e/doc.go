@@ -49,7 +49,8 @@
 //	upstream netns  <-veth->  node netns (eth0 = the primary ENI's address and MAC)
 //	  v<mac> (router  <-veth->    eth<device>: each further attached ENI, with
 //	  address /32)                its MAC, made and removed by the simulator as
-//	                              attachments complete (pkg/sim/nodelinks)
+//	                              attachments complete (pkg/sim/nodelinks);
+//	                              eth<card>-<device> on network cards above 0
 //	                            runtime (own root, state, runc root; its socket
 //	                              alone in a directory, cri/containerd.sock; CRI-O:
 //	                              crio/crio.sock)

@@ -14,10 +14,11 @@ import (
 // CheckENILinks verifies, inside the node's namespace, what the agent
 // (host networking on) made of every attached secondary ENI that carries
 // addresses for pods, given the link the simulator made for it: the link
-// with the ENI's MAC is up with the ENI's primary address, table
-// device+1 routes by default via the subnet's router on that link, and a
-// rule sends the primary address's traffic to that table. It returns how
-// many ENIs it checked. The primary ENI is eth0.
+// with the ENI's MAC is up with the ENI's primary address, the ENI's table
+// (device+1 on card 0, 10000+device+100*card beyond: eniTable) routes by
+// default via the subnet's router on that link, and a rule sends the
+// primary address's traffic to that table. It returns how many ENIs it
+// checked. The primary ENI is eth0.
 func (n *Node) CheckENILinks() (int, error) {
 	h, err := netnsutil.HandleAt(n.Net.Node.Path())
 	if err != nil {
@@ -47,7 +48,7 @@ func (n *Node) CheckENILinks() (int, error) {
 			return checked, fmt.Errorf("no link with %s's MAC %s in the node", e.ID, e.MAC)
 		}
 		name := link.Attrs().Name
-		if e.DeviceIndex == 0 {
+		if e.DeviceIndex == 0 && e.NetworkCardIndex == 0 {
 			if name != "eth0" {
 				return checked, fmt.Errorf("the primary ENI's MAC is on %s, not eth0", name)
 			}
@@ -73,7 +74,7 @@ func (n *Node) CheckENILinks() (int, error) {
 		if !subnet.IsValid() {
 			return checked, fmt.Errorf("%s (%s) does not carry its primary address %s: %v", name, e.ID, e.PrimaryIP, addrs)
 		}
-		table, gw := e.DeviceIndex+1, subnet.Addr().Next()
+		table, gw := eniTable(e.NetworkCardIndex, e.DeviceIndex), subnet.Addr().Next()
 		routes, err := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
 		if err != nil {
 			return checked, err

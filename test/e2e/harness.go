@@ -19,6 +19,7 @@ import (
 	"github.com/vishvananda/netlink"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/ec2sim"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/nodelinks"
 	"github.com/aws/amazon-vpc-cni-k8s/test/netnsutil"
@@ -376,8 +377,20 @@ func (n *Node) RunPod(ctx context.Context, name string) (*Pod, error) {
 // RunPodAs is RunPod with the pod's UID given, e.g. that of the pod object
 // on the API server, which the kubelet passes to the plugin as K8S_POD_UID.
 func (n *Node) RunPodAs(ctx context.Context, name, uid string) (*Pod, error) {
+	return n.runPod(ctx, name, uid, nil)
+}
+
+// RunPodAnnotated is RunPod for a pod with annotations (the kubelet passes
+// them in the sandbox's config; the runtime hands them to aws-cni).
+func (n *Node) RunPodAnnotated(ctx context.Context, name string, annotations map[string]string) (*Pod, error) {
+	return n.runPod(ctx, name, newUID(), annotations)
+}
+
+func (n *Node) runPod(ctx context.Context, name, uid string, annotations map[string]string) (*Pod, error) {
 	start := time.Now()
-	id, err := n.CRI.RunPodSandbox(ctx, n.podSpec(name, podNS, uid, false))
+	spec := n.podSpec(name, podNS, uid, false)
+	spec.Annotations = annotations
+	id, err := n.CRI.RunPodSandbox(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -593,9 +606,12 @@ func (n *Node) EC2Calls() int {
 
 // State is the node seen from every side at one moment.
 type State struct {
-	Sandboxes    map[string]SandboxInfo // listed pod sandboxes (not host network) by ID
-	Checkpoint   map[string]netip.Addr  // container ID -> IP, from the agent's checkpoint
-	Assigned     map[netip.Addr]AssignedIP
+	Sandboxes  map[string]SandboxInfo    // listed pod sandboxes (not host network) by ID
+	Checkpoint map[string]netip.Addr     // container ID -> IP, from the agent's checkpoint (network card 0)
+	Assigned   map[netip.Addr]AssignedIP // network card 0
+	// Cards are the checkpoints of the network cards above 0 (ENABLE_MULTI_NIC),
+	// by card: container ID -> IP; nil on a node with one managed card.
+	Cards        map[int]map[string]netip.Addr
 	TotalIPs     int
 	EC2          map[netip.Addr]string // IPv4 only: see EC2PodIPs
 	Leaked       []string              // allocations whose sandbox the runtime does not list
@@ -614,8 +630,10 @@ func (s State) Problems() []string {
 	return out
 }
 
-// Observe reads the runtime, the agent (checkpoint and introspection) and
-// EC2 and cross-checks them. The agent must be running.
+// Observe reads the runtime, the agent (every managed network card's
+// checkpoint and introspection) and EC2 and cross-checks them: a sandbox's
+// IP may be held on any card (a multi-NIC pod's eth0 is card 0's). The
+// agent must be running.
 func (n *Node) Observe(ctx context.Context) (State, error) {
 	st := State{Sandboxes: map[string]SandboxInfo{}, Checkpoint: map[string]netip.Addr{}}
 	items, err := n.CRI.ListPodSandbox(ctx)
@@ -635,38 +653,41 @@ func (n *Node) Observe(ctx context.Context) (State, error) {
 		}
 		st.Sandboxes[it.Id] = si
 	}
-	entries, err := n.IPAMD.Checkpoint()
+	pools, err := n.IPAMD.CardENIs() // one read: every card at the same moment
 	if err != nil {
 		return st, err
 	}
-	if st.Assigned, st.TotalIPs, err = n.IPAMD.Assigned(); err != nil {
-		return st, err
+	if _, ok := pools[0]; !ok {
+		return st, errors.New("/v1/enis has no network card 0")
 	}
+	cards := map[int]map[netip.Addr]AssignedIP{}
+	for card, infos := range pools {
+		if cards[card], _, err = assignedIn(infos); err != nil {
+			return st, fmt.Errorf("network card %d: %w", card, err)
+		}
+	}
+	st.Assigned, st.TotalIPs = cards[0], pools[0].TotalIPs
 	st.EC2 = n.EC2PodIPs()
 	v6 := n.EC2IPv6Prefixes()
-	owner := map[netip.Addr]string{}
-	for _, e := range entries {
-		if prev, dup := owner[e.IP]; dup {
-			st.Duplicates = append(st.Duplicates, fmt.Sprintf("%s held by allocations %s and %s", e.IP, short(prev), short(e.Key.ContainerID)))
+	owner := map[netip.Addr]string{}  // over every card: an address is one allocation's
+	held := map[string][]netip.Addr{} // container ID -> its addresses on every card
+	for _, card := range slices.Sorted(maps.Keys(cards)) {
+		entries, err := n.IPAMD.CardCheckpoint(card)
+		if err != nil {
+			return st, err
 		}
-		owner[e.IP] = e.Key.ContainerID
-		st.Checkpoint[e.Key.ContainerID] = e.IP
-		if !listed[e.Key.ContainerID] {
-			st.Leaked = append(st.Leaked, fmt.Sprintf("%s held for %s/%s (container %s) that the runtime does not list",
-				e.IP, e.Metadata.K8SPodNamespace, e.Metadata.K8SPodName, short(e.Key.ContainerID)))
+		byID := st.Checkpoint
+		if card > 0 {
+			if st.Cards == nil {
+				st.Cards = map[int]map[string]netip.Addr{}
+			}
+			byID = map[string]netip.Addr{}
+			st.Cards[card] = byID
 		}
-		a, ok := st.Assigned[e.IP]
-		if !ok || a.Pod != e.Metadata.K8SPodNamespace+"/"+e.Metadata.K8SPodName {
-			st.Inconsistent = append(st.Inconsistent, fmt.Sprintf("checkpoint has %s for %s/%s, introspection %+v",
-				e.IP, e.Metadata.K8SPodNamespace, e.Metadata.K8SPodName, a))
-		}
-	}
-	if len(entries) != len(st.Assigned) {
-		st.Inconsistent = append(st.Inconsistent, fmt.Sprintf("checkpoint has %d allocations, introspection %d", len(entries), len(st.Assigned)))
-	}
-	for ip := range st.Assigned {
-		if _, ok := ec2Holds(st.EC2, v6, ip); !ok {
-			st.NotInEC2 = append(st.NotInEC2, ip.String()+" is assigned but not on the instance's ENIs in EC2")
+		st.checkCard(card, entries, cards[card], listed, owner, v6)
+		for _, e := range entries {
+			byID[e.Key.ContainerID] = e.IP
+			held[e.Key.ContainerID] = append(held[e.Key.ContainerID], e.IP)
 		}
 	}
 	byIP := map[netip.Addr]string{}
@@ -678,12 +699,46 @@ func (n *Node) Observe(ctx context.Context) (State, error) {
 			st.Duplicates = append(st.Duplicates, fmt.Sprintf("%s is the IP of sandboxes %s and %s", si.IP, short(other), short(id)))
 		}
 		byIP[si.IP] = id
-		if got, ok := st.Checkpoint[id]; !ok || got != si.IP {
-			st.Lost = append(st.Lost, fmt.Sprintf("sandbox %s has %s but the agent holds %v for it", short(id), si.IP, got))
+		if !slices.Contains(held[id], si.IP) {
+			st.Lost = append(st.Lost, fmt.Sprintf("sandbox %s has %s but the agent holds %v for it", short(id), si.IP, held[id]))
 		}
 	}
 	slices.Sort(st.Leaked)
 	return st, nil
+}
+
+// checkCard cross-checks one network card's checkpoint entries with its
+// introspection (assigned), the runtime's sandboxes (listed) and EC2;
+// owner holds the addresses of the cards checked before.
+func (st *State) checkCard(card int, entries []datastore.CheckpointEntry, assigned map[netip.Addr]AssignedIP,
+	listed map[string]bool, owner map[netip.Addr]string, v6 map[netip.Prefix]string) {
+	where := ""
+	if card > 0 {
+		where = fmt.Sprintf(" (network card %d)", card)
+	}
+	for _, e := range entries {
+		if prev, dup := owner[e.IP]; dup {
+			st.Duplicates = append(st.Duplicates, fmt.Sprintf("%s held by allocations %s and %s%s", e.IP, short(prev), short(e.Key.ContainerID), where))
+		}
+		owner[e.IP] = e.Key.ContainerID
+		if !listed[e.Key.ContainerID] {
+			st.Leaked = append(st.Leaked, fmt.Sprintf("%s held for %s/%s (container %s) that the runtime does not list%s",
+				e.IP, e.Metadata.K8SPodNamespace, e.Metadata.K8SPodName, short(e.Key.ContainerID), where))
+		}
+		a, ok := assigned[e.IP]
+		if !ok || a.Pod != e.Metadata.K8SPodNamespace+"/"+e.Metadata.K8SPodName {
+			st.Inconsistent = append(st.Inconsistent, fmt.Sprintf("checkpoint has %s for %s/%s, introspection %+v%s",
+				e.IP, e.Metadata.K8SPodNamespace, e.Metadata.K8SPodName, a, where))
+		}
+	}
+	if len(entries) != len(assigned) {
+		st.Inconsistent = append(st.Inconsistent, fmt.Sprintf("checkpoint has %d allocations, introspection %d%s", len(entries), len(assigned), where))
+	}
+	for ip := range assigned {
+		if _, ok := ec2Holds(st.EC2, v6, ip); !ok {
+			st.NotInEC2 = append(st.NotInEC2, ip.String()+" is assigned but not on the instance's ENIs in EC2"+where)
+		}
+	}
 }
 
 func short(id string) string {

@@ -333,11 +333,26 @@ func (p *IPAMD) get(path string, v any) error {
 
 // ENIs reads /v1/enis (network card 0).
 func (p *IPAMD) ENIs() (datastore.ENIInfos, error) {
+	cards, err := p.CardENIs()
+	return cards[0], err
+}
+
+// CardENIs reads /v1/enis: the pool of every managed network card, by
+// card index (only card 0 unless ENABLE_MULTI_NIC is on).
+func (p *IPAMD) CardENIs() (map[int]datastore.ENIInfos, error) {
 	var m map[string]datastore.ENIInfos
 	if err := p.get("/v1/enis", &m); err != nil {
-		return datastore.ENIInfos{}, err
+		return nil, err
 	}
-	return m["0"], nil
+	out := map[int]datastore.ENIInfos{}
+	for k, v := range m {
+		card, err := strconv.Atoi(k)
+		if err != nil {
+			return nil, fmt.Errorf("/v1/enis: card key %q", k)
+		}
+		out[card] = v
+	}
+	return out, nil
 }
 
 // ENIConfigName reads /v1/eni-configs: the name of the ENIConfig the agent
@@ -427,6 +442,27 @@ func (p *IPAMD) Assigned() (map[netip.Addr]AssignedIP, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	return assignedIn(infos)
+}
+
+// AssignedOnCards is Assigned for every managed network card, by card.
+func (p *IPAMD) AssignedOnCards() (map[int]map[netip.Addr]AssignedIP, error) {
+	cards, err := p.CardENIs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]map[netip.Addr]AssignedIP{}
+	for card, infos := range cards {
+		if out[card], _, err = assignedIn(infos); err != nil {
+			return nil, fmt.Errorf("card %d: %w", card, err)
+		}
+	}
+	return out, nil
+}
+
+// assignedIn lists the assigned addresses of one card's introspection,
+// and its pool size.
+func assignedIn(infos datastore.ENIInfos) (map[netip.Addr]AssignedIP, int, error) {
 	out := map[netip.Addr]AssignedIP{}
 	for id, e := range infos.ENIs {
 		for _, c := range viewCIDRs(e) {
@@ -462,7 +498,13 @@ func viewCIDRs(e datastore.ENIView) []*datastore.CidrView {
 // It is written before every ADD or DEL answer, so it is the agent's view
 // with container IDs.
 func (p *IPAMD) Checkpoint() ([]datastore.CheckpointEntry, error) {
-	b, err := os.ReadFile(p.Store)
+	return p.CardCheckpoint(0)
+}
+
+// CardCheckpoint reads network card card's checkpoint (card 0's is Store,
+// card N's ipam-nic-N.json beside it); a missing file is no allocation.
+func (p *IPAMD) CardCheckpoint(card int) ([]datastore.CheckpointEntry, error) {
+	b, err := os.ReadFile(datastore.CheckpointPathForCard(p.Store, card))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -90,3 +90,41 @@ func TestAMultiNICPodsCardAddressSurvivesALostCardCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+// An address of card 1 that the datastore let go of while a multi-NIC
+// pod's key held it (a forced removal, or a restore that found it on no
+// ENI) joins again with that key as its last holder. The pod is listed
+// and reports only its eth0 address, which says nothing of card 1: the
+// address goes back to the pod's key rather than to the free pool.
+func TestAMultiNICPodsCardAddressGoesBackToItWhenItJoinsAgain(t *testing.T) {
+	rt, client := testsupport.StartFakeCRI(t)
+	rt.Add(fakecri.Sandbox{ID: "aws-node-sandbox", Name: testsupport.AgentPodName, Namespace: "kube-system", State: runtimeapi.PodSandboxState_SANDBOX_READY})
+	rc := podip.Config{Mode: podip.Enforce, Interval: time.Hour, StartDelay: time.Hour, Grace: 20 * time.Millisecond}
+	n := startSimNode(t, ec2sim.Config{InstanceType: "c6in.32xlarge"}, multiNICEnv,
+		func(o *Options) { o.CRI = podip.CRISource(client); o.Config.Reconciler = rc })
+	require.Len(t, n.agent.cards, 1)
+	c1 := n.agent.cards[0]
+	n.settleCard(t, c1, 5)
+	_, _ = c1.recon.VerifyNow(context.Background())
+	_, _ = n.agent.recon.VerifyNow(context.Background())
+	key := datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: "live-multinic", IfName: "eth0"}
+	allocs, err := n.agent.cardSet().AssignEach(key, datastore.IPAMMetadata{K8SPodNamespace: "prod", K8SPodName: "m"})
+	require.NoError(t, err)
+	require.Len(t, allocs, 2)
+	rt.Add(fakecri.Sandbox{ID: key.ContainerID, Name: "m", Namespace: "prod", IP: allocs[0].IP.String(), State: runtimeapi.PodSandboxState_SANDBOX_READY,
+		Annotations: map[string]string{cri.MultiNICAnnotation: cri.MultiNICAttachment}})
+
+	b := allocs[1]
+	released, err := c1.store.RemoveCIDR(b.ENIID, b.CIDR, true)
+	require.NoError(t, err)
+	require.Len(t, released, 1)
+	require.NoError(t, c1.store.AddCIDR(b.ENIID, b.CIDR))
+	_, free := c1.store.Holds(b.IP)
+	require.False(t, free, "it joins pending, checked against the runtime first")
+
+	res, err := c1.recon.VerifyNow(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Adopted)
+	got, ok := c1.store.Find(key)
+	assert.True(t, ok && got.IP == b.IP, "card 1's address is the multi-NIC pod's again")
+}

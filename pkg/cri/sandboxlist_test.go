@@ -203,6 +203,9 @@ func FuzzDecodeSandboxList(f *testing.F) {
 	f.Add(marshal(f, kubeletSandbox(1, runtimeapi.PodSandboxState_SANDBOX_READY), kubeletSandbox(2, 1)))
 	f.Add(marshal(f, &runtimeapi.PodSandbox{Id: "x", Metadata: &runtimeapi.PodSandboxMetadata{Name: "n"}}))
 	f.Add([]byte{})
+	multi := kubeletSandbox(3, runtimeapi.PodSandboxState_SANDBOX_READY)
+	multi.Annotations[MultiNICAnnotation] = MultiNICAttachment
+	f.Add(marshal(f, multi))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		want, wantErr := generatedDecode(b)
 		got, err := decodeSandboxList(b, 0)
@@ -221,7 +224,8 @@ func FuzzDecodeSandboxList(f *testing.F) {
 }
 
 // withoutSkippedFields re-encodes a ListPodSandboxResponse without the
-// items' labels, annotations and runtime handler (fields 5-7).
+// items' labels, annotations and runtime handler (fields 5-7), except the
+// multi-NIC annotation, the one the decoder reads.
 func withoutSkippedFields(b []byte) ([]byte, bool) {
 	var out []byte
 	for len(b) > 0 {
@@ -248,6 +252,23 @@ func withoutSkippedFields(b []byte) ([]byte, bool) {
 				}
 				if inum < 5 || inum > 7 {
 					kept = append(kept, item[:k+l]...)
+				}
+				if inum == fieldSandboxAnnots && ityp == protowire.BytesType {
+					// The multi-NIC annotation is read: kept, in the form
+					// that says what the decoder made of it.
+					v, _ := protowire.ConsumeBytes(item[k:])
+					key, value, err := decodeEntry(v)
+					if err != nil {
+						return nil, false
+					}
+					if string(key) == MultiNICAnnotation {
+						if string(value) != MultiNICAttachment {
+							value = nil
+						}
+						entry := protowire.AppendString(protowire.AppendTag(nil, fieldEntryKey, protowire.BytesType), MultiNICAnnotation)
+						entry = protowire.AppendBytes(protowire.AppendTag(entry, fieldEntryValue, protowire.BytesType), value)
+						kept = protowire.AppendBytes(protowire.AppendTag(kept, fieldSandboxAnnots, protowire.BytesType), entry)
+					}
 				}
 				item = item[k+l:]
 			}

@@ -39,6 +39,23 @@ type Sandbox struct {
 	ID, Name, Namespace, UID string
 	Ready                    bool
 	CreatedAt                time.Time
+	// MultiNIC: the pod asked for an interface on every network card (its
+	// annotation MultiNICAnnotation is MultiNICAttachment, which the
+	// kubelet passes to the runtime in the sandbox's annotations). The
+	// runtime reports only its first interface's addresses.
+	MultiNIC bool
+}
+
+// The pod annotation that asks for one interface per network card, and
+// its value (the plugin reads the same pair from the runtime config).
+const (
+	MultiNICAnnotation = "k8s.amazonaws.com/nicConfig"
+	MultiNICAttachment = "multi-nic-attachment"
+)
+
+// isMultiNIC says whether a sandbox's annotations ask for multi-NIC.
+func isMultiNIC(annotations map[string]string) bool {
+	return annotations[MultiNICAnnotation] == MultiNICAttachment
 }
 
 // SandboxStatus is what PodSandboxStatus adds: the pod's IPs, as the
@@ -163,6 +180,7 @@ func (c *Client) SandboxStatus(ctx context.Context, id string) (SandboxStatus, e
 	}
 	c.handshake(ctx)
 	out := SandboxStatus{Sandbox: fromSandbox(st.Id, st.Metadata, st.State, st.CreatedAt), Runtime: c.RuntimeName()}
+	out.MultiNIC = isMultiNIC(st.Annotations)
 	if n := st.Network; n != nil {
 		out.IP = n.Ip
 		for _, a := range n.AdditionalIps {

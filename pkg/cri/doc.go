@@ -9,7 +9,8 @@
 //   - client.go is one connection, which reconnects within seconds after
 //     the runtime deletes and recreates its socket on restart;
 //   - sandboxlist.go decodes the ListPodSandbox answer itself, keeping only
-//     what ipamd reads (no labels or annotations), since the reconciler
+//     what ipamd reads (no labels, and of the annotations only whether the
+//     pod asked for multi-NIC), since the reconciler
 //     lists every sandbox on every pass;
 //   - runtime.go and probe.go choose the socket lazily when none is
 //     configured (a runtime that starts after ipamd is picked up; the one

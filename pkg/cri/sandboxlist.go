@@ -18,9 +18,9 @@ import (
 // builds a message, a metadata message, and a labels and an annotations map
 // (with every key and value copied) per sandbox, only for ipamd to keep
 // four strings, the state and the creation time. This decoder reads those
-// fields straight off the wire, skips the rest (labels, annotations, the
-// runtime handler, fields a later CRI adds), and copies the kept strings of
-// all sandboxes into one allocation.
+// fields straight off the wire, skips the rest (labels, every annotation
+// but the multi-NIC one, the runtime handler, fields a later CRI adds), and
+// copies the kept strings of all sandboxes into one allocation.
 //
 // It follows the protobuf rules the generated decoder follows for the kept
 // fields (last scalar wins, a repeated metadata message merges, a field
@@ -37,6 +37,10 @@ const (
 	fieldSandboxMetadata  = 2 // PodSandbox.metadata
 	fieldSandboxState     = 3 // PodSandbox.state
 	fieldSandboxCreatedAt = 4 // PodSandbox.created_at
+	fieldSandboxAnnots    = 6 // PodSandbox.annotations (map<string, string>)
+
+	fieldEntryKey   = 1 // a map entry's key
+	fieldEntryValue = 2 // a map entry's value
 
 	fieldMetaName      = 1 // PodSandboxMetadata.name
 	fieldMetaUID       = 2 // PodSandboxMetadata.uid
@@ -64,6 +68,7 @@ type wireSandbox struct {
 	id, name, uid, namespace span
 	state                    int32
 	createdAt                int64
+	multiNIC                 bool
 }
 
 // decodeSandboxList decodes a serialized ListPodSandboxResponse; hint is
@@ -122,6 +127,19 @@ func decodeSandbox(b []byte, start, end int) (wireSandbox, error) {
 				ws.id = s
 			} else if err := decodeMetadata(b, s, &ws); err != nil {
 				return ws, err
+			}
+			off += n
+		case num == fieldSandboxAnnots && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b[off:end])
+			if n < 0 {
+				return ws, fmt.Errorf("%w: sandbox field %d: %v", errMalformed, num, protowire.ParseError(n))
+			}
+			key, value, err := decodeEntry(v)
+			if err != nil {
+				return ws, err
+			}
+			if string(key) == MultiNICAnnotation { // a later entry for a key wins, as in a map
+				ws.multiNIC = string(value) == MultiNICAttachment
 			}
 			off += n
 		case num == fieldSandboxState && typ == protowire.VarintType,
@@ -186,6 +204,38 @@ func decodeMetadata(b []byte, s span, ws *wireSandbox) error {
 	return nil
 }
 
+// decodeEntry decodes one map<string, string> entry (a missing key or
+// value is empty; the last of a repeated field wins). Key and value alias
+// b: nothing is copied for the annotations ipamd does not read.
+func decodeEntry(b []byte) (key, value []byte, err error) {
+	for off := 0; off < len(b); {
+		num, typ, n, err := consumeTag(b[off:], "annotation")
+		if err != nil {
+			return nil, nil, err
+		}
+		off += n
+		if (num == fieldEntryKey || num == fieldEntryValue) && typ == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(b[off:])
+			if n < 0 {
+				return nil, nil, fmt.Errorf("%w: annotation field %d: %v", errMalformed, num, protowire.ParseError(n))
+			}
+			if num == fieldEntryKey {
+				key = v
+			} else {
+				value = v
+			}
+			off += n
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b[off:])
+		if n < 0 {
+			return nil, nil, fmt.Errorf("%w: annotation field %d: %v", errMalformed, num, protowire.ParseError(n))
+		}
+		off += n
+	}
+	return key, value, nil
+}
+
 // consumeTag is protowire.ConsumeTag that also refuses field numbers above
 // the protobuf maximum, as the generated decoder does. what names the
 // message for the error.
@@ -227,7 +277,7 @@ func keepStrings(b []byte, items []wireSandbox) []Sandbox {
 	for i, ws := range items {
 		out[i] = Sandbox{ID: cut(ws.id), Name: cut(ws.name), UID: cut(ws.uid), Namespace: cut(ws.namespace),
 			Ready:     ws.state == int32(runtimeapi.PodSandboxState_SANDBOX_READY),
-			CreatedAt: time.Unix(0, ws.createdAt)}
+			CreatedAt: time.Unix(0, ws.createdAt), MultiNIC: ws.multiNIC}
 	}
 	return out
 }

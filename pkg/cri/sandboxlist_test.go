@@ -26,7 +26,9 @@ func generatedDecode(b []byte) ([]Sandbox, error) {
 	}
 	out := make([]Sandbox, 0, len(resp.Items))
 	for _, s := range resp.Items {
-		out = append(out, fromSandbox(s.Id, s.Metadata, s.State, s.CreatedAt))
+		sb := fromSandbox(s.Id, s.Metadata, s.State, s.CreatedAt)
+		sb.MultiNIC = isMultiNIC(s.Annotations)
+		out = append(out, sb)
 	}
 	return out, nil
 }
@@ -42,7 +44,9 @@ func (c *Client) listGenerated(ctx context.Context) ([]Sandbox, error) {
 	}
 	out := make([]Sandbox, 0, len(resp.Items))
 	for _, s := range resp.Items {
-		out = append(out, fromSandbox(s.Id, s.Metadata, s.State, s.CreatedAt))
+		sb := fromSandbox(s.Id, s.Metadata, s.State, s.CreatedAt)
+		sb.MultiNIC = isMultiNIC(s.Annotations)
+		out = append(out, sb)
 	}
 	return out, nil
 }
@@ -88,6 +92,11 @@ func TestDecodeSandboxListMatchesGenerated(t *testing.T) {
 		many = append(many, kubeletSandbox(i, runtimeapi.PodSandboxState(i%2)))
 	}
 	cases["300 sandboxes"] = many
+	multi := kubeletSandbox(3, runtimeapi.PodSandboxState_SANDBOX_READY)
+	multi.Annotations[MultiNICAnnotation] = MultiNICAttachment
+	other := kubeletSandbox(4, runtimeapi.PodSandboxState_SANDBOX_READY)
+	other.Annotations[MultiNICAnnotation] = "something-else"
+	cases["multi-NIC pod beside others"] = []*runtimeapi.PodSandbox{kubeletSandbox(1, runtimeapi.PodSandboxState_SANDBOX_READY), multi, other}
 	for name, items := range cases {
 		t.Run(name, func(t *testing.T) {
 			b := marshal(t, items...)
@@ -114,6 +123,7 @@ func TestDecodeSandboxListWireRules(t *testing.T) {
 		return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
 	}
 	meta := func(fields ...[]byte) []byte { return str(2, string(cat(fields...))) }
+	annot := func(k, v string) []byte { return str(6, string(cat(str(1, k), str(2, v)))) }
 	fixed := protowire.AppendFixed32(protowire.AppendTag(nil, 9, protowire.Fixed32Type), 7)
 	group := cat(protowire.AppendTag(nil, 10, protowire.StartGroupType), varint(1, 5), protowire.AppendTag(nil, 10, protowire.EndGroupType))
 
@@ -127,6 +137,10 @@ func TestDecodeSandboxListWireRules(t *testing.T) {
 		"64-bit state keeps low 32":     item(str(1, "a"), varint(3, 1<<32|1)),
 		"max created_at":                item(str(1, "a"), varint(4, 1<<63-1)),
 		"items interleaved with others": cat(item(str(1, "a")), varint(2, 1), item(str(1, "b"))),
+		"multi-NIC annotation":          item(str(1, "a"), annot(MultiNICAnnotation, MultiNICAttachment)),
+		"last multi-NIC entry wins":     item(str(1, "a"), annot(MultiNICAnnotation, MultiNICAttachment), annot(MultiNICAnnotation, "no")),
+		"multi-NIC entry value first":   item(str(1, "a"), str(6, string(cat(str(2, MultiNICAttachment), str(1, MultiNICAnnotation))))),
+		"multi-NIC entry unknown field": item(str(1, "a"), str(6, string(cat(str(1, MultiNICAnnotation), varint(3, 1), str(2, MultiNICAttachment))))),
 	}
 	for name, b := range ok {
 		t.Run(name, func(t *testing.T) {
@@ -149,6 +163,7 @@ func TestDecodeSandboxListWireRules(t *testing.T) {
 		"invalid UTF-8 namespace": item(str(1, "a"), meta(str(3, "n\xc3"))),
 		"field number too large":  item(str(1, "a"), protowire.AppendVarint(nil, uint64(protowire.MaxValidNumber+1)<<3), []byte{0}),
 		"unterminated group":      item(str(1, "a"), protowire.AppendTag(nil, 10, protowire.StartGroupType)),
+		"annotation past its end": item(str(1, "a"), []byte{0x32, 0x05, 0x0a}),
 		"varint too long":         item(str(1, "a"), cat(protowire.AppendTag(nil, 3, protowire.VarintType), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})),
 	}
 	for name, b := range bad {
@@ -188,6 +203,9 @@ func FuzzDecodeSandboxList(f *testing.F) {
 	f.Add(marshal(f, kubeletSandbox(1, runtimeapi.PodSandboxState_SANDBOX_READY), kubeletSandbox(2, 1)))
 	f.Add(marshal(f, &runtimeapi.PodSandbox{Id: "x", Metadata: &runtimeapi.PodSandboxMetadata{Name: "n"}}))
 	f.Add([]byte{})
+	multi := kubeletSandbox(3, runtimeapi.PodSandboxState_SANDBOX_READY)
+	multi.Annotations[MultiNICAnnotation] = MultiNICAttachment
+	f.Add(marshal(f, multi))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		want, wantErr := generatedDecode(b)
 		got, err := decodeSandboxList(b, 0)
@@ -206,7 +224,8 @@ func FuzzDecodeSandboxList(f *testing.F) {
 }
 
 // withoutSkippedFields re-encodes a ListPodSandboxResponse without the
-// items' labels, annotations and runtime handler (fields 5-7).
+// items' labels, annotations and runtime handler (fields 5-7), except the
+// multi-NIC annotation, the one the decoder reads.
 func withoutSkippedFields(b []byte) ([]byte, bool) {
 	var out []byte
 	for len(b) > 0 {
@@ -233,6 +252,23 @@ func withoutSkippedFields(b []byte) ([]byte, bool) {
 				}
 				if inum < 5 || inum > 7 {
 					kept = append(kept, item[:k+l]...)
+				}
+				if inum == fieldSandboxAnnots && ityp == protowire.BytesType {
+					// The multi-NIC annotation is read: kept, in the form
+					// that says what the decoder made of it.
+					v, _ := protowire.ConsumeBytes(item[k:])
+					key, value, err := decodeEntry(v)
+					if err != nil {
+						return nil, false
+					}
+					if string(key) == MultiNICAnnotation {
+						if string(value) != MultiNICAttachment {
+							value = nil
+						}
+						entry := protowire.AppendString(protowire.AppendTag(nil, fieldEntryKey, protowire.BytesType), MultiNICAnnotation)
+						entry = protowire.AppendBytes(protowire.AppendTag(entry, fieldEntryValue, protowire.BytesType), value)
+						kept = protowire.AppendBytes(protowire.AppendTag(kept, fieldSandboxAnnots, protowire.BytesType), entry)
+					}
 				}
 				item = item[k+l:]
 			}
@@ -300,5 +336,33 @@ func BenchmarkListSandboxes(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// A pod that asked for an interface per network card says so in its
+// sandbox's annotations, which both the list and the status carry: the
+// runtime reports only its first interface's addresses.
+func TestAMultiNICSandboxIsMarkedInListAndStatus(t *testing.T) {
+	dir := sockDir(t)
+	rt, path := serve(t, dir, "rt.sock")
+	rt.Add(fakecri.Sandbox{ID: "multi", Name: "m", Namespace: "prod", State: runtimeapi.PodSandboxState_SANDBOX_READY, IP: "10.0.0.5",
+		Annotations: map[string]string{MultiNICAnnotation: MultiNICAttachment, "other": "x"}})
+	rt.Add(fakecri.Sandbox{ID: "single", Name: "s", Namespace: "prod", State: runtimeapi.PodSandboxState_SANDBOX_READY, IP: "10.0.0.6",
+		Annotations: map[string]string{MultiNICAnnotation: "none"}})
+	c, err := Dial(path, time.Second, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	got, err := c.ListSandboxes(context.Background())
+	require.NoError(t, err)
+	multi := map[string]bool{}
+	for _, s := range got {
+		multi[s.ID] = s.MultiNIC
+	}
+	assert.Equal(t, map[string]bool{"multi": true, "single": false}, multi)
+	for id, want := range map[string]bool{"multi": true, "single": false} {
+		st, err := c.SandboxStatus(context.Background(), id)
+		require.NoError(t, err)
+		assert.Equal(t, want, st.MultiNIC, id)
 	}
 }

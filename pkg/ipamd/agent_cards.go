@@ -156,6 +156,7 @@ func (a *Agent) connectCardRuntimes(src podip.SandboxSource, verifying bool) {
 	rc := a.opts.Config.Reconciler
 	rc.PodName = a.opts.Config.PodName
 	for _, c := range a.cards {
+		rc.NetworkCard = c.index // the runtime's IPs do not cover this card
 		c.recon = podip.New(rc, src, c.store, a.events, a.log.With("networkCard", c.index), a.metrics.podip.ForCard(c.index))
 		c.recon.SetNodeRules(a.podRules())
 		if !verifying {

@@ -48,6 +48,10 @@ type Config struct {
 	CRIEndpoint string
 	// CRITimeout bounds each CRI call (5s).
 	CRITimeout time.Duration
+	// NetworkCard is the network card whose datastore the reconciler keeps
+	// (0: the agent's own). Above 0 the runtime's IPs do not cover the
+	// card: it reports a multi-NIC pod's first interface only (inuse.go).
+	NetworkCard int
 	// NetworkName and IfName form the key of a re-adopted address: what the
 	// runtime passes to aws-cni (the conflist name and CNI_IFNAME).
 	NetworkName, IfName string

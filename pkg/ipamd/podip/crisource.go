@@ -39,7 +39,7 @@ func (s *CRISandboxes) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
 	}
 	out := make([]Sandbox, len(list))
 	for i, sb := range list {
-		out[i] = Sandbox{ID: sb.ID, Name: sb.Name, Namespace: sb.Namespace, Ready: sb.Ready}
+		out[i] = Sandbox{ID: sb.ID, Name: sb.Name, Namespace: sb.Namespace, Ready: sb.Ready, MultiNIC: sb.MultiNIC}
 	}
 	return out, nil
 }
@@ -60,7 +60,7 @@ func (s *CRISandboxes) SandboxStatus(ctx context.Context, id string) (SandboxSta
 	if err != nil {
 		return SandboxStatus{}, classify(err, true)
 	}
-	out := SandboxStatus{Sandbox: Sandbox{ID: st.ID, Name: st.Name, Namespace: st.Namespace, Ready: st.Ready}}
+	out := SandboxStatus{Sandbox: Sandbox{ID: st.ID, Name: st.Name, Namespace: st.Namespace, Ready: st.Ready, MultiNIC: st.MultiNIC}}
 	if !st.Ready && cri.KeepsIPsAfterTeardown(st.Runtime) {
 		return out, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/cri"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/internal/testsupport"
 	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/fakecri"
 )
@@ -82,4 +83,25 @@ func TestOpenCRIStoppedSandboxOnCRIO(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, st.Ready)
 	assert.Empty(t, st.IPs, "stopped on CRI-O: the IP it still reports was released by its DEL")
+}
+
+// The adapter carries whether a sandbox's pod asked for multi-NIC, from
+// the list and from the status.
+func TestCRISourceCarriesMultiNIC(t *testing.T) {
+	rt, client := testsupport.StartFakeCRI(t)
+	multi := rt.Add(fakecri.Sandbox{Name: "m", Namespace: "prod", State: runtimeapi.PodSandboxState_SANDBOX_READY, IP: "10.0.0.7",
+		Annotations: map[string]string{cri.MultiNICAnnotation: cri.MultiNICAttachment}})
+	single := rt.Add(fakecri.Sandbox{Name: "s", Namespace: "prod", State: runtimeapi.PodSandboxState_SANDBOX_READY, IP: "10.0.0.8"})
+	src := CRISource(client)
+	list, err := src.ListSandboxes(context.Background())
+	require.NoError(t, err)
+	got := map[string]bool{}
+	for _, s := range list {
+		got[s.ID] = s.MultiNIC
+	}
+	assert.True(t, got[multi.ID])
+	assert.False(t, got[single.ID])
+	st, err := src.SandboxStatus(context.Background(), multi.ID)
+	require.NoError(t, err)
+	assert.True(t, st.MultiNIC)
 }

@@ -7,7 +7,10 @@
 // (rebuild.go); and the replay of DELs the plugin queued while ipamd was
 // down. docs/pod-ip-reconciler.md states its rules; "is this address in
 // use?" has one answer (inuse.go) on the runtime's word, which one owner
-// gathers (runtimeview.go), the only caller of the runtime.
+// gathers (runtimeview.go), the only caller of the runtime. On a network
+// card above 0 the runtime's IPs do not cover the card (it reports a
+// multi-NIC pod's first interface only): cardcover.go says what then
+// keeps a joining address out of the pool.
 //
 // It never frees an address whose sandbox the runtime lists, nor one a
 // live sandbox uses, nor one younger than the grace period, nor one whose

@@ -54,6 +54,13 @@ type addrEvidence struct {
 	// the addresses they were known to use.
 	lastAlive   map[netip.Addr]Sandbox
 	lastUnknown map[netip.Addr]string
+	// On a network card above 0 (cardcover.go): card; holders, listed last
+	// holders of pending addresses, each its address's user; and
+	// uncovered, a listed multi-NIC sandbox holding no allocation on the
+	// card, which could be using any address joining the card's pool.
+	card      int
+	holders   map[netip.Addr]Sandbox
+	uncovered *Sandbox
 }
 
 // useOf is the answer for ip, with the sandbox that uses it (or, for
@@ -65,6 +72,9 @@ func (e *addrEvidence) useOf(ip netip.Addr) (Use, Sandbox, string) {
 	if s, ok := e.lastAlive[ip]; ok {
 		return usedBy(s), s, "a sandbox the list left out reports it when asked by its ID"
 	}
+	if s, ok := e.holders[ip]; ok {
+		return usedBy(s), s, listedHolderWhy(e.card, s)
+	}
 	if id, ok := e.lastUnknown[ip]; ok {
 		return UseUnknown, Sandbox{ID: id}, fmt.Sprintf("sandbox %s used it when last listed and has not answered since", id)
 	}
@@ -74,8 +84,21 @@ func (e *addrEvidence) useOf(ip netip.Addr) (Use, Sandbox, string) {
 	return Unused, Sandbox{}, ""
 }
 
+// joiningUseOf is useOf for an address joining the pool: on a card above
+// 0, one no known sandbox uses is unknown while a multi-NIC sandbox holds
+// no allocation on the card (cardcover.go).
+func (e *addrEvidence) joiningUseOf(ip netip.Addr) (Use, Sandbox, string) {
+	u, s, why := e.useOf(ip)
+	if u == Unused && e.uncovered != nil {
+		return UseUnknown, *e.uncovered, uncoveredWhy(e.card, *e.uncovered)
+	}
+	return u, s, why
+}
+
 // usesIn lists the addresses of p that the evidence shows in use (users
-// and last users), and the first address of p whose use is unknown.
+// and last users), and the first address of p whose use is unknown. It
+// is read for a prefix joining the pool, so a sandbox the card's IPs do
+// not cover makes every address unknown (joiningUseOf).
 func (e *addrEvidence) usesIn(p netip.Prefix) (used map[netip.Addr]Sandbox, unknown string) {
 	used = map[netip.Addr]Sandbox{}
 	for _, m := range []map[netip.Addr]Sandbox{e.lastAlive, e.users} {
@@ -92,6 +115,9 @@ func (e *addrEvidence) usesIn(p netip.Prefix) (used map[netip.Addr]Sandbox, unkn
 	}
 	if s := e.unknown; s != nil {
 		return used, fmt.Sprintf("the IPs of sandbox %s (pod %s/%s) are not known yet", s.ID, s.Namespace, s.Name)
+	}
+	if s := e.uncovered; s != nil {
+		return used, uncoveredWhy(e.card, *s)
 	}
 	return used, ""
 }
@@ -129,9 +155,16 @@ func (r *Reconciler) askLastUsers(ctx context.Context, e *addrEvidence, l *listi
 			used[id] = append(used[id], r.view.unlisted[id].ips...)
 		}
 	}
+	if card := r.cfg.NetworkCard; card > 0 {
+		// Above card 0 a listed holder's IPs are not the list's word.
+		e.card = card
+		for ip, s := range r.view.listedHolders(l, card, holders) {
+			e.holders = setAddr(e.holders, ip, s)
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(used)) {
 		if l.has(id) {
-			continue // listed: its IPs are the list's word
+			continue // listed: its IPs are the list's word (on card 0)
 		}
 		st, ans := r.view.ask(ctx, id, rd)
 		last := r.view.unlisted[id]

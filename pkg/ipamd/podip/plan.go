@@ -147,8 +147,9 @@ type verifyStep struct {
 	why    string
 }
 
-// planVerify decides each pending single address by the one answer: no
-// sandbox uses it, verified free; a READY sandbox uses it, adopted by it
+// planVerify decides each pending single address by the one answer (for
+// an address joining the pool: joiningUseOf): no sandbox uses it, verified
+// free; a READY sandbox uses it, adopted by it
 // (enforce mode); otherwise it waits. Whole prefixes are settled by
 // settlePrefix.
 func planVerify(pending []datastore.Pending, use *addrEvidence, enforce bool) []verifyStep {
@@ -158,7 +159,7 @@ func planVerify(pending []datastore.Pending, use *addrEvidence, enforce bool) []
 			continue
 		}
 		st := verifyStep{p: p}
-		u, s, why := use.useOf(p.IP)
+		u, s, why := use.joiningUseOf(p.IP)
 		st.user, st.why = s, why
 		switch {
 		case u == Unused:

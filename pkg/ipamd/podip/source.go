@@ -17,6 +17,10 @@ type Sandbox struct {
 	// Ready is the READY state; a NOTREADY (stopping) sandbox still owns
 	// its address.
 	Ready bool
+	// MultiNIC: the pod has an interface on every managed network card,
+	// and the runtime reports only its first interface's (card 0's)
+	// addresses: its IPs say nothing of its use of another card's.
+	MultiNIC bool
 }
 
 // SandboxStatus is one sandbox as the runtime describes it when asked by

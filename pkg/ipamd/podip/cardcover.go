@@ -1,0 +1,87 @@
+package podip
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+)
+
+// What the runtime's IPs cover on a network card above 0
+// (docs/pod-ip-reconciler.md, "Is this address in use?"). Runtimes report
+// a pod's first interface's addresses only (containerd takes a sandbox's
+// IPs from eth0), and a multi-NIC pod's address on card k > 0 lives on
+// another interface (mNicIf<k>): a reconciler of card k cannot learn from
+// the runtime whether such a pod uses one of the card's addresses. So, on
+// a card above 0 only, for addresses joining the pool:
+//   - a listed multi-NIC sandbox that holds no allocation on the card makes
+//     every such address whose use the list decides unknown (neither
+//     handed out nor freed), as a listed sandbox whose IPs are not known
+//     does on every card;
+//   - a listed last holder of such an address (the datastore let go of it
+//     while the sandbox's key held it) is its user, whatever IPs it
+//     reports: the address goes back to its key, or stays held.
+// A sandbox that reports no address at all has no pod network (its CNI
+// ADD gave every card's address or none, and its DEL released them all),
+// so it covers the card. Card 0's address is the pod's eth0, which the
+// runtime reports: nothing changes there, and leaks (allocations whose
+// sandbox the runtime says is gone) are freed per allocation on every
+// card, since the allocation names its sandbox.
+
+// coversCard says whether the IPs the runtime reports for the listed
+// sandbox s settle its use of network card card's addresses: on card 0
+// always; above it unless s is a multi-NIC pod that holds no allocation on
+// the card (holdsHere) and has a pod network (noAddress: its status is
+// known and reports no address).
+func coversCard(card int, s Sandbox, holdsHere, noAddress bool) bool {
+	return card == 0 || !s.MultiNIC || holdsHere || noAddress
+}
+
+// cardUncovered is the first sandbox of l (after learn) whose use of the
+// card's addresses the runtime's IPs do not settle (coversCard), nil when
+// there is none.
+func (v *runtimeView) cardUncovered(l *listing, card int) *Sandbox {
+	if card == 0 {
+		return nil
+	}
+	for i, s := range l.sandboxes {
+		_, holds := l.held[s.ID]
+		if !coversCard(card, s, holds, v.known(s) && len(v.ips[s.ID].ips) == 0) {
+			return &l.sandboxes[i]
+		}
+	}
+	return nil
+}
+
+// listedHolders are the listed sandboxes among holders (pending addresses'
+// last holders, by address, by sandbox ID) on a card above 0: each the
+// user of its address, whatever IPs it reports (nil on card 0, where its
+// IPs are the list's word). A sandbox that reports no address at all has
+// let go of every card's.
+func (v *runtimeView) listedHolders(l *listing, card int, holders map[netip.Addr]string) map[netip.Addr]Sandbox {
+	if card == 0 || len(holders) == 0 {
+		return nil
+	}
+	var out map[netip.Addr]Sandbox
+	for ip, id := range holders {
+		if !l.has(id) {
+			continue // not listed: asked by its ID (askLastUsers)
+		}
+		i := slices.IndexFunc(l.sandboxes, func(s Sandbox) bool { return s.ID == id })
+		if s := l.sandboxes[i]; !(v.known(s) && len(v.ips[s.ID].ips) == 0) {
+			out = setAddr(out, ip, s)
+		}
+	}
+	return out
+}
+
+// uncoveredWhy says why an address of the card waits on s.
+func uncoveredWhy(card int, s Sandbox) string {
+	return fmt.Sprintf("multi-NIC pod %s/%s (sandbox %s) holds no address on network card %d; the runtime does not report that card's addresses",
+		s.Namespace, s.Name, s.ID, card)
+}
+
+// listedHolderWhy says why an address of the card stays its last holder's.
+func listedHolderWhy(card int, s Sandbox) string {
+	return fmt.Sprintf("its last holder, sandbox %s (pod %s/%s), is listed; the runtime does not report network card %d's addresses, so its IPs do not say it let go",
+		s.ID, s.Namespace, s.Name, card)
+}

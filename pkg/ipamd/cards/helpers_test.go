@@ -28,7 +28,7 @@ func cardAddr(card, n int) netip.Addr {
 
 // cardStore is a store for card with one ENI (device 0 on that card)
 // holding free secondary addresses, checkpointing through cp (nil: none).
-func cardStore(t *testing.T, card, free int, cp datastore.Checkpointer) *datastore.DataStore {
+func cardStore(t testing.TB, card, free int, cp datastore.Checkpointer) *datastore.DataStore {
 	t.Helper()
 	d := datastore.New(datastore.Config{NetworkCard: card, Checkpointer: cp})
 	t.Cleanup(func() { _ = d.Close() })

@@ -23,9 +23,16 @@ import (
 // A sandbox that reports no address at all has no pod network (its CNI
 // ADD gave every card's address or none, and its DEL released them all),
 // so it covers the card. Card 0's address is the pod's eth0, which the
-// runtime reports: nothing changes there, and leaks (allocations whose
-// sandbox the runtime says is gone) are freed per allocation on every
-// card, since the allocation names its sandbox.
+// runtime reports: nothing changes there.
+//
+// A leak's allocation names its own sandbox, but not every sandbox that
+// may use its address: a checkpoint older than the node's state (a power
+// loss) can name a gone sandbox as holder of an address a running pod got
+// later. On card 0 that pod reports the address and gets it (hand-over);
+// on card k it reports only its eth0, so while a multi-NIC pod is
+// uncovered a leak's address is unknown (held), not unused. Once every
+// multi-NIC pod holds its address on the card, leaks are freed per
+// allocation as on card 0.
 
 // coversCard says whether the IPs the runtime reports for the listed
 // sandbox s settle its use of network card card's addresses: on card 0
@@ -72,6 +79,17 @@ func (v *runtimeView) listedHolders(l *listing, card int, holders map[netip.Addr
 		}
 	}
 	return out
+}
+
+// noteCardCover is l's evidence (useEvidence) with, on a card above 0,
+// the sandbox the runtime's IPs do not cover (cardUncovered). Call it
+// after learn. Requires r.run.
+func (r *Reconciler) noteCardCover(l *listing) *addrEvidence {
+	ev := r.useEvidence(l)
+	if card := r.cfg.NetworkCard; card > 0 { // the runtime's IPs do not cover it
+		ev.card, ev.uncovered = card, r.view.cardUncovered(l, card)
+	}
+	return ev
 }
 
 // uncoveredWhy says why an address of the card waits on s.

@@ -84,10 +84,10 @@ func (e *addrEvidence) useOf(ip netip.Addr) (Use, Sandbox, string) {
 	return Unused, Sandbox{}, ""
 }
 
-// joiningUseOf is useOf for an address joining the pool: on a card above
-// 0, one no known sandbox uses is unknown while a multi-NIC sandbox holds
-// no allocation on the card (cardcover.go).
-func (e *addrEvidence) joiningUseOf(ip netip.Addr) (Use, Sandbox, string) {
+// cardUseOf is useOf for an address joining the pool or freed as a leak:
+// on a card above 0, one no known sandbox uses is unknown while a
+// multi-NIC sandbox holds no allocation on the card (cardcover.go).
+func (e *addrEvidence) cardUseOf(ip netip.Addr) (Use, Sandbox, string) {
 	u, s, why := e.useOf(ip)
 	if u == Unused && e.uncovered != nil {
 		return UseUnknown, *e.uncovered, uncoveredWhy(e.card, *e.uncovered)
@@ -98,7 +98,7 @@ func (e *addrEvidence) joiningUseOf(ip netip.Addr) (Use, Sandbox, string) {
 // usesIn lists the addresses of p that the evidence shows in use (users
 // and last users), and the first address of p whose use is unknown. It
 // is read for a prefix joining the pool, so a sandbox the card's IPs do
-// not cover makes every address unknown (joiningUseOf).
+// not cover makes every address unknown (cardUseOf).
 func (e *addrEvidence) usesIn(p netip.Prefix) (used map[netip.Addr]Sandbox, unknown string) {
 	used = map[netip.Addr]Sandbox{}
 	for _, m := range []map[netip.Addr]Sandbox{e.lastAlive, e.users} {

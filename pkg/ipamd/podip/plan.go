@@ -107,9 +107,10 @@ func planRelease(in releaseInput) releasePlan {
 }
 
 // planGone is the plan for a candidate whose sandbox the runtime said is
-// gone.
+// gone. Its address's use is cardUseOf's: on a card above 0 a listed
+// multi-NIC sandbox the runtime's IPs do not cover could be using it.
 func planGone(in releaseInput, c *candidate) releaseStep {
-	use, s, why := in.use.useOf(c.alloc.IP)
+	use, s, why := in.use.cardUseOf(c.alloc.IP)
 	step := releaseStep{c: c, use: use, judged: true}
 	switch use {
 	case UsedReady, UsedNotReady:
@@ -148,7 +149,7 @@ type verifyStep struct {
 }
 
 // planVerify decides each pending single address by the one answer (for
-// an address joining the pool: joiningUseOf): no sandbox uses it, verified
+// an address joining the pool: cardUseOf): no sandbox uses it, verified
 // free; a READY sandbox uses it, adopted by it
 // (enforce mode); otherwise it waits. Whole prefixes are settled by
 // settlePrefix.
@@ -159,7 +160,7 @@ func planVerify(pending []datastore.Pending, use *addrEvidence, enforce bool) []
 			continue
 		}
 		st := verifyStep{p: p}
-		u, s, why := use.joiningUseOf(p.IP)
+		u, s, why := use.cardUseOf(p.IP)
 		st.user, st.why = s, why
 		switch {
 		case u == Unused:

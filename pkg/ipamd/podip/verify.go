@@ -104,10 +104,7 @@ func (r *Reconciler) verifyPending(ctx context.Context, l *listing, evs *eventBa
 	}
 	rd := &round{}
 	r.view.learn(ctx, l, allocs, rd)
-	ev := r.useEvidence(l)
-	if card := r.cfg.NetworkCard; card > 0 { // the runtime's IPs do not cover it
-		ev.card, ev.uncovered = card, r.view.cardUncovered(l, card)
-	}
+	ev := r.noteCardCover(l)
 	addrs, holders := pendingAddrs(pending)
 	r.askLastUsers(ctx, ev, l, addrs, holders, rd)
 

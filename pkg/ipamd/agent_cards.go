@@ -155,6 +155,7 @@ func (a *Agent) connectCardRuntimes(src podip.SandboxSource, verifying bool) {
 	}
 	rc := a.opts.Config.Reconciler
 	rc.PodName = a.opts.Config.PodName
+	rc.Interfaces = recordedInterfaces(a.store)
 	for _, c := range a.cards {
 		rc.NetworkCard = c.index // the runtime's IPs do not cover this card
 		c.recon = podip.New(rc, src, c.store, a.events, a.log.With("networkCard", c.index), a.metrics.podip.ForCard(c.index))
@@ -163,6 +164,22 @@ func (a *Agent) connectCardRuntimes(src podip.SandboxSource, verifying bool) {
 			store := c.store
 			c.recon.OnFirstList(func() { store.SetVerifyNewAddresses(true) })
 		}
+	}
+}
+
+// recordedInterfaces is what card 0's store records of a sandbox, for the
+// reconcilers of the cards above it (podip.Config.Interfaces): whether an
+// allocation holds it, and the most interfaces one names. It walks the
+// allocations, so it is for the reconcilers' rare questions (a multi-NIC
+// pod holding nothing on a card), never for an ADD.
+func recordedInterfaces(store *datastore.DataStore) func(sandboxID string) (held bool, count int) {
+	return func(sandboxID string) (held bool, count int) {
+		for _, a := range store.Allocations() {
+			if a.Key.ContainerID == sandboxID {
+				held, count = true, max(count, a.Metadata.InterfacesCount)
+			}
+		}
+		return held, count
 	}
 }
 

@@ -43,18 +43,32 @@ func coversCard(card int, s Sandbox, holdsHere, noAddress bool) bool {
 	return card == 0 || !s.MultiNIC || holdsHere || noAddress
 }
 
+// recordedMultiNIC says whether ipamd's own records back a sandbox's
+// multi-NIC annotation: card 0 holds an allocation for it naming more
+// than one interface (its ADD was multi-NIC), or holds none (card 0's
+// records were lost too, or its ADD has not finished: they say nothing).
+// An annotated pod whose ADD was single-IP (the runtime did not pass the
+// pod's annotations to the plugin) holds one with one interface: it uses
+// no address of a card above 0 but the one it holds there, if any.
+func recordedMultiNIC(held bool, count int) bool { return !held || count > 1 }
+
 // cardUncovered is the first sandbox of l (after learn) whose use of the
-// card's addresses the runtime's IPs do not settle (coversCard), nil when
-// there is none.
-func (v *runtimeView) cardUncovered(l *listing, card int) *Sandbox {
+// card's addresses the runtime's IPs do not settle (coversCard) and whose
+// multi-NIC annotation card 0's records (interfaces; nil: none) do not
+// deny (recordedMultiNIC), nil when there is none.
+func (v *runtimeView) cardUncovered(l *listing, card int, interfaces func(string) (bool, int)) *Sandbox {
 	if card == 0 {
 		return nil
 	}
 	for i, s := range l.sandboxes {
 		_, holds := l.held[s.ID]
-		if !coversCard(card, s, holds, v.known(s) && len(v.ips[s.ID].ips) == 0) {
-			return &l.sandboxes[i]
+		if coversCard(card, s, holds, v.known(s) && len(v.ips[s.ID].ips) == 0) {
+			continue
 		}
+		if interfaces != nil && !recordedMultiNIC(interfaces(s.ID)) {
+			continue
+		}
+		return &l.sandboxes[i]
 	}
 	return nil
 }
@@ -87,7 +101,7 @@ func (v *runtimeView) listedHolders(l *listing, card int, holders map[netip.Addr
 func (r *Reconciler) noteCardCover(l *listing) *addrEvidence {
 	ev := r.useEvidence(l)
 	if card := r.cfg.NetworkCard; card > 0 { // the runtime's IPs do not cover it
-		ev.card, ev.uncovered = card, r.view.cardUncovered(l, card)
+		ev.card, ev.uncovered = card, r.view.cardUncovered(l, card, r.cfg.Interfaces)
 	}
 	return ev
 }

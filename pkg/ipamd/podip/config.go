@@ -52,6 +52,12 @@ type Config struct {
 	// (0: the agent's own). Above 0 the runtime's IPs do not cover the
 	// card: it reports a multi-NIC pod's first interface only (inuse.go).
 	NetworkCard int
+	// Interfaces, on a card above 0, is what card 0's datastore records of
+	// a sandbox: whether it holds an allocation for the sandbox ID, and
+	// the most interfaces (InterfacesCount) such an allocation names. It
+	// corroborates a sandbox's multi-NIC annotation (cardcover.go); nil
+	// trusts the annotation alone.
+	Interfaces func(sandboxID string) (held bool, count int)
 	// NetworkName and IfName form the key of a re-adopted address: what the
 	// runtime passes to aws-cni (the conflist name and CNI_IFNAME).
 	NetworkName, IfName string

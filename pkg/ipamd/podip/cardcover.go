@@ -106,6 +106,32 @@ func (r *Reconciler) noteCardCover(l *listing) *addrEvidence {
 	return ev
 }
 
+// waitsOn names, for /v1/reconciler, the multi-NIC pod s that the card's
+// joining addresses wait on.
+func waitsOn(card int, s Sandbox) string {
+	return fmt.Sprintf("waiting on multi-NIC pod %s/%s (sandbox %s), which holds no address on network card %d; the runtime does not report that card's addresses",
+		s.Namespace, s.Name, s.ID, card)
+}
+
+// noteUncoveredLocked logs, once per sandbox while l lists it, that the
+// card's joining addresses wait on the multi-NIC pod s. Requires r.mu.
+func (r *Reconciler) noteUncoveredLocked(l *listing, s Sandbox) {
+	for id := range r.warnedUncovered {
+		if !l.has(id) {
+			delete(r.warnedUncovered, id)
+		}
+	}
+	if r.warnedUncovered[s.ID] {
+		return
+	}
+	if r.warnedUncovered == nil {
+		r.warnedUncovered = map[string]bool{}
+	}
+	r.warnedUncovered[s.ID] = true
+	r.log.Warn("addresses joining this network card wait on a multi-NIC pod that holds none of the card's addresses: the runtime does not report them, so whether it uses one is not known; they are verified once it holds one or is gone",
+		"networkCard", r.cfg.NetworkCard, "pod", s.Namespace+"/"+s.Name, "sandbox", s.ID)
+}
+
 // uncoveredWhy says why an address of the card waits on s.
 func uncoveredWhy(card int, s Sandbox) string {
 	return fmt.Sprintf("multi-NIC pod %s/%s (sandbox %s) holds no address on network card %d; the runtime does not report that card's addresses",

@@ -106,6 +106,7 @@ func mergePass(m, p PassReport, first bool) PassReport {
 	m.Pending.Adopted += p.Pending.Adopted
 	m.Pending.Waiting += p.Pending.Waiting
 	m.Pending.Reason = cmp.Or(m.Pending.Reason, p.Pending.Reason)
+	m.Pending.WaitsOn = cmp.Or(m.Pending.WaitsOn, p.Pending.WaitsOn)
 	m.UnplacedEnded += p.UnplacedEnded
 	return m
 }

@@ -88,11 +88,18 @@ func (e *addrEvidence) useOf(ip netip.Addr) (Use, Sandbox, string) {
 // on a card above 0, one no known sandbox uses is unknown while a
 // multi-NIC sandbox holds no allocation on the card (cardcover.go).
 func (e *addrEvidence) cardUseOf(ip netip.Addr) (Use, Sandbox, string) {
-	u, s, why := e.useOf(ip)
-	if u == Unused && e.uncovered != nil {
-		return UseUnknown, *e.uncovered, uncoveredWhy(e.card, *e.uncovered)
-	}
+	u, s, why, _ := e.cardUse(ip)
 	return u, s, why
+}
+
+// cardUse is cardUseOf, and whether the answer is unknown only because
+// of the uncovered sandbox.
+func (e *addrEvidence) cardUse(ip netip.Addr) (u Use, s Sandbox, why string, uncovered bool) {
+	u, s, why = e.useOf(ip)
+	if u == Unused && e.uncovered != nil {
+		return UseUnknown, *e.uncovered, uncoveredWhy(e.card, *e.uncovered), true
+	}
+	return u, s, why, false
 }
 
 // usesIn lists the addresses of p that the evidence shows in use (users

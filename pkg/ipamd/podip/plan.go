@@ -146,6 +146,9 @@ type verifyStep struct {
 	user   Sandbox // actAdopt, or the user it waits for
 	reason string  // actWait: a Wait* reason
 	why    string
+	// uncovered: it waits (WaitStatuses) only on the multi-NIC sandbox
+	// the runtime's IPs do not cover (user).
+	uncovered bool
 }
 
 // planVerify decides each pending single address by the one answer (for
@@ -160,8 +163,8 @@ func planVerify(pending []datastore.Pending, use *addrEvidence, enforce bool) []
 			continue
 		}
 		st := verifyStep{p: p}
-		u, s, why := use.cardUseOf(p.IP)
-		st.user, st.why = s, why
+		u, s, why, uncovered := use.cardUse(p.IP)
+		st.user, st.why, st.uncovered = s, why, uncovered
 		switch {
 		case u == Unused:
 			st.act = actVerify

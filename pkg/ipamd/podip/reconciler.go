@@ -80,6 +80,9 @@ type Reconciler struct {
 	// partial is how many sandboxes the last decision's list left out
 	// that answered by their IDs (logged when it changes).
 	partial int
+	// warnedUncovered are the multi-NIC sandboxes a card's joining
+	// addresses were logged as waiting on (once each, while listed).
+	warnedUncovered map[string]bool
 	// view is the runtime's word: the only caller of src.
 	view *runtimeView
 	// budget is what may still be released until the next interval, when
@@ -316,6 +319,9 @@ func (r *Reconciler) publishLocked() {
 		Candidates: []CandidateStatus{}, PendingAddresses: r.verify.Waiting, RuntimeReachable: r.view.reachable, LastSuccessfulList: r.view.lastList}
 	if r.verify.Waiting > 0 {
 		st.PendingReason = r.verify.Reason
+		if r.verify.WaitsOn != "" {
+			st.PendingReason += ": " + r.verify.WaitsOn
+		}
 	}
 	for _, c := range r.candidates {
 		goneAt, gone := r.view.goneAt(c.alloc.Key.ContainerID)

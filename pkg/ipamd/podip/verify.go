@@ -76,6 +76,10 @@ func (r *Reconciler) listTrusted(l *listing, allocs []datastore.Allocation) stri
 type VerifyResult struct {
 	Verified, Adopted, Waiting int
 	Reason                     string `json:",omitempty"`
+	// WaitsOn, on a card above 0, names the multi-NIC pod addresses wait
+	// on because the runtime does not report its address on the card
+	// (cardcover.go); Reason is then WaitStatuses.
+	WaitsOn string `json:",omitempty"`
 }
 
 // verifyPending settles the datastore's pending addresses against l (a
@@ -136,6 +140,10 @@ func (r *Reconciler) verifyPending(ctx context.Context, l *listing, evs *eventBa
 			continue
 		case st.act == actAdopt:
 			st.reason = WaitInUse
+		case st.reason == WaitStatuses && st.uncovered:
+			res.Reason, res.WaitsOn = st.reason, waitsOn(r.cfg.NetworkCard, s)
+			r.noteUncoveredLocked(l, s)
+			continue
 		case st.reason == WaitStatuses:
 			r.log.Debug("address joining the pool waits: whether a sandbox uses it is not known", "ip", st.p.IP.String(), "why", st.why)
 			res.Reason = st.reason

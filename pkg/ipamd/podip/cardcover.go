@@ -55,13 +55,22 @@ func recordedMultiNIC(held bool, count int) bool { return !held || count > 1 }
 // cardUncovered is the first sandbox of l (after learn) whose use of the
 // card's addresses the runtime's IPs do not settle (coversCard) and whose
 // multi-NIC annotation card 0's records (interfaces; nil: none) do not
-// deny (recordedMultiNIC), nil when there is none.
-func (v *runtimeView) cardUncovered(l *listing, card int, interfaces func(string) (bool, int)) *Sandbox {
+// deny (recordedMultiNIC), nil when there is none. A sandbox holds an
+// address of the card when an allocation holds it, or when it is the last
+// holder of a pending one (pendingHolders, by sandbox ID): that address,
+// its one on the card, is settled by holders (report mode never adopts it
+// back, so it would otherwise block the card for the pod's life).
+func (v *runtimeView) cardUncovered(l *listing, card int, interfaces func(string) (bool, int), pendingHolders map[netip.Addr]string) *Sandbox {
 	if card == 0 {
 		return nil
 	}
+	holding := map[string]bool{}
+	for _, id := range pendingHolders {
+		holding[id] = true
+	}
 	for i, s := range l.sandboxes {
 		_, holds := l.held[s.ID]
+		holds = holds || holding[s.ID]
 		if coversCard(card, s, holds, v.known(s) && len(v.ips[s.ID].ips) == 0) {
 			continue
 		}
@@ -96,12 +105,13 @@ func (v *runtimeView) listedHolders(l *listing, card int, holders map[netip.Addr
 }
 
 // noteCardCover is l's evidence (useEvidence) with, on a card above 0,
-// the sandbox the runtime's IPs do not cover (cardUncovered). Call it
-// after learn. Requires r.run.
-func (r *Reconciler) noteCardCover(l *listing) *addrEvidence {
+// the sandbox the runtime's IPs do not cover (cardUncovered; holders:
+// pending addresses' last holders, by address). Call it after learn.
+// Requires r.run.
+func (r *Reconciler) noteCardCover(l *listing, holders map[netip.Addr]string) *addrEvidence {
 	ev := r.useEvidence(l)
 	if card := r.cfg.NetworkCard; card > 0 { // the runtime's IPs do not cover it
-		ev.card, ev.uncovered = card, r.view.cardUncovered(l, card, r.cfg.Interfaces)
+		ev.card, ev.uncovered = card, r.view.cardUncovered(l, card, r.cfg.Interfaces, holders)
 	}
 	return ev
 }

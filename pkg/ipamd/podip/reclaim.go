@@ -113,7 +113,7 @@ const holdRepeats = 3
 func (r *Reconciler) reclaim(ctx context.Context, l *listing, allocs []datastore.Allocation, sc scope, evs *eventBatch) reclaimResult {
 	rd := &round{}
 	r.view.learn(ctx, l, allocs, rd)
-	r.noteCardCover(l)
+	r.noteCardCover(l, nil)
 
 	r.mu.Lock()
 	res, rest, limit, capped, ok := r.prepareLocked(ctx, l, allocs, sc, evs)

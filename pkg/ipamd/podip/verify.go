@@ -108,8 +108,8 @@ func (r *Reconciler) verifyPending(ctx context.Context, l *listing, evs *eventBa
 	}
 	rd := &round{}
 	r.view.learn(ctx, l, allocs, rd)
-	ev := r.noteCardCover(l)
 	addrs, holders := pendingAddrs(pending)
+	ev := r.noteCardCover(l, holders)
 	r.askLastUsers(ctx, ev, l, addrs, holders, rd)
 
 	r.mu.Lock()

@@ -1,0 +1,80 @@
+package podip
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/ipamd/datastore"
+	"github.com/aws/amazon-vpc-cni-k8s/pkg/sim/devpool"
+)
+
+// partialRuntime lists only listed, but answers status for every sandbox
+// in all (a partial list).
+type partialRuntime struct {
+	listed []Sandbox
+	all    map[string]SandboxStatus
+}
+
+func (r *partialRuntime) ListSandboxes(context.Context) ([]Sandbox, error) { return r.listed, nil }
+
+func (r *partialRuntime) SandboxStatus(_ context.Context, id string) (SandboxStatus, error) {
+	if st, ok := r.all[id]; ok {
+		return st, nil
+	}
+	return SandboxStatus{}, ErrSandboxNotFound
+}
+
+// heldThenPending makes a store whose key for sandbox id held an address
+// the datastore then let go of (an ENI left out at start): it joins
+// pending with the key as its last holder. It returns the address.
+func heldThenPending(t *testing.T, store *datastore.DataStore, id string) netip.Addr {
+	t.Helper()
+	const eni = "eni-dev0000000000000"
+	require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 2}.Populate(store))
+	require.Equal(t, 2, store.Verify(store.PendingAddresses()))
+	mine, err := store.Assign(datastore.IPAMKey{NetworkName: "aws-cni", ContainerID: id, IfName: "eth0"}, datastore.IPAMMetadata{K8SPodNamespace: "prod", K8SPodName: id})
+	require.NoError(t, err)
+	_, err = store.RemoveCIDR(eni, single(mine.IP), true)
+	require.NoError(t, err)
+	require.NoError(t, store.AddCIDR(eni, single(mine.IP)))
+	require.Len(t, store.PendingAddresses(), 1)
+	return mine.IP
+}
+
+// On a card above 0, a multi-NIC pod that is the last holder of a pending
+// address of the card holds that address (it is settled by the holder
+// rule), so it does not keep the card's other joining addresses waiting,
+// in report mode (which never adopts it back) as in enforce mode.
+func TestAMultiNICPendingHolderDoesNotBlockItsCard(t *testing.T) {
+	for _, tc := range []struct {
+		mode             Mode
+		adopted, waiting int
+		reason           string
+	}{
+		{mode: Enforce, adopted: 1},
+		{mode: Report, waiting: 1, reason: WaitInUse},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			store := datastore.New(datastore.Config{VerifyNewAddresses: true})
+			t.Cleanup(func() { _ = store.Close() })
+			heldThenPending(t, store, "m")
+			require.NoError(t, store.AddENI(datastore.ENIInfo{ID: "eni-joining", DeviceNumber: 1, Subnet: netip.MustParsePrefix("10.250.0.0/16"), RouteTableID: 2}))
+			for _, ip := range []string{"10.250.1.1", "10.250.1.2", "10.250.1.3"} {
+				require.NoError(t, store.AddCIDR("eni-joining", netip.MustParsePrefix(ip+"/32")))
+			}
+			multi := Sandbox{ID: "m", Name: "m", Namespace: "prod", Ready: true, MultiNIC: true}
+			src := &listedRuntime{
+				sandboxes: []Sandbox{{ID: "agent", Name: coverAgent, Namespace: "kube-system", Ready: true}, multi},
+				ips:       map[string][]netip.Addr{"m": {coverEth0}},
+			}
+			r := New(Config{Mode: tc.mode, PodName: coverAgent, NetworkCard: 1}, src, store, nil, nil, nil)
+			res, err := r.VerifyNow(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, VerifyResult{Verified: 3, Adopted: tc.adopted, Waiting: tc.waiting, Reason: tc.reason}, res)
+		})
+	}
+}

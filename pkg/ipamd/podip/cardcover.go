@@ -116,6 +116,14 @@ func (r *Reconciler) noteCardCover(l *listing, holders map[netip.Addr]string) *a
 	return ev
 }
 
+// aliveHolder says whether, on a card above 0, a last holder the list left
+// out that answered alive (st) still uses its address on the card: a
+// multi-NIC pod reporting an address (its eth0; one reporting none has
+// let go of every card's), as a listed holder does (listedHolders).
+func aliveHolder(card int, st SandboxStatus) bool {
+	return card > 0 && st.MultiNIC && len(st.IPs) > 0
+}
+
 // waitsOn names, for /v1/reconciler, the multi-NIC pod s that the card's
 // joining addresses wait on.
 func waitsOn(card int, s Sandbox) string {

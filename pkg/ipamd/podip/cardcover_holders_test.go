@@ -45,6 +45,47 @@ func heldThenPending(t *testing.T, store *datastore.DataStore, id string) netip.
 	return mine.IP
 }
 
+// On a card above 0, a last holder a partial list left out that answers
+// alive by its ID keeps its address when it is a multi-NIC pod reporting
+// an address (its eth0, not the card's), as a listed one does; one that
+// reports none, a single-interface pod reporting another address, and any
+// holder on card 0 are decided by the IPs they report.
+func TestAnUnlistedAliveMultiNICHolderKeepsItsCardAddress(t *testing.T) {
+	multi := Sandbox{ID: "m", Name: "m", Namespace: "prod", Ready: true, MultiNIC: true}
+	oneIf := Sandbox{ID: "m", Name: "m", Namespace: "prod", Ready: true}
+	for _, tc := range []struct {
+		name     string
+		card     int
+		holder   Sandbox
+		ips      []netip.Addr
+		verified int
+		adopted  int
+	}{
+		{name: "card 1: a multi-NIC holder reporting its eth0 gets it back", card: 1, holder: multi, ips: []netip.Addr{coverEth0}, adopted: 1},
+		{name: "card 1: a multi-NIC holder reporting no address let go of it", card: 1, holder: multi, verified: 1},
+		{name: "card 1: a single-interface holder reporting another address let go of it", card: 1, holder: oneIf, ips: []netip.Addr{coverEth0}, verified: 1},
+		{name: "card 0: a multi-NIC holder reporting another address let go of it", card: 0, holder: multi, ips: []netip.Addr{coverEth0}, verified: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := datastore.New(datastore.Config{VerifyNewAddresses: true})
+			t.Cleanup(func() { _ = store.Close() })
+			b := heldThenPending(t, store, tc.holder.ID)
+			agent := Sandbox{ID: "agent", Name: coverAgent, Namespace: "kube-system", Ready: true}
+			src := &partialRuntime{listed: []Sandbox{agent}, all: map[string]SandboxStatus{
+				"agent":      {Sandbox: agent},
+				tc.holder.ID: {Sandbox: tc.holder, IPs: tc.ips},
+			}}
+			r := New(Config{Mode: Enforce, PodName: coverAgent, NetworkCard: tc.card}, src, store, nil, nil, nil)
+			res, err := r.VerifyNow(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, tc.verified, res.Verified, "verified free")
+			assert.Equal(t, tc.adopted, res.Adopted, "back to its key")
+			_, free := store.Holds(b)
+			assert.Equal(t, tc.verified == 1, free)
+		})
+	}
+}
+
 // On a card above 0, a multi-NIC pod that is the last holder of a pending
 // address of the card holds that address (it is settled by the holder
 // rule), so it does not keep the card's other joining addresses waiting,

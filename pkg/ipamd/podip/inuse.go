@@ -180,6 +180,13 @@ func (r *Reconciler) askLastUsers(ctx context.Context, e *addrEvidence, l *listi
 			for _, ip := range st.IPs {
 				e.lastAlive = setAddr(e.lastAlive, ip, st.Sandbox)
 			}
+			if aliveHolder(r.cfg.NetworkCard, st) { // its IPs are not the card's
+				for ip, h := range holders {
+					if h == id {
+						e.holders = setAddr(e.holders, ip, st.Sandbox)
+					}
+				}
+			}
 			if last.anyIP { // learnt at last: a last known user of these
 				r.view.unlisted[id] = sandboxAddrs{ips: st.IPs, name: st.Name, namespace: st.Namespace, ready: st.Ready}
 			}

@@ -116,6 +116,14 @@ func (r *Reconciler) noteCardCover(l *listing, holders map[netip.Addr]string) *a
 	return ev
 }
 
+// uncoveredLeftOut says whether a sandbox a list left out, which reported
+// addresses and holds no allocation on the card, is a last known user of
+// any of the card's addresses: on a card above 0 a multi-NIC pod whose
+// annotation card 0's records do not deny (recordedMultiNIC).
+func (v *runtimeView) uncoveredLeftOut(id string, sa sandboxAddrs) bool {
+	return v.card > 0 && sa.multiNIC && len(sa.ips) > 0 && (v.interfaces == nil || recordedMultiNIC(v.interfaces(id)))
+}
+
 // aliveHolder says whether, on a card above 0, a last holder the list left
 // out that answered alive (st) still uses its address on the card: a
 // multi-NIC pod reporting an address (its eth0; one reporting none has

@@ -119,3 +119,42 @@ func TestAMultiNICPendingHolderDoesNotBlockItsCard(t *testing.T) {
 		})
 	}
 }
+
+// On a card above 0, a multi-NIC pod holding nothing on the card that a
+// partial list leaves out stays a possible user of every address of the
+// card (asked by its ID: alive, its IPs are not the card's) until the
+// runtime says it is gone.
+func TestALeftOutMultiNICPodKeepsACardsAddressesWaitingUntilGone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		alive    bool
+		verified int
+	}{
+		{name: "left out and alive: they wait", alive: true, verified: 0},
+		{name: "left out and gone: they are verified", alive: false, verified: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := datastore.New(datastore.Config{VerifyNewAddresses: true})
+			t.Cleanup(func() { _ = store.Close() })
+			require.NoError(t, devpool.Pool{ENIs: 1, PerENI: 2}.Populate(store))
+			require.Len(t, store.PendingAddresses(), 2)
+			multi := Sandbox{ID: "m", Name: "m", Namespace: "prod", Ready: true, MultiNIC: true}
+			agent := Sandbox{ID: "agent", Name: coverAgent, Namespace: "kube-system", Ready: true}
+			src := &partialRuntime{listed: []Sandbox{agent, multi}, all: map[string]SandboxStatus{
+				"agent": {Sandbox: agent},
+				"m":     {Sandbox: multi, IPs: []netip.Addr{coverEth0}},
+			}}
+			r := New(Config{Mode: Enforce, PodName: coverAgent, NetworkCard: 1}, src, store, nil, nil, nil)
+			res, err := r.VerifyNow(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, 0, res.Verified, "listed: they wait")
+			src.listed = []Sandbox{agent}
+			if !tc.alive {
+				delete(src.all, "m")
+			}
+			res, err = r.VerifyNow(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, tc.verified, res.Verified)
+		})
+	}
+}

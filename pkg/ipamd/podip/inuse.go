@@ -176,6 +176,12 @@ func (r *Reconciler) askLastUsers(ctx context.Context, e *addrEvidence, l *listi
 		st, ans := r.view.ask(ctx, id, rd)
 		last := r.view.unlisted[id]
 		switch {
+		case ans == answerAlive && last.multiNIC && last.anyIP && aliveHolder(r.cfg.NetworkCard, st):
+			// A multi-NIC pod left out, holding nothing on the card: its
+			// IPs are not the card's, so it could be using any address.
+			if e.unknown == nil {
+				e.unknown = &Sandbox{ID: id, Name: st.Name, Namespace: st.Namespace, Ready: st.Ready, MultiNIC: true}
+			}
 		case ans == answerAlive:
 			for _, ip := range st.IPs {
 				e.lastAlive = setAddr(e.lastAlive, ip, st.Sandbox)

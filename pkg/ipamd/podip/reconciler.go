@@ -130,6 +130,7 @@ func New(cfg Config, src SandboxSource, store Store, events EventPoster, log *sl
 		trigger: trigger.NewWithOptions(trigger.Options{MinInterval: cfg.MinTriggerGap}), joined: make(chan struct{}, 1),
 		candidates: map[datastore.IPAMKey]*candidate{}}
 	r.view = newRuntimeView(src, cfg.PodName, log, metrics, func() time.Time { return r.now() })
+	r.view.card, r.view.interfaces = cfg.NetworkCard, cfg.Interfaces
 	r.verify.Reason = WaitNotStarted
 	r.budget = r.capPerInterval() // CNI GC may come before the first pass
 	return r

@@ -49,6 +49,11 @@ type runtimeView struct {
 	// showed with IPs and a later list left out; asked by their IDs before
 	// one of those addresses is handed out or freed.
 	unlisted map[string]sandboxAddrs
+	// card and interfaces are the reconciler's NetworkCard and
+	// Config.Interfaces: above card 0, a multi-NIC sandbox left out is a
+	// last known user of any address (cardcover.go).
+	card       int
+	interfaces func(string) (bool, int)
 
 	// heldIDs is the buffer of a listing's allocated container IDs;
 	// prevIDs the IDs of the previous decision's list and spareIDs a set
@@ -71,6 +76,8 @@ type sandboxAddrs struct {
 	seq             uint64 // the list it was learnt on
 	// anyIP: its IPs were never learnt (a last known user of any address).
 	anyIP bool
+	// multiNIC: its list entry said it is a multi-NIC pod.
+	multiNIC bool
 }
 
 // round bounds the status calls of one decision: at most
@@ -231,7 +238,7 @@ func (v *runtimeView) learn(ctx context.Context, l *listing, allocs []datastore.
 	for _, group := range ask {
 		for _, s := range group {
 			if st, ans := v.ask(ctx, s.ID, rd); ans == answerAlive {
-				v.ips[s.ID] = sandboxAddrs{ips: st.IPs, name: st.Name, namespace: st.Namespace, ready: s.Ready, seq: v.seq}
+				v.ips[s.ID] = sandboxAddrs{ips: st.IPs, name: st.Name, namespace: st.Namespace, ready: s.Ready, seq: v.seq, multiNIC: s.MultiNIC}
 			}
 		}
 	}
@@ -271,6 +278,9 @@ func (v *runtimeView) forgetUnlisted(l *listing) {
 		if _, isHeld := l.held[id]; isHeld || len(sa.ips) == 0 || len(v.unlisted) >= maxUnlisted {
 			continue
 		}
+		// Above card 0 a multi-NIC pod's IPs are not the card's: it could
+		// be using any of its addresses.
+		sa.anyIP = v.uncoveredLeftOut(id, sa)
 		v.unlisted[id] = sa
 	}
 	// A sandbox a list showed whose IPs were never learnt, left out now,

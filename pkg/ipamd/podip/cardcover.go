@@ -16,10 +16,16 @@ import (
 //   - a listed multi-NIC sandbox that holds no allocation on the card makes
 //     every such address whose use the list decides unknown (neither
 //     handed out nor freed), as a listed sandbox whose IPs are not known
-//     does on every card;
+//     does on every card; the last holder of a pending address holds
+//     that one. A multi-NIC sandbox is one annotated so whose annotation
+//     card 0's records do not deny (recordedMultiNIC), and, while it waits
+//     on one, the card says so (waitsOn, a warning per sandbox);
 //   - a listed last holder of such an address (the datastore let go of it
 //     while the sandbox's key held it) is its user, whatever IPs it
-//     reports: the address goes back to its key, or stays held.
+//     reports: the address goes back to its key, or stays held; so is a
+//     multi-NIC one a partial list left out that answers alive by its ID;
+//   - a multi-NIC sandbox holding nothing on the card that a partial list
+//     left out is a last known user of every address until it is gone.
 // A sandbox that reports no address at all has no pod network (its CNI
 // ADD gave every card's address or none, and its DEL released them all),
 // so it covers the card. Card 0's address is the pod's eth0, which the

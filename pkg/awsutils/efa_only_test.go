@@ -55,12 +55,7 @@ func TestAnENIWithoutAddressesInIMDSIsListedWithNone(t *testing.T) {
 	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "p4d.24xlarge"})
 	id, err := sim.CreateAttachedENIOnCard(1, nil, 0)
 	require.NoError(t, err)
-	var mac string
-	for _, e := range sim.ENIs() {
-		if e.ID == id {
-			mac = e.MAC
-		}
-	}
+	mac := macOf(sim, id)
 	ec2simtest.PointSDKAt(t, sim.EC2Endpoint(), addressFreeIMDS(t, sim.IMDSEndpoint(), mac, true))
 	c := newClient(t, Options{})
 	got, err := c.AttachedENIs(context.Background())
@@ -84,15 +79,20 @@ func TestAnENIWhoseAddressesIMDSHasNotCaughtUpWithFailsTheList(t *testing.T) {
 	sim := ec2simtest.Start(t, ec2sim.Config{InstanceType: "p4d.24xlarge"})
 	id, err := sim.CreateAttachedENIOnCard(1, nil, 0)
 	require.NoError(t, err)
-	var mac string
-	for _, e := range sim.ENIs() {
-		if e.ID == id {
-			mac = e.MAC
-		}
-	}
+	mac := macOf(sim, id)
 	ec2simtest.PointSDKAt(t, sim.EC2Endpoint(), addressFreeIMDS(t, sim.IMDSEndpoint(), mac, false))
 	c := newClient(t, Options{})
 	_, err = c.AttachedENIs(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not caught up")
+}
+
+// macOf is the MAC of the simulator's ENI id ("" when there is none).
+func macOf(sim *ec2sim.Sim, id string) string {
+	for _, e := range sim.ENIs() {
+		if e.ID == id {
+			return e.MAC
+		}
+	}
+	return ""
 }

@@ -3,19 +3,16 @@ package rpcserver
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -74,18 +71,7 @@ func serveCards(t *testing.T, o Options, free ...int) *multiServed {
 	set, err := cards.New(cs...)
 	require.NoError(t, err)
 	o.Store, o.Stats = set, set
-	o.Version = "v"
-	o.Errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "errors"}, []string{"fn"})
-	o.Log = slog.New(slog.DiscardHandler)
-	m := NewMetrics(prometheus.NewRegistry())
-	srv, _ := New(o, m)
-	lis, err := ListenUnix(filepath.Join(dir, "ipamd.sock"))
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("unix://"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
+	m, conn := listen(t, o, dir)
 	return &multiServed{set: set, dir: dir, metrics: m, cni: rpc.NewCNIBackendClient(conn), config: rpc.NewConfigServerBackendClient(conn)}
 }
 

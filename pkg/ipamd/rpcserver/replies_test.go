@@ -57,6 +57,16 @@ func serve(t *testing.T, o Options, addrs int) *served {
 		set := cards.Single(store)
 		o.Store, o.Stats = set, set
 	}
+	m, conn := listen(t, o, dir)
+	return &served{store: store, checkpoint: cp.Path(), metrics: m,
+		cni: rpc.NewCNIBackendClient(conn), config: rpc.NewConfigServerBackendClient(conn)}
+}
+
+// listen serves New(o) at dir/ipamd.sock until the test ends (o.Version
+// and o.Errors filled in when unset, nothing logged) and returns its
+// metrics and a client connected the way the plugin connects.
+func listen(t *testing.T, o Options, dir string) (*Metrics, *grpc.ClientConn) {
+	t.Helper()
 	if o.Version == "" {
 		o.Version = "v"
 	}
@@ -73,8 +83,7 @@ func serve(t *testing.T, o Options, addrs int) *served {
 	conn, err := grpc.NewClient("unix://"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	return &served{store: store, checkpoint: cp.Path(), metrics: m,
-		cni: rpc.NewCNIBackendClient(conn), config: rpc.NewConfigServerBackendClient(conn)}
+	return m, conn
 }
 
 func delRequest(id string) *rpc.DelNetworkRequest {
